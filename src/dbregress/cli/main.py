@@ -1,0 +1,5 @@
+"""Entry point; filled in by the CLI work."""
+
+
+def main() -> int:
+    return 0

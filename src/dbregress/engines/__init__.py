@@ -1,0 +1,1 @@
+"""Engine lifecycle: initialize, configure, start on a private unix socket, stop."""

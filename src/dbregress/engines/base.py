@@ -1,0 +1,78 @@
+"""What the runner needs from every engine, whatever its family."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbregress.provision import Build
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Engine memory and log sizes derived from the lab's scale (see lab.py)."""
+
+    cache_mb: int  # shared_buffers / buffer pool / block cache
+    wal_mb: int  # max_wal_size / redo log capacity
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    workdir: Path  # private directory for the data directory and the socket; created by start
+    log_path: Path  # the server log, kept with the run
+    config_name: str  # a profile shipped in dbregress/configs/<family>/<name>.conf
+    settings: dict[str, str] = field(default_factory=dict)  # the lab's overrides
+    sizes: Sizes = Sizes(cache_mb=128, wal_mb=1024)
+    cpus: frozenset[int] | None = None  # CPUs the server and its children run on; None = unpinned
+    start_timeout_s: float = 120.0
+    stop_timeout_s: float = 60.0
+
+
+class Engine(ABC):
+    """One server of one build with one config, for the lifetime of one job."""
+
+    def __init__(self, build: Build, options: EngineOptions) -> None:
+        self.build = build
+        self.options = options
+
+    @abstractmethod
+    def start(self) -> None:
+        """Initialize a fresh data directory, write the config, start, wait until ready.
+
+        Raises ConfigRejected (server's message + profile name) or EngineError with the
+        server log's tail.
+        """
+
+    @abstractmethod
+    def stop(self) -> None:
+        """Fast, clean shutdown; kills the process tree if that does not finish in time.
+        Idempotent; safe to call after a crash."""
+
+    @abstractmethod
+    def server_pid(self) -> int:
+        """The pid at the root of the server's process tree."""
+
+    @abstractmethod
+    def check_alive(self) -> None:
+        """Raise EngineCrashed (with the log's tail) if the server is no longer running."""
+
+    @abstractmethod
+    def connection(self) -> dict[str, Any]:
+        """The `engine` section of a loadgen step spec for this server."""
+
+    @abstractmethod
+    def data_size_bytes(self) -> int:
+        """Bytes the data directory occupies on disk now."""
+
+    @abstractmethod
+    def settings_applied(self) -> dict[str, str]:
+        """The settings written for this server (profile + sizes + overrides)."""
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.options.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])

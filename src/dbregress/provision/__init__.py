@@ -1,0 +1,67 @@
+"""Where builds come from: a spec like `postgres@17.2.0` becomes a `Build` on disk.
+
+Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
+local.py), and a user's own build directory (`@/path`, local.py). Fetched builds live in
+a cache keyed by the spec (cache.py), unpacked atomically.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dbregress.errors import BuildNotFound
+
+ENGINES = ("postgres",)
+
+
+@dataclass(frozen=True)
+class BuildSpec:
+    """What the user wrote: engine and version, `system`, or a path to their own build."""
+
+    engine: str
+    version: str  # "17.2.0", "system", or an absolute path
+
+    @property
+    def is_path(self) -> bool:
+        return self.version.startswith("/")
+
+    @property
+    def is_system(self) -> bool:
+        return self.version == "system"
+
+    def __str__(self) -> str:
+        return f"{self.engine}@{self.version}"
+
+    @staticmethod
+    def parse(text: str) -> BuildSpec:
+        engine, sep, version = text.partition("@")
+        if not sep or not engine or not version:
+            raise BuildNotFound(
+                f"build {text!r} is not of the form ENGINE@VERSION "
+                "(e.g. postgres@17.2.0, postgres@system, postgres@/path/to/basedir)"
+            )
+        if engine not in ENGINES:
+            raise BuildNotFound(f"unknown engine {engine!r} in {text!r}; known: {', '.join(ENGINES)}")
+        if version.startswith("~") or version.startswith("."):
+            version = str(Path(os.path.expanduser(version)).resolve())
+        return BuildSpec(engine, version)
+
+
+@dataclass(frozen=True)
+class Build:
+    """A build on disk, ready to start.
+
+    `basedir` holds bin/ (and lib/, share/ where the build has them).
+    `identity` is what the results store records about it (source, coordinates, the
+    binary's own version string, ...).
+    """
+
+    spec: BuildSpec
+    basedir: Path
+    version_string: str  # what the binary says of itself, e.g. "postgres (PostgreSQL) 17.2"
+    identity: dict[str, str] = field(default_factory=dict)
+
+    def bin(self, name: str) -> Path:
+        return self.basedir / "bin" / name
