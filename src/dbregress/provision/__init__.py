@@ -43,7 +43,9 @@ class BuildSpec:
                 "(e.g. postgres@17.2.0, postgres@system, postgres@/path/to/basedir)"
             )
         if engine not in ENGINES:
-            raise BuildNotFound(f"unknown engine {engine!r} in {text!r}; known: {', '.join(ENGINES)}")
+            raise BuildNotFound(
+                f"unknown engine {engine!r} in {text!r}; known: {', '.join(ENGINES)}"
+            )
         if version.startswith("~") or version.startswith("."):
             version = str(Path(os.path.expanduser(version)).resolve())
         return BuildSpec(engine, version)
@@ -65,3 +67,30 @@ class Build:
 
     def bin(self, name: str) -> Path:
         return self.basedir / "bin" / name
+
+
+def fetch(spec: BuildSpec) -> Build:
+    """Make the build of `spec` available on disk (fetching and caching it if needed).
+
+    Dispatch: `@system` and `@/path` are local (local.py); versions come from Maven
+    Central (maven.py). The Build's identity records the source, coordinates or path, the
+    binary's version string and, for downloads, the artifact's sha256.
+    """
+    from dbregress.provision import local, maven  # here: they import this module
+
+    if spec.engine not in ENGINES:
+        raise BuildNotFound(f"unknown engine {spec.engine!r}; known: {', '.join(ENGINES)}")
+    if spec.is_system:
+        return local.fetch_system(spec)
+    if spec.is_path:
+        return local.fetch_path(spec)
+    return maven.fetch(spec)
+
+
+def versions(engine: str) -> list[str]:
+    """Versions of `engine` that `fetch` can get, sorted numerically (oldest first)."""
+    from dbregress.provision import maven
+
+    if engine not in maven.ARTIFACTS:
+        raise BuildNotFound(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    return maven.available_versions(engine)

