@@ -1,5 +1,43 @@
-"""Entry point; filled in by the CLI work."""
+"""dbregress command line: parse, dispatch to one module per verb, turn errors into
+messages in exactly one place."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from dbregress import __version__
+from dbregress.cli import fetch, report, run, versions
+from dbregress.errors import DbregressError
+
+VERBS = (fetch, versions, run, report)
 
 
-def main() -> int:
-    return 0
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="dbregress",
+        description="Find and explain performance regressions between database builds.",
+    )
+    p.add_argument("--version", action="version", version=f"dbregress {__version__}")
+    sub = p.add_subparsers(dest="verb", required=True, metavar="COMMAND")
+    for verb in VERBS:
+        verb.add_parser(sub)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except DbregressError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("Error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Analysis: pure functions over stored results; no I/O."""

@@ -1,0 +1,76 @@
+"""Every metric dbregress reports: its key, unit and which direction is better.
+
+docs/metrics.md is the prose version of this table; a test keeps them in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # key in a StepResult's per_op (or q.value for qps)
+    label: str  # column header in reports
+    unit: str
+    better: Better
+    description: str
+
+
+QPS = Metric(
+    "qps",
+    "Q",
+    "ops/s",
+    "higher",
+    "The step's throughput: inserted rows/s (l.i0, l.i1, l.i2), indexed rows/s (l.x), "
+    "queries/s (q-steps).",
+)
+PER_OP: tuple[Metric, ...] = (
+    Metric(
+        "server_cpu_us",
+        "srv cpu/o",
+        "µs",
+        "lower",
+        "CPU time (user + system) of the server's whole process tree during the step, "
+        "per operation of Q.",
+    ),
+    Metric(
+        "client_cpu_us",
+        "cli cpu/o",
+        "µs",
+        "lower",
+        "CPU time (user + system) of dbregress-loadgen during the step, per operation.",
+    ),
+    Metric(
+        "cs",
+        "cs/o",
+        "switches",
+        "lower",
+        "Voluntary + involuntary context switches of the server's processes, per operation.",
+    ),
+    Metric(
+        "rkb",
+        "rKB/o",
+        "KiB",
+        "lower",
+        "Bytes the server's processes read from storage (/proc/PID/io read_bytes), per operation.",
+    ),
+    Metric(
+        "wkb",
+        "wKB/o",
+        "KiB",
+        "lower",
+        "Bytes the server's processes caused to be written to storage (write_bytes), "
+        "per operation.",
+    ),
+    Metric("ops_per_s", "o/s", "ops/s", "higher", "Operations of Q per second (the same as Q)."),
+)
+LATENCY: tuple[Metric, ...] = (
+    Metric("p50", "p50", "µs", "lower", "Median latency, from each operation's intended start."),
+    Metric("p99", "p99", "µs", "lower", "99th percentile latency."),
+    Metric("max", "max", "µs", "lower", "Largest latency in the step."),
+)
+ALL: tuple[Metric, ...] = (QPS, *PER_OP, *LATENCY)

@@ -1,0 +1,93 @@
+"""Stored step results -> one cell per (column, step): the median over repeats."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbregress.lab import INSERT_STEPS
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: str  # ok, failed (every repeat failed), missing (never ran)
+    qps: float | None = None
+    q_unit: str = ""
+    q_op: str = ""
+    per_op: dict[str, float | None] = field(default_factory=dict)
+    latency: dict[str, dict[str, float]] = field(default_factory=dict)  # op -> p50/p99/max
+    sla: dict[str, Any] | None = None  # target, achieved (median), ok (every repeat)
+    repeats: int = 0
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Matrix:
+    labels: list[str]  # report columns, base first
+    steps: list[str]  # reported steps, in benchmark order
+    cells: dict[tuple[str, str], Cell]
+
+    @property
+    def base(self) -> str:
+        return self.labels[0]
+
+    def cell(self, label: str, step: str) -> Cell:
+        return self.cells.get((label, step), Cell("missing"))
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def aggregate(results: list[dict[str, Any]]) -> Cell:
+    ok = [r for r in results if r.get("status") == "ok"]
+    if not ok:
+        error = results[-1].get("error", {}).get("message", "") if results else ""
+        return Cell("failed" if results else "missing", error=error)
+    first = ok[0]
+    per_op = {k: _median(r["per_op"].get(k) for r in ok) for k in first["per_op"]}
+    latency = {
+        op: {
+            p: float(_median(r["ops"][op]["latency_us"][p] for r in ok if op in r["ops"]) or 0)
+            for p in ("p50", "p99", "p999", "max")
+        }
+        for op in first["ops"]
+    }
+    slas = [r["sla"] for r in ok if r.get("sla")]
+    sla = None
+    if slas:
+        sla = {
+            "target_rows_per_s": slas[0]["target_rows_per_s"],
+            "achieved_rows_per_s": _median(s["achieved_rows_per_s"] for s in slas),
+            "ok": all(s["ok"] for s in slas),
+        }
+    return Cell(
+        "ok",
+        qps=_median(r["q"]["value"] for r in ok),
+        q_unit=first["q"]["unit"],
+        q_op=first["q"]["op"],
+        per_op=per_op,
+        latency=latency,
+        sla=sla,
+        repeats=len(ok),
+    )
+
+
+def matrix(record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]) -> Matrix:
+    labels = [c["label"] for c in record["columns"]]
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    order: list[str] = []
+    for results in steps_by_job.values():
+        for r in results:
+            if r.get("reported", True) is False or r["step"] == "start":
+                continue
+            if r["step"] not in order:
+                order.append(r["step"])
+            grouped.setdefault((r["column"], r["step"]), []).append(r)
+    cells = {key: aggregate(rs) for key, rs in grouped.items()}
+    known = list(INSERT_STEPS)
+    order.sort(key=lambda s: known.index(s) if s in known else len(known))
+    return Matrix(labels, order, cells)

@@ -1,0 +1,82 @@
+"""dbregress run LAB: run every job of a lab, then print the summary tables."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from dbregress.cli.report import write_report
+from dbregress.errors import DbregressError
+from dbregress.lab import load_lab
+from dbregress.runner import Progress, Runner
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a lab file",
+        description="Run a lab file: fetch its "
+        "builds, run every step on each, store results, print a summary.",
+    )
+    p.add_argument("lab", type=Path, help="lab file (TOML), see docs/lab-file.md")
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="folder that receives the run folder (default: results)",
+    )
+    p.set_defaults(func=run)
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+class ProgressLine:
+    """One status line, rewritten in place on a terminal, one line per step otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+
+    def __call__(self, p: Progress) -> None:
+        text = (
+            f"[{p.job_index}/{p.jobs} {p.job}] step {p.step_index}/{p.steps} {p.step}: "
+            f"{_clock(p.elapsed_s)} elapsed, {_clock(p.remaining_s)} left"
+        )
+        if self.tty:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+        elif p.step != self.last:
+            print(text.split(":")[0], file=sys.stderr, flush=True)
+        self.last = p.step
+
+    def done(self) -> None:
+        if self.tty:
+            sys.stderr.write("\r\033[K")
+
+
+def run(args: argparse.Namespace) -> int:
+    lab = load_lab(args.lab)
+    progress = ProgressLine()
+    runner = Runner(lab, args.results, progress)
+    print(
+        f"run {runner.path.name}: {len(lab.jobs())} job(s), {len(runner.plans)} steps each",
+        file=sys.stderr,
+    )
+    failed: DbregressError | None = None
+    try:
+        runner.run()
+    except DbregressError as e:
+        failed = e
+    finally:
+        progress.done()
+    print(write_report(runner.path, summary=True))
+    if failed:
+        raise failed
+    return 0

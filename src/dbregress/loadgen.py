@@ -1,0 +1,147 @@
+"""Spawns dbregress-loadgen with a step spec and reads its event stream (schema/)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from dbregress.errors import LoadgenError
+
+SPEC_VERSION = 1
+EVENT_VERSION = 1
+BINARY = "dbregress-loadgen"
+
+
+def find_binary() -> Path:
+    """$DBREGRESS_LOADGEN, else the workspace's release build, else PATH."""
+    env = os.environ.get("DBREGRESS_LOADGEN")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "target" / "release" / BINARY
+        if candidate.is_file():
+            return candidate
+    found = shutil.which(BINARY)
+    if found:
+        return Path(found)
+    raise LoadgenError(f"{BINARY} not found: run `make build` (or set DBREGRESS_LOADGEN)")
+
+
+class Loadgen:
+    """One loadgen process running one step.
+
+    The spec asks the loadgen to hold its connections open after the summary until
+    stdin closes, so the caller can read the server's counters while its backends live.
+    """
+
+    def __init__(
+        self, spec: dict[str, Any], spec_path: Path, stderr_path: Path, cpus: frozenset[int] | None
+    ) -> None:
+        spec = {**spec, "spec_version": SPEC_VERSION, "wait_before_close": True}
+        spec_path.write_text(json.dumps(spec, indent=1) + "\n")
+        self.stderr_path = stderr_path
+        self._stderr = stderr_path.open("wb")
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+        def pin() -> None:
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
+        try:
+            self.proc = subprocess.Popen(
+                [str(find_binary()), str(spec_path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._stderr,
+                preexec_fn=pin,
+                start_new_session=True,  # Ctrl-C reaches us only; we stop it in order
+            )
+        except OSError as e:
+            self._stderr.close()
+            raise LoadgenError(f"cannot start {BINARY}: {e}") from e
+        assert self.proc.stdout is not None
+        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for raw in stream:
+            self._lines.put(raw.decode(errors="replace"))
+        self._lines.put(None)
+
+    def events(self, poll_s: float = 0.5) -> Iterator[dict[str, Any] | None]:
+        """Yields each event as it arrives, and None every poll_s without one, so the
+        caller can check deadlines and the engine. Ends when stdout closes."""
+        while True:
+            try:
+                line = self._lines.get(timeout=poll_s)
+            except queue.Empty:
+                yield None
+                continue
+            if line is None:
+                return
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                raise LoadgenError(
+                    f"{BINARY} printed a line that is not JSON: {line[:200]!r}"
+                ) from None
+            if not isinstance(event, dict) or "type" not in event:
+                raise LoadgenError(f"{BINARY} printed an event without a type: {line[:200]!r}")
+            yield event
+
+    def release(self, timeout_s: float = 30.0) -> int:
+        """Closes stdin (the loadgen then disconnects and exits) and waits for it."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """Ends the loadgen at once; safe to call any time, any number of times."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.close()
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream and not stream.closed:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._stderr.close()
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            return f"killed by signal {signal.Signals(-code).name}"
+        return f"exited with status {code}"
+
+    def stderr_tail(self, lines: int = 10) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,1 @@
+"""Reports: renderers over the analysis Matrix; each a sibling with one render()."""

@@ -1,0 +1,250 @@
+"""Executes a lab: provision -> start -> steps (collect + loadgen) -> store, in that order.
+
+Every step's result is written the moment the step ends. A failure (engine crash,
+hang, loadgen killed, Ctrl-C) is recorded as a failed step with its cause and the
+server log's tail; the engine and the loadgen are always stopped.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress import provision
+from dbregress.benchmarks import insert
+from dbregress.benchmarks.insert import StepPlan
+from dbregress.collect.host import host_facts
+from dbregress.engines.base import Engine, EngineOptions
+from dbregress.errors import (
+    DbregressError,
+    EngineError,
+    Interrupted,
+    LoadgenError,
+    StepTimeout,
+)
+from dbregress.lab import Job, Lab
+from dbregress.provision import Build
+from dbregress.step import StepOutcome, collect_step
+from dbregress.store.run import RunWriter
+
+
+@dataclass(frozen=True)
+class Progress:
+    job: str
+    job_index: int
+    jobs: int
+    step: str
+    step_index: int
+    steps: int
+    elapsed_s: float
+    remaining_s: float | None
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+def work_root() -> Path:
+    """Data directories live outside results/ (they are large and deleted after each
+    job) in a place an unprivileged engine user can reach."""
+    return Path(os.environ.get("DBREGRESS_WORKDIR", "/var/tmp/dbregress"))
+
+
+def make_engine(build: Build, options: EngineOptions) -> Engine:
+    if build.spec.engine == "postgres":
+        from dbregress.engines.postgres import PostgresEngine
+
+        return PostgresEngine(build, options)
+    raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
+
+
+class Runner:
+    def __init__(self, lab: Lab, results_root: Path, progress: ProgressFn | None = None) -> None:
+        self.lab = lab
+        self.plans = insert.plan(lab.insert)
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        self.sizes = insert.engine_sizes(lab.insert, memory)
+        self.writer = RunWriter(results_root, lab, host_facts())
+        self.progress = progress or (lambda p: None)
+
+    @property
+    def path(self) -> Path:
+        return self.writer.path
+
+    def run(self) -> Path:
+        """Runs every job; returns the run folder. Raises after recording if any failed."""
+        status = "failed"
+        try:
+            builds = self._provision()
+            jobs = self.lab.jobs()
+            for i, job in enumerate(jobs):
+                if i and self.lab.sleep_between_s:
+                    time.sleep(self.lab.sleep_between_s)
+                try:
+                    self._run_job(job, builds[job.column.label], i, len(jobs))
+                except _JobFailed:
+                    continue  # recorded; the other columns still run
+            failures = self.writer.record["failures"]
+            status = "ok" if not failures else "failed"
+            if failures:
+                where = ", ".join(f["where"] for f in failures)
+                raise DbregressError(
+                    f"{len(failures)} failure(s) in {where}; finished steps are in {self.path}"
+                )
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise Interrupted(f"interrupted; finished steps are in {self.path}") from None
+        finally:
+            self.writer.finish(status)
+        return self.path
+
+    def _provision(self) -> dict[str, Build]:
+        builds: dict[str, Build] = {}
+        fetched: dict[str, Build] = {}
+        for column in self.lab.columns:
+            key = str(column.build)
+            try:
+                if key not in fetched:
+                    fetched[key] = provision.fetch(column.build)
+            except DbregressError as e:
+                self.writer.add_failure(f"provision {key}", e)
+                raise
+            build = fetched[key]
+            builds[column.label] = build
+            self.writer.set_build(
+                column.label,
+                {**build.identity, "spec": key, "version_string": build.version_string},
+            )
+        return builds
+
+    def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
+        job_dir = self.writer.job_dir(job)
+        workdir = work_root() / self.writer.path.name / f"{job.column.label}-r{job.repeat}"
+        options = EngineOptions(
+            workdir=workdir,
+            log_path=job_dir / "server.log",
+            config_name=job.column.config,
+            settings=dict(job.column.settings),
+            sizes=self.sizes,
+            cpus=self.lab.placement.server_cpus,
+        )
+        engine = make_engine(build, options)
+        try:
+            self._start(engine, job)
+            for index, plan in enumerate(self.plans, start=1):
+
+                def report(
+                    elapsed: float, remaining: float | None, *, _p: StepPlan = plan, _i: int = index
+                ) -> None:
+                    self.progress(
+                        Progress(
+                            job.name,
+                            job_index + 1,
+                            jobs,
+                            _p.name,
+                            _i,
+                            len(self.plans),
+                            elapsed,
+                            remaining,
+                        )
+                    )
+
+                if not self._run_step(engine, job, index, plan, report):
+                    break
+        finally:
+            engine.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _start(self, engine: Engine, job: Job) -> None:
+        try:
+            engine.start()
+        except EngineError as e:
+            self._record_failure(job, 0, "start", e, engine)
+            raise _JobFailed() from e
+        self.writer.set_job(
+            job,
+            {
+                "build": job.column.build.__str__(),
+                "config": job.column.config,
+                "settings": engine.settings_applied(),
+                "sizes": {"cache_mb": self.sizes.cache_mb, "wal_mb": self.sizes.wal_mb},
+                "server_log": str((self.writer.job_dir(job) / "server.log").relative_to(self.path)),
+            },
+        )
+
+    def _run_step(
+        self,
+        engine: Engine,
+        job: Job,
+        index: int,
+        plan: StepPlan,
+        report: Callable[[float, float | None], None],
+    ) -> bool:
+        """Runs one step and writes its result; False when the job cannot go on."""
+        stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
+        spec = {
+            "engine": engine.connection(),
+            "workload": "insert",
+            "step": plan.step,
+            "clients": self.lab.insert.clients,
+            "seed": self.lab.seed * 1000 + index,
+            "insert": plan.insert,
+        }
+        timeout = self.lab.step_timeout_s or plan.expected_s() * 10 + 120
+        try:
+            outcome: StepOutcome = collect_step(
+                engine, spec, stem, plan, timeout, self.lab.placement, report
+            )
+            if plan.wait_after_s:
+                self._quiet(engine, plan.wait_after_s, report)
+        except KeyboardInterrupt:
+            self._record_failure(
+                job, index, plan.name, Interrupted("interrupted by Ctrl-C"), engine
+            )
+            raise
+        except (EngineError, LoadgenError, StepTimeout) as e:
+            self._record_failure(job, index, plan.name, e, engine)
+            return False
+        outcome.result.update(column=job.column.label, repeat=job.repeat)
+        self.writer.write_step(job, index, outcome.result, outcome.series, outcome.hlog)
+        return True
+
+    def _quiet(
+        self, engine: Engine, seconds: float, report: Callable[[float, float | None], None]
+    ) -> None:
+        """The post-write wait: nothing runs, the engine's background work settles."""
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            engine.check_alive()
+            report(seconds - left, left)
+            time.sleep(min(0.5, left))
+
+    def _record_failure(
+        self, job: Job, index: int, step: str, error: BaseException, engine: Engine
+    ) -> None:
+        result: dict[str, Any] = {
+            "kind": "step",
+            "column": job.column.label,
+            "repeat": job.repeat,
+            "step": step,
+            "status": "failed",
+            "error": {
+                "type": type(error).__name__,
+                "message": str(error),
+                "server_log_tail": engine.log_tail(40),
+            },
+        }
+        self.writer.write_step(job, index, result, [], "")
+        self.writer.add_failure(f"{job.name} {step}", error)
+
+
+class _JobFailed(Exception):
+    """A job could not start; already recorded, the lab goes on with the next job."""
+
+
+def run_lab(lab: Lab, results_root: Path, progress: ProgressFn | None = None) -> Path:
+    return Runner(lab, results_root, progress).run()

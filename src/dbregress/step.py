@@ -1,0 +1,229 @@
+"""One step, measured: server and loadgen counters around one loadgen run.
+
+The server's counters are read while the loadgen still holds its connections (it
+waits after its summary), so backends that exit at disconnect are counted whole.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbregress.benchmarks.insert import StepPlan
+from dbregress.collect.proc import Usage, snapshot_tree
+from dbregress.engines.base import Engine
+from dbregress.errors import LoadgenError, StepTimeout
+from dbregress.lab import Placement
+from dbregress.loadgen import Loadgen
+
+SLA_FRACTION = 0.95  # METHOD.md: a q-step below 95% of its insert target failed its SLA
+MAX_ERROR_MESSAGES = 20
+
+
+@dataclass
+class StepOutcome:
+    result: dict[str, Any]
+    series: list[dict[str, Any]] = field(default_factory=list)
+    hlog: str = ""
+
+
+@dataclass
+class _Stream:
+    """What the event stream said, gathered as it arrives."""
+
+    series: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    summary: dict[str, Any] | None = None
+    fatal: dict[str, Any] | None = None
+    rows_done: int = 0
+
+
+def collect_step(
+    engine: Engine,
+    spec: dict[str, Any],
+    stem: Path,
+    plan: StepPlan,
+    timeout_s: float,
+    placement: Placement,
+    report: Callable[[float, float | None], None],
+) -> StepOutcome:
+    started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    server_before = snapshot_tree(engine.server_pid())
+    loadgen = Loadgen(
+        spec, stem.with_suffix(".spec.json"), stem.with_suffix(".stderr"), placement.client_cpus
+    )
+    client_before = snapshot_tree(loadgen.pid)
+    stream = _Stream()
+    t0 = time.monotonic()
+    try:
+        server_after, client_after = _follow(engine, loadgen, plan, stream, t0, timeout_s, report)
+        loadgen.release()
+    except BaseException:
+        loadgen.kill()
+        raise
+    finally:
+        loadgen.close()
+    assert stream.summary is not None
+    server = server_before.delta(server_after)
+    client = client_before.delta(client_after)
+    result = step_result(plan, stream.summary, server, client)
+    result.update(
+        {
+            "started_at": started_at,
+            "wall_s": round(time.monotonic() - t0, 3),
+            "db_size_bytes": engine.data_size_bytes(),
+            "placement": placement.to_json(),
+            "error_samples": stream.errors,
+        }
+    )
+    return StepOutcome(result, stream.series, _hlog(stream.summary))
+
+
+def _follow(
+    engine: Engine,
+    loadgen: Loadgen,
+    plan: StepPlan,
+    stream: _Stream,
+    t0: float,
+    timeout_s: float,
+    report: Callable[[float, float | None], None],
+) -> tuple[Any, Any]:
+    """Reads events until the summary; returns the server and client counters read then."""
+    for event in loadgen.events():
+        elapsed = time.monotonic() - t0
+        if event is None:
+            if elapsed > timeout_s:
+                engine.check_alive()
+                raise StepTimeout(
+                    f"step {plan.name} still running after {timeout_s:.0f} s "
+                    f"(a hang?); server log tail:\n{engine.log_tail(20)}"
+                )
+            continue
+        kind = event["type"]
+        if kind == "interval":
+            _on_interval(event, stream)
+            report(elapsed, _remaining(plan, elapsed, stream.rows_done))
+        elif kind == "error":
+            if len(stream.errors) < MAX_ERROR_MESSAGES:
+                stream.errors.append(event)
+        elif kind == "summary":
+            stream.summary = event
+            return snapshot_tree(engine.server_pid()), snapshot_tree(loadgen.pid)
+        elif kind == "fatal":
+            loadgen.release(timeout_s=10)
+            engine.check_alive()  # a dead server is the cause, not the loadgen
+            raise LoadgenError(f"step {plan.name}: {event['message']}")
+        if elapsed > timeout_s:
+            engine.check_alive()
+            raise StepTimeout(f"step {plan.name} still running after {timeout_s:.0f} s")
+    loadgen.release(timeout_s=10)
+    engine.check_alive()
+    tail = loadgen.stderr_tail()
+    raise LoadgenError(
+        f"step {plan.name}: dbregress-loadgen {loadgen.exit_description()} "
+        f"before the step finished" + (f"; its last words:\n{tail}" if tail else "")
+    )
+
+
+def _on_interval(event: dict[str, Any], stream: _Stream) -> None:
+    for op, c in event["ops"].items():
+        stream.series.append({"t_s": event["t_s"], "op": op, **c})
+        if op in ("insert", "delete", "create_index"):
+            stream.rows_done += c["rows"]
+
+
+def _remaining(plan: StepPlan, elapsed: float, rows_done: int) -> float | None:
+    if plan.duration_s:
+        return max(0.0, plan.duration_s - elapsed)
+    if plan.work and rows_done:
+        return max(0.0, (plan.work - rows_done) * elapsed / rows_done)
+    return None
+
+
+def step_result(
+    plan: StepPlan, summary: dict[str, Any], server: Usage, client: Usage
+) -> dict[str, Any]:
+    """The stored StepResult of a finished step (pure: no I/O)."""
+    checks = summary["checks"]
+    if checks["rows_expected"] is not None and checks["rows_expected"] != checks["rows_found"]:
+        raise LoadgenError(
+            f"step {plan.name}: tables hold {checks['rows_found']} rows, "
+            f"expected {checks['rows_expected']} (inserts minus deletes)"
+        )
+    if checks["point_rows_expected"] != checks["point_rows_found"]:
+        raise LoadgenError(
+            f"step {plan.name}: point queries returned "
+            f"{checks['point_rows_found']} rows, expected "
+            f"{checks['point_rows_expected']}"
+        )
+    elapsed = summary["elapsed_s"]
+    q_op = summary["q_op"]
+    q_unit = summary.get("q_unit", "rows")
+    count = summary["ops"][q_op][q_unit] if q_op in summary["ops"] else 0
+    ops = {
+        name: {k: v for k, v in o.items() if k != "histogram"}
+        | {
+            "rows_per_s": o["rows"] / elapsed if elapsed else 0.0,
+            "ops_per_s": o["ops"] / elapsed if elapsed else 0.0,
+        }
+        for name, o in summary["ops"].items()
+    }
+    return {
+        "kind": "step",
+        "step": plan.name,
+        "status": "ok",
+        "reported": plan.reported,
+        "elapsed_s": elapsed,
+        "q": {
+            "op": q_op,
+            "unit": q_unit,
+            "count": count,
+            "value": count / elapsed if elapsed else 0.0,
+        },
+        "ops": ops,
+        "server": server.to_json(),
+        "client": client.to_json(),
+        "per_op": per_op_metrics(count, elapsed, server, client),
+        "sla": _sla(summary, elapsed),
+        "checks": checks,
+    }
+
+
+def per_op_metrics(
+    count: int, elapsed: float, server: Usage, client: Usage
+) -> dict[str, float | None]:
+    """METHOD.md section 5: cost per operation of the step's Q (None when Q is 0)."""
+    if not count:
+        return {
+            k: None for k in ("server_cpu_us", "client_cpu_us", "cs", "rkb", "wkb", "ops_per_s")
+        }
+    return {
+        "server_cpu_us": (server.user_s + server.system_s) * 1e6 / count,
+        "client_cpu_us": (client.user_s + client.system_s) * 1e6 / count,
+        "cs": server.ctx_switches / count,
+        "rkb": server.read_bytes / 1024 / count,
+        "wkb": server.write_bytes / 1024 / count,
+        "ops_per_s": count / elapsed if elapsed else 0.0,
+    }
+
+
+def _sla(summary: dict[str, Any], elapsed: float) -> dict[str, Any] | None:
+    insert_op = summary["ops"].get("insert")
+    if not insert_op or insert_op.get("target_rows_per_s") in (None, 0) or not elapsed:
+        return None
+    target = float(insert_op["target_rows_per_s"])
+    achieved = insert_op["rows"] / elapsed
+    return {
+        "target_rows_per_s": target,
+        "achieved_rows_per_s": achieved,
+        "ok": achieved >= SLA_FRACTION * target,
+    }
+
+
+def _hlog(summary: dict[str, Any]) -> str:
+    lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
+    lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,184 @@
+"""Writing and reading one run folder.
+
+results/<run id>/
+  run.json                  what was run: lab, columns, builds, host, placement, status
+  lab.toml                  the lab file as given
+  <label>/r<repeat>/        one job: server.log, loadgen stderr, spec and result per step
+    steps/NN-<step>.json    StepResult, schema-versioned, written when the step ends
+    steps/NN-<step>.csv     per-second series
+    steps/NN-<step>.hlog    HdrHistogram log (V2, base64), one line per op kind
+    steps/NN-<step>.spec.json, .stderr   what the loadgen was told, and said on stderr
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress.errors import StoreError
+from dbregress.lab import Job, Lab
+from dbregress.store.files import write_atomic, write_json
+
+SCHEMA_VERSION = 1
+
+
+def new_run_id(lab_name: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{lab_name}"
+
+
+class RunWriter:
+    def __init__(self, root: Path, lab: Lab, host: dict[str, Any]) -> None:
+        run_id = new_run_id(lab.name)
+        path = root / run_id
+        suffix = 1
+        while path.exists():
+            suffix += 1
+            path = root / f"{run_id}-{suffix}"
+        path.mkdir(parents=True)
+        path.chmod(0o755)
+        self.path = path
+        self.record: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "run",
+            "run_id": path.name,
+            "lab": lab.name,
+            "benchmark": lab.benchmark,
+            "started_at": _now(),
+            "finished_at": None,
+            "status": "running",
+            "host": host,
+            "placement": lab.placement.to_json(),
+            "columns": [
+                {
+                    "label": c.label,
+                    "build": str(c.build),
+                    "config": c.config,
+                    "settings": c.settings,
+                    "base": i == 0,
+                }
+                for i, c in enumerate(lab.columns)
+            ],
+            "builds": {},
+            "jobs": {},
+            "failures": [],
+        }
+        write_atomic(path / "lab.toml", lab.text)
+        self._save()
+
+    def job_dir(self, job: Job) -> Path:
+        d = self.path / job.column.label / f"r{job.repeat}"
+        (d / "steps").mkdir(parents=True, exist_ok=True)
+        return d
+
+    def set_build(self, label: str, identity: dict[str, Any]) -> None:
+        self.record["builds"][label] = identity
+        self._save()
+
+    def set_job(self, job: Job, info: dict[str, Any]) -> None:
+        self.record["jobs"][job.name] = info
+        self._save()
+
+    def add_failure(self, where: str, error: BaseException) -> None:
+        self.record["failures"].append(
+            {"where": where, "type": type(error).__name__, "message": str(error)}
+        )
+        self._save()
+
+    def write_step(
+        self,
+        job: Job,
+        index: int,
+        result: dict[str, Any],
+        series: Iterable[dict[str, Any]],
+        hlog: str,
+    ) -> Path:
+        stem = self.job_dir(job) / "steps" / f"{index:02d}-{result['step']}"
+        write_atomic(stem.with_suffix(".csv"), _series_csv(series))
+        write_atomic(stem.with_suffix(".hlog"), hlog)
+        write_json(stem.with_suffix(".json"), {"schema_version": SCHEMA_VERSION, **result})
+        return stem.with_suffix(".json")
+
+    def finish(self, status: str) -> None:
+        self.record["status"] = status
+        self.record["finished_at"] = _now()
+        self._save()
+
+    def _save(self) -> None:
+        write_json(self.path / "run.json", self.record)
+
+
+def _series_csv(series: Iterable[dict[str, Any]]) -> str:
+    cols = ("t_s", "op", "ops", "rows", "max_us", "errors")
+    lines = [",".join(cols)]
+    for row in series:
+        lines.append(",".join(str(row[c]) for c in cols))
+    return "\n".join(lines) + "\n"
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+@dataclass(frozen=True)
+class RunData:
+    """A run as read back: run.json plus every step result, in step order per job."""
+
+    path: Path
+    record: dict[str, Any]
+    steps: dict[str, list[dict[str, Any]]]  # job name -> step results
+
+    @property
+    def labels(self) -> list[str]:
+        return [c["label"] for c in self.record["columns"]]
+
+
+def _check_version(path: Path, value: dict[str, Any]) -> None:
+    version = value.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} has results schema version {version}; this dbregress reads version "
+            f"{SCHEMA_VERSION}. Use the dbregress release that wrote it, or rerun the lab."
+        )
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except OSError as e:
+        raise StoreError(f"cannot read {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise StoreError(f"{path} is not valid JSON ({e}); was it edited by hand?") from e
+    if not isinstance(value, dict):
+        raise StoreError(f"{path} does not hold a JSON object")
+    _check_version(path, value)
+    return value
+
+
+def resolve_run(arg: str, root: Path) -> Path:
+    """A run folder from a path, a run id under root, or `latest`."""
+    if arg == "latest":
+        runs = sorted(p for p in root.glob("*/run.json")) if root.is_dir() else []
+        if not runs:
+            raise StoreError(f"no runs under {root}; run a lab first: dbregress run LAB")
+        return max(runs, key=lambda p: p.stat().st_mtime).parent
+    for candidate in (Path(arg), root / arg):
+        if (candidate / "run.json").is_file():
+            return candidate
+    raise StoreError(f"{arg!r} is not a run folder (no run.json there or under {root})")
+
+
+def read_run(path: Path) -> RunData:
+    record = _read_json(path / "run.json")
+    steps: dict[str, list[dict[str, Any]]] = {}
+    for job in record["jobs"]:
+        files = sorted((path / job / "steps").glob("*.json"))
+        steps[job] = [
+            _read_json(f)
+            for f in files
+            if f.name[:2].isdigit() and not f.name.endswith(".spec.json")
+        ]
+    return RunData(path, record, steps)
