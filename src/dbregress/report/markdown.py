@@ -107,6 +107,25 @@ def sla(m: Matrix) -> list[str]:
     ]
 
 
+def cpu_per_op(m: Matrix) -> list[str]:
+    """Server and loadgen CPU per operation side by side: is the client ever the cost?"""
+    rows = []
+    for s in m.steps:
+        row = [s]
+        for lb in m.labels:
+            cell = m.cell(lb, s)
+            srv, cli = cell.per_op.get("server_cpu_us"), cell.per_op.get("client_cpu_us")
+            row.append(f"{fmt(srv)} / {fmt(cli)}" if cell.status == "ok" else cell.status)
+        rows.append(row)
+    return [
+        "## CPU per operation: server / loadgen (µs)",
+        "",
+        "Per inserted row (l.i0, l.i1, l.i2), indexed row (l.x) or query (q-steps).",
+        "",
+        *_table(["step", *m.labels], rows),
+    ]
+
+
 def _metric_value(cell: Cell, metric: Metric) -> float | None:
     return cell.per_op.get(metric.key) if cell.status == "ok" else None
 
@@ -205,5 +224,5 @@ def render(record: dict[str, Any], m: Matrix) -> str:
 
 def summary_tables(record: dict[str, Any], m: Matrix) -> str:
     """The short version printed at the end of `dbregress run`."""
-    parts = [throughput(m), relative_qps(m), sla(m), failures(record)]
+    parts = [throughput(m), relative_qps(m), sla(m), cpu_per_op(m), failures(record)]
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"

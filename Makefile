@@ -1,0 +1,57 @@
+# dbregress: `make demo` sets everything up and runs the quickstart lab;
+# `make test` runs every check. Both are safe to rerun.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+PYTHON ?= python3
+UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+# Debian packages: the system PostgreSQL build and the peers the bench/ scripts compare with.
+DEBIAN_PACKAGES := postgresql sysbench rocksdb-tools fio
+QUICKSTART_BUILDS := postgres@12.20.0 postgres@17.2.0
+
+.PHONY: demo test setup uv python debian build builds lint rust-check pytest clean
+
+demo: setup builds
+	$(UV) run dbregress run labs/quickstart.toml
+
+test: setup lint rust-check pytest
+
+setup: python debian build
+
+uv:
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || \
+		$(PYTHON) -m pip install --quiet uv
+
+python: uv
+	$(UV) sync --frozen --quiet
+
+# Installs only what is missing, so a warm machine does not touch the network.
+debian:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+build:
+	cargo build --release --locked --quiet
+
+builds: python
+	$(UV) run dbregress fetch $(QUICKSTART_BUILDS)
+
+lint: python
+	$(UV) run ruff check src tests bench
+	$(UV) run ruff format --check src tests bench
+	$(UV) run mypy --strict src
+
+rust-check:
+	cargo fmt --all --check
+	cargo clippy --release --locked --all-targets --quiet -- -D warnings
+	cargo test --release --locked --quiet
+
+pytest: python build
+	$(UV) run pytest -q
+
+clean:
+	rm -rf target .venv .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,106 @@
+"""Lab files: what they turn into, and the messages bad ones get."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dbregress.errors import LabError
+from dbregress.lab import INSERT_STEPS, load_lab
+
+GOOD = """\
+name = "t"
+[[column]]
+label = "old"
+build = "postgres@12.20.0"
+
+[[column]]
+label = "new"
+build = "postgres@17.2.0"
+config = "ci"
+settings = { work_mem = "8MB", max_connections = 50 }
+
+[insert]
+clients = 2
+load_rows = 1000
+write_rows = 400
+query_seconds = 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "lab.toml"
+    path.write_text(text)
+    return path
+
+
+def test_good_lab(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, GOOD))
+    assert [c.label for c in lab.columns] == ["old", "new"]
+    assert lab.base.label == "old"
+    assert lab.columns[1].settings == {"work_mem": "8MB", "max_connections": "50"}
+    assert lab.columns[0].config == "default"
+    assert lab.insert.clients == 2 and lab.insert.steps == INSERT_STEPS
+    assert [j.name for j in lab.jobs()] == ["old/r1", "new/r1"]
+    assert lab.placement.mode in ("separate", "same")
+
+
+def test_same_build_twice_is_an_aa_comparison(tmp_path: Path) -> None:
+    text = GOOD.replace("postgres@17.2.0", "postgres@12.20.0")
+    lab = load_lab(write(tmp_path, text))
+    assert lab.columns[0].build == lab.columns[1].build
+
+
+def test_repeats_interleave(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, "repeats = 2\n" + GOOD))
+    assert [j.name for j in lab.jobs()] == ["old/r1", "new/r1", "old/r2", "new/r2"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expect"),
+    [
+        ("clients = 2", "clients = 0", r"lab.toml:13: insert.clients: must be greater than 0"),
+        ("clients = 2", 'clients = "2"', r"lab.toml:13: insert.clients: expected an integer"),
+        ("query_seconds = 2", "query_secs = 2", r"lab.toml:16: insert.query_secs: unknown key"),
+        ('label = "new"', 'label = "old"', r"lab.toml:7: column\[1\].label: .*used twice"),
+        ("postgres@17.2.0", "mongodb@7", r"lab.toml:8: column\[1\].build: unknown engine"),
+        ("postgres@17.2.0", "postgres17", r"column\[1\].build: .*ENGINE@VERSION"),
+        ('name = "t"', 'name = "t"\nplacement = "diagonal"', r"lab.toml:2: placement: unknown"),
+        ("[insert]", '[insert]\nsteps = ["qp100", "l.i0"]', r"insert.steps: .*order"),
+        ("[insert]", '[insert]\nsteps = ["l.i0", "qz9"]', r"insert.steps: unknown step 'qz9'"),
+        ("[insert]", '[insert]\nsteps = ["l.x"]', r"must start with l.i0"),
+    ],
+)
+def test_bad_lab_names_file_line_and_key(tmp_path: Path, old: str, new: str, expect: str) -> None:
+    assert old in GOOD
+    with pytest.raises(LabError, match=expect):
+        load_lab(write(tmp_path, GOOD.replace(old, new, 1)))
+
+
+def test_placement_table(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, 'placement = { server = "0", client = "0" }\n' + GOOD))
+    assert lab.placement.mode == "same"
+    assert lab.placement.server_cpus == frozenset({0})
+    with pytest.raises(LabError, match=r"placement.client: CPUs \[999\] are not available"):
+        load_lab(write(tmp_path, 'placement = { server = "0", client = "999" }\n' + GOOD))
+
+
+def test_not_toml(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match=r"lab.toml: not valid TOML: .*line 2"):
+        load_lab(write(tmp_path, 'name = "x"\n[[column]\n'))
+
+
+def test_no_columns(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="missing required key 'column'"):
+        load_lab(write(tmp_path, 'name = "x"\n'))
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="cannot read lab file"):
+        load_lab(tmp_path / "nope.toml")
+
+
+def test_shipped_labs_parse() -> None:
+    for path in Path(__file__).parents[2].joinpath("labs").glob("*.toml"):
+        assert load_lab(path).columns
