@@ -215,6 +215,7 @@ def render(record: dict[str, Any], m: Matrix) -> str:
         throughput(m),
         relative_qps(m),
         sla(m),
+        cpu_per_op(m),
         per_operation(m),
         latency(m),
         failures(record),
