@@ -29,19 +29,29 @@ def normalize(version: str) -> str:
 
 
 def closest(wanted: str, available: list[str], count: int = 5) -> list[str]:
-    """The available versions nearest to `wanted`: same major first, then by distance.
+    """The available versions nearest to `wanted`, in ascending version order.
 
-    Returned in ascending version order so a message reads naturally.
+    Same major first, nearest minor first; then the newest releases of the nearest
+    other majors (12.22 and 16.6 for a 14.1 that does not exist).
     """
     want = version_key(wanted) or (0,)
+    newest_first = sorted(set(available), key=version_key, reverse=True)
+    rank_in_major: dict[str, int] = {}
+    seen: dict[int, int] = {}
+    for version in newest_first:
+        major = (version_key(version) or (0,))[0]
+        rank_in_major[version] = seen.get(major, 0)
+        seen[major] = rank_in_major[version] + 1
 
     def distance(version: str) -> tuple[int, ...]:
         have = version_key(version) or (0,)
-        same_major = 0 if have[0] == want[0] else 1
-        width = max(len(have), len(want))
-        padded_have = have + (0,) * (width - len(have))
-        padded_want = want + (0,) * (width - len(want))
-        return (same_major, *(abs(a - b) for a, b in zip(padded_have, padded_want, strict=True)))
+        if have[0] == want[0]:
+            width = max(len(have), len(want))
+            pad_have, pad_want = have + (0,) * width, want + (0,) * width
+            return (
+                0,
+                *(abs(a - b) for a, b in zip(pad_have[:width], pad_want[:width], strict=True)),
+            )
+        return (1, rank_in_major[version], abs(have[0] - want[0]))
 
-    nearest = sorted(set(available), key=distance)[:count]
-    return sort_versions(nearest)
+    return sort_versions(sorted(newest_first, key=distance)[:count])
