@@ -1,0 +1,51 @@
+"""Facts about the machine a result was measured on, saved with every run."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpuinfo_model(cpuinfo: str) -> str:
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Model", "cpu model"):
+            return value.strip()
+    return "unknown"
+
+
+def _mem_total_bytes(meminfo: str) -> int | None:
+    for line in meminfo.splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
+def host_facts() -> dict[str, object]:
+    """Kernel, CPU, cores, memory, frequency governor, hostname, Python version.
+
+    `perf_counters` is "unknown": finding out means running perf, which this does not.
+    """
+    uname = os.uname()
+    affinity = sorted(os.sched_getaffinity(0))
+    return {
+        "hostname": socket.gethostname(),
+        "kernel": f"{uname.sysname} {uname.release} {uname.version}",
+        "machine": uname.machine,
+        "cpu_model": _cpuinfo_model(_read("/proc/cpuinfo") or ""),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": affinity,
+        "mem_total_bytes": _mem_total_bytes(_read("/proc/meminfo") or ""),
+        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "python": platform.python_version(),
+        "perf_counters": "unknown",
+    }
