@@ -186,14 +186,9 @@ class Runner:
     ) -> bool:
         """Runs one step and writes its result; False when the job cannot go on."""
         stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-        spec = {
-            "engine": engine.connection(),
-            "workload": "insert",
-            "step": plan.step,
-            "clients": self.lab.insert.clients,
-            "seed": self.lab.seed * 1000 + index,
-            "insert": plan.insert,
-        }
+        spec = insert.step_spec(
+            engine.connection(), plan, self.lab.insert.clients, self.lab.seed * 1000 + index
+        )
         timeout = self.lab.step_timeout_s or plan.expected_s() * 10 + 120
         try:
             outcome: StepOutcome = collect_step(

@@ -92,15 +92,19 @@ def _follow(
     report: Callable[[float, float | None], None],
 ) -> tuple[Any, Any]:
     """Reads events until the summary; returns the server and client counters read then."""
+    checked = t0
     for event in loadgen.events():
-        elapsed = time.monotonic() - t0
+        now = time.monotonic()
+        elapsed = now - t0
+        if now - checked >= 1.0:  # a killed postmaster can leave backends serving on
+            engine.check_alive()
+            checked = now
+        if elapsed > timeout_s:
+            raise StepTimeout(
+                f"step {plan.name} still running after {timeout_s:.0f} s (a hang?); "
+                f"server log tail:\n{engine.log_tail(20)}"
+            )
         if event is None:
-            if elapsed > timeout_s:
-                engine.check_alive()
-                raise StepTimeout(
-                    f"step {plan.name} still running after {timeout_s:.0f} s "
-                    f"(a hang?); server log tail:\n{engine.log_tail(20)}"
-                )
             continue
         kind = event["type"]
         if kind == "interval":
@@ -116,9 +120,6 @@ def _follow(
             loadgen.release(timeout_s=10)
             engine.check_alive()  # a dead server is the cause, not the loadgen
             raise LoadgenError(f"step {plan.name}: {event['message']}")
-        if elapsed > timeout_s:
-            engine.check_alive()
-            raise StepTimeout(f"step {plan.name} still running after {timeout_s:.0f} s")
     loadgen.release(timeout_s=10)
     engine.check_alive()
     tail = loadgen.stderr_tail()

@@ -72,6 +72,20 @@ def plan(sizes: InsertSizes) -> list[StepPlan]:
     return [steps[name] for name in sizes.steps]
 
 
+def step_spec(
+    connection: dict[str, Any], plan: StepPlan, clients: int, seed: int
+) -> dict[str, Any]:
+    """The loadgen step spec (schema/step-spec.schema.json) of one step."""
+    return {
+        "engine": connection,
+        "workload": "insert",
+        "step": plan.step,
+        "clients": clients,
+        "seed": seed,
+        "insert": plan.insert,
+    }
+
+
 def engine_sizes(sizes: InsertSizes, memory_bytes: int) -> Sizes:
     """Cache sized so the data fits (the seeds' cached `byrx` mode), capped at a quarter
     of the host's memory; WAL large enough that checkpoints come from time, not size."""

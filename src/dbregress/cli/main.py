@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from dbregress import __version__
 from dbregress.cli import fetch, report, run, versions
-from dbregress.errors import DbregressError
+from dbregress.errors import DbregressError, Interrupted
 
 VERBS = (fetch, versions, run, report)
 
@@ -31,6 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code: int = args.func(args)
         return code
+    except Interrupted as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 130
     except DbregressError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1

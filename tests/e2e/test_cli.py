@@ -1,0 +1,220 @@
+"""The command line end to end, with real PostgreSQL builds.
+
+Each fault test checks the promise: a clear message, finished steps on disk, the failed
+step recorded with its cause, and no server or loadgen process left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.e2e.conftest import (
+    assert_no_process_mentions,
+    dbregress,
+    processes_mentioning,
+    start_dbregress,
+    wait_for,
+)
+
+pytestmark = pytest.mark.engine
+SCHEMA = Path(__file__).parents[2] / "schema"
+ALL_STEPS = [
+    "l.i0",
+    "l.x",
+    "l.i1",
+    "l.i2",
+    "cleanup",
+    "qr100",
+    "qp100",
+    "qr500",
+    "qp500",
+    "qr1000",
+    "qp1000",
+]
+
+
+def lab(tmp_path: Path, columns: list[tuple[str, str]], insert: str, extra: str = "") -> Path:
+    text = f'name = "t"\nplacement = "same"\n{extra}\n'
+    for label, build in columns:
+        text += f'[[column]]\nlabel = "{label}"\nbuild = "{build}"\nconfig = "ci"\n'
+    path = tmp_path / "lab.toml"
+    path.write_text(text + "[insert]\n" + insert)
+    return path
+
+
+def run_json(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    runs = list((tmp_path / "results").glob("*/run.json"))
+    assert len(runs) == 1, runs
+    return runs[0].parent, json.loads(runs[0].read_text())
+
+
+def step_files(run: Path, job: str) -> dict[str, dict[str, Any]]:
+    files = sorted((run / job / "steps").glob("[0-9][0-9]-*.json"))
+    results = [json.loads(f.read_text()) for f in files if not f.name.endswith(".spec.json")]
+    return {r["step"]: r for r in results}
+
+
+def test_two_versions_every_step(tmp_path: Path, workdir: Path) -> None:
+    path = lab(
+        tmp_path,
+        [("pg12", "postgres@12.20.0"), ("pg17", "postgres@17.2.0")],
+        "clients = 2\nload_rows = 3000\nwrite_rows = 800\nquery_seconds = 1\ncleanup_wait_s = 0\n",
+    )
+    out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    run, record = run_json(tmp_path)
+    assert record["status"] == "ok" and not record["failures"]
+    assert "12.20" in record["builds"]["pg12"]["version_string"]
+    assert "17.2" in record["builds"]["pg17"]["version_string"]
+    schema = json.loads((SCHEMA / "step-result.schema.json").read_text())
+    for job in ("pg12/r1", "pg17/r1"):
+        steps = step_files(run, job)
+        assert list(steps) == ALL_STEPS
+        for name, r in steps.items():
+            jsonschema.validate(r, schema)
+            assert r["status"] == "ok", r
+            assert r["q"]["value"] > 0 and r["per_op"]["client_cpu_us"] > 0, name
+            assert r["server"]["user_s"] + r["server"]["system_s"] > 0, name
+            assert r["db_size_bytes"] > 0
+            assert r["placement"]["mode"] == "same"
+        assert steps["l.i0"]["checks"]["rows_found"] == 2 * 3000
+        assert steps["l.i1"]["checks"]["rows_found"] == 2 * 3000  # a FIFO queue
+        assert steps["qp100"]["checks"]["point_rows_found"] > 0
+        assert steps["qr100"]["sla"]["target_rows_per_s"] == 200
+        csv = (run / job / "steps" / "06-qr100.csv").read_text().splitlines()
+        assert csv[0] == "t_s,op,ops,rows,max_us,errors" and len(csv) > 1
+        assert (run / job / "server.log").stat().st_size > 0
+    report = (run / "report.md").read_text()
+    assert "## Relative QPS (vs pg12)" in report and "| qp1000 |" in report
+    assert "CPU per operation: server / loadgen" in out.stdout
+    assert f"Report: {run / 'report.md'}" in out.stdout
+    again = dbregress("report", run.name, cwd=tmp_path, workdir=workdir)
+    assert again.returncode == 0 and "## Latency" in again.stdout
+
+
+def test_unknown_version_lists_the_closest(tmp_path: Path, workdir: Path) -> None:
+    path = lab(tmp_path, [("a", "postgres@17.99.0")], "load_rows = 100\n")
+    out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 1
+    assert "17.99.0" in out.stderr and "17.2.0" in out.stderr, out.stderr
+
+
+def test_malformed_lab_names_the_line(tmp_path: Path, workdir: Path) -> None:
+    path = lab(tmp_path, [("a", "postgres@17.2.0")], "load_rows = -5\n")
+    out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 1
+    assert "lab.toml:8: insert.load_rows: must be greater than 0" in out.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_rejected_setting_is_recorded_and_the_next_column_runs(
+    tmp_path: Path, workdir: Path
+) -> None:
+    path = lab(
+        tmp_path,
+        [("bad", "postgres@17.2.0"), ("good", "postgres@17.2.0")],
+        'load_rows = 500\nwrite_rows = 100\nsteps = ["l.i0"]\n',
+    )
+    text = path.read_text().replace(
+        'config = "ci"\n', 'config = "ci"\nsettings = { shared_bufers = "64MB" }\n', 1
+    )
+    path.write_text(text)
+    out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 1
+    assert "shared_bufers" in out.stderr and "'ci'" in out.stderr, out.stderr
+    run, record = run_json(tmp_path)
+    assert record["failures"][0]["type"] == "ConfigRejected"
+    failed = step_files(run, "bad/r1")["start"]
+    assert failed["status"] == "failed" and "shared_bufers" in failed["error"]["message"]
+    assert step_files(run, "good/r1")["l.i0"]["status"] == "ok"
+
+
+def _long_run(tmp_path: Path, workdir: Path, extra: str = "") -> Any:
+    path = lab(
+        tmp_path,
+        [("pg17", "postgres@17.2.0")],
+        'load_rows = 2000\nwrite_rows = 400\nquery_seconds = 120\nsteps = ["l.i0", "qr100"]\n',
+        extra,
+    )
+    proc = start_dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
+    wait_for(
+        lambda: list((tmp_path / "results").glob("*/pg17/r1/steps/01-l.i0.json")),
+        120,
+        "l.i0 to finish",
+    )
+    wait_for(
+        lambda: list((tmp_path / "results").glob("*/pg17/r1/steps/02-qr100.spec.json")),
+        30,
+        "qr100 to start",
+    )
+    time.sleep(1.5)
+    return proc
+
+
+def _postmaster_pid(workdir: Path) -> int:
+    pidfiles = list(workdir.glob("**/postmaster.pid"))
+    assert len(pidfiles) == 1, pidfiles
+    return int(pidfiles[0].read_text().splitlines()[0])
+
+
+def _assert_failed_step(tmp_path: Path, error_type: str) -> dict[str, Any]:
+    run, record = run_json(tmp_path)
+    steps = step_files(run, "pg17/r1")
+    assert steps["l.i0"]["status"] == "ok"  # the finished step is kept
+    failed = steps["qr100"]
+    assert failed["status"] == "failed" and failed["error"]["type"] == error_type, failed
+    assert record["failures"] and record["status"] in ("failed", "interrupted")
+    assert_no_process_mentions(str(tmp_path))
+    return failed
+
+
+def test_server_killed_mid_step(tmp_path: Path, workdir: Path) -> None:
+    proc = _long_run(tmp_path, workdir)
+    os.kill(_postmaster_pid(workdir), signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert "EngineCrashed" in err or "server" in err, err
+    failed = _assert_failed_step(tmp_path, "EngineCrashed")
+    assert failed["error"]["server_log_tail"]
+
+
+def test_loadgen_killed_mid_step(tmp_path: Path, workdir: Path) -> None:
+    proc = _long_run(tmp_path, workdir)
+    pids = [p for p in processes_mentioning("dbregress-loadgen") if p != proc.pid]
+    pids = [p for p in pids if str(tmp_path) in Path(f"/proc/{p}/cmdline").read_text()]
+    assert len(pids) == 1
+    os.kill(pids[0], signal.SIGKILL)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1
+    assert "killed by signal SIGKILL" in err, err
+    _assert_failed_step(tmp_path, "LoadgenError")
+
+
+def test_hung_server_times_out(tmp_path: Path, workdir: Path) -> None:
+    proc = _long_run(tmp_path, workdir, extra="step_timeout_s = 8")
+    postmaster = _postmaster_pid(workdir)
+    os.killpg(os.getpgid(postmaster), signal.SIGSTOP)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1
+    assert "still running after 8 s" in err, err
+    _assert_failed_step(tmp_path, "StepTimeout")
+
+
+def test_ctrl_c_keeps_finished_steps(tmp_path: Path, workdir: Path) -> None:
+    proc = _long_run(tmp_path, workdir)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    failed = _assert_failed_step(tmp_path, "Interrupted")
+    assert failed["error"]["message"] == "interrupted by Ctrl-C"
+    _, record = run_json(tmp_path)
+    assert record["status"] == "interrupted"
