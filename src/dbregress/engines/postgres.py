@@ -1,0 +1,354 @@
+"""PostgreSQL lifecycle: initdb, a private unix socket, the postmaster as our own child.
+
+The `postgres` binary is started directly (not through pg_ctl) so its pid is the root of
+the server's process tree, its exit status is ours to read, and stop() can reach every
+process. When we are root the server runs as `nobody` (PostgreSQL refuses root).
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO, Any
+
+from dbregress import configs
+from dbregress.collect.proc import PROC, tree_pids
+from dbregress.engines.base import Engine, EngineOptions
+from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.provision import Build
+from dbregress.provision.local import library_env
+
+PORT = 5432  # the socket directory is private, so a fixed port cannot collide
+RUN_AS_WHEN_ROOT = "nobody"
+READY_POLL_S = 0.05
+# the server's own words for a setting it refuses, most specific first
+CONFIG_ERRORS = (
+    "unrecognized configuration parameter",
+    "invalid value for parameter",
+    "outside the valid range for parameter",
+    "requires a Boolean value",
+    "requires a numeric value",
+    "syntax error in file",
+    "contains errors",
+)
+# the postmaster survived but a server process died: crash recovery, not a benchmark
+CRASH_MARKS = ("was terminated by signal", "terminating any other active server processes")
+
+
+def _run_as() -> tuple[int, int] | None:
+    """(uid, gid) to run the server as, or None to run as ourselves."""
+    if os.geteuid() != 0:
+        return None
+    entry = pwd.getpwnam(RUN_AS_WHEN_ROOT)
+    return entry.pw_uid, entry.pw_gid
+
+
+def _describe_exit(status: int) -> str:
+    if status < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+@contextmanager
+def _pinned(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Pin the calling thread while it spawns, so the child (and its children) inherit."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as e:
+        raise EngineError(f"cannot pin the server to CPUs {sorted(cpus)}: {e}") from e
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+class PostgresEngine(Engine):
+    """One PostgreSQL server in `options.workdir` (data/ and socket/), logging to log_path."""
+
+    def __init__(self, build: Build, options: EngineOptions) -> None:
+        super().__init__(build, options)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._log_offset = 0  # where this start's server output begins in the log
+        self._settings: dict[str, str] | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self.options.workdir / "data"
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.options.workdir / "socket"
+
+    # -- settings -----------------------------------------------------------------------
+
+    def settings_applied(self) -> dict[str, str]:
+        """Connection settings, then the profile with sizes, then the lab's overrides."""
+        if self._settings is None:
+            base = {
+                "listen_addresses": "",
+                "unix_socket_directories": str(self.socket_dir),
+                "port": str(PORT),
+            }
+            profile = configs.render(
+                "postgres", self.options.config_name, self.options.sizes, self.options.settings
+            )
+            self._settings = {**base, **profile}
+        return dict(self._settings)
+
+    def _write_config(self) -> None:
+        lines = [f"# written by dbregress: profile {self.options.config_name!r}"]
+        for key, value in self.settings_applied().items():
+            lines.append(f"{key} = '{value.replace(chr(39), chr(39) * 2)}'")
+        conf = self.data_dir / "dbregress.conf"
+        conf.write_text("\n".join(lines) + "\n")
+        with open(self.data_dir / "postgresql.conf", "a") as main:
+            main.write("\ninclude 'dbregress.conf'\n")
+        self._chown(conf)
+
+    # -- start --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise EngineError(f"{self.build.spec}: start() called twice")
+        self.settings_applied()  # an unknown profile fails before anything is created
+        self._prepare_workdir()
+        self.options.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.options.log_path, "ab")  # noqa: SIM115 (closed by stop)
+        try:
+            self._initdb()
+            self._write_config()
+            self._spawn()
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _chown(self, path: Path) -> None:
+        ids = _run_as()
+        if ids is not None:
+            os.chown(path, *ids)
+
+    def _prepare_workdir(self) -> None:
+        workdir = self.options.workdir
+        if workdir.exists() and any(workdir.iterdir()):
+            raise EngineError(f"{self.build.spec}: workdir {workdir} is not empty; give a new one")
+        workdir.parent.mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(mode=0o700, exist_ok=True)
+        workdir.chmod(0o700)
+        self.socket_dir.mkdir(mode=0o700)
+        for path in (workdir, self.socket_dir):
+            self._chown(path)
+        if _run_as() is not None:
+            self._check_reachable_by_others(workdir.parent)
+            self._check_reachable_by_others(self.build.bin("postgres").parent)
+
+    def _check_reachable_by_others(self, directory: Path) -> None:
+        """As root the server runs as nobody, who must be able to traverse every parent."""
+        for path in (directory.resolve(), *directory.resolve().parents):
+            if not path.stat().st_mode & 0o001:
+                raise EngineError(
+                    f"{self.build.spec}: {path} is not traversable by user "
+                    f"{RUN_AS_WHEN_ROOT!r}, who runs the server when dbregress runs as root; "
+                    f"`chmod o+x {path}` or use directories under a 0755 parent"
+                )
+
+    def _popen(self, args: list[str]) -> subprocess.Popen[bytes]:
+        ids = _run_as()
+        with _pinned(self.options.cpus):
+            return subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                cwd=self.options.workdir,
+                env=library_env(self.build.basedir),
+                start_new_session=True,
+                user=ids[0] if ids else None,
+                group=ids[1] if ids else None,
+                extra_groups=[] if ids else None,
+            )
+
+    def _initdb(self) -> None:
+        args = [str(self.build.bin("initdb")), "-D", str(self.data_dir)]
+        args += ["-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C"]
+        proc = self._popen(args)
+        try:
+            status = proc.wait(timeout=self.options.start_timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise EngineError(
+                f"{self.build.spec}: initdb did not finish in {self.options.start_timeout_s} s; "
+                f"log {self.options.log_path}:\n{self.log_tail()}"
+            ) from None
+        if status != 0:
+            raise EngineError(
+                f"{self.build.spec}: initdb {_describe_exit(status)}; "
+                f"log {self.options.log_path}:\n{self.log_tail()}"
+            )
+
+    def _spawn(self) -> None:
+        assert self._log is not None
+        self._log.flush()
+        self._log_offset = self.options.log_path.stat().st_size
+        self._proc = self._popen([str(self.build.bin("postgres")), "-D", str(self.data_dir)])
+
+    def _server_output(self) -> str:
+        """What the server has logged since this start."""
+        try:
+            with open(self.options.log_path, "rb") as f:
+                f.seek(self._log_offset)
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _is_ready(self) -> bool:
+        """What pg_ctl -w checks: line 8 of postmaster.pid says "ready" (PostgreSQL 10+).
+
+        Older servers have no status line; their log says when they accept connections.
+        """
+        try:
+            lines = (self.data_dir / "postmaster.pid").read_text().splitlines()
+        except OSError:
+            return False
+        if len(lines) >= 8:
+            return lines[7].strip() == "ready"
+        return "ready to accept connections" in self._server_output()
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.options.start_timeout_s
+        while not self._is_ready():
+            status = self._proc.poll()
+            if status is not None:
+                raise self._start_failure(status)
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"{self.build.spec} was not ready after {self.options.start_timeout_s} s; "
+                    f"log {self.options.log_path}:\n{self.log_tail()}"
+                )
+            time.sleep(READY_POLL_S)
+
+    def _start_failure(self, status: int) -> EngineError:
+        lines = self._server_output().splitlines()
+        for marker in CONFIG_ERRORS:
+            for line in lines:
+                if marker in line:
+                    overrides = self.options.settings
+                    extra = f" with the lab's settings {overrides}" if overrides else ""
+                    return ConfigRejected(
+                        f"{self.build.spec} rejected config profile "
+                        f"{self.options.config_name!r}{extra}: {line.strip()}"
+                    )
+        return EngineError(
+            f"{self.build.spec} {_describe_exit(status)} while starting; "
+            f"log {self.options.log_path}:\n{self.log_tail()}"
+        )
+
+    # -- running ------------------------------------------------------------------------
+
+    def server_pid(self) -> int:
+        if self._proc is None:
+            raise EngineError(f"{self.build.spec} is not running")
+        return self._proc.pid
+
+    def check_alive(self) -> None:
+        if self._proc is None:
+            raise EngineCrashed(f"{self.build.spec} is not running (never started or stopped)")
+        status = self._proc.poll()
+        if status is not None:
+            raise EngineCrashed(
+                f"{self.build.spec} (pid {self._proc.pid}) {_describe_exit(status)}; "
+                f"log {self.options.log_path}:\n{self.log_tail()}"
+            )
+        output = self._server_output()
+        for marker in CRASH_MARKS:
+            if marker in output:
+                raise EngineCrashed(
+                    f"{self.build.spec}: a server process crashed and the server restarted "
+                    f"({marker}); log {self.options.log_path}:\n{self.log_tail()}"
+                )
+
+    def connection(self) -> dict[str, Any]:
+        settings = self.settings_applied()
+        return {
+            "driver": "postgres",
+            "socket_dir": settings["unix_socket_directories"].split(",")[0].strip(),
+            "port": int(settings["port"]),
+            "user": "postgres",
+            "database": "postgres",
+        }
+
+    def data_size_bytes(self) -> int:
+        total = 0
+        for dirpath, _, filenames in os.walk(self.data_dir):
+            for name in filenames:
+                try:
+                    total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+                except FileNotFoundError:  # removed by the server meanwhile
+                    continue
+        return total
+
+    # -- stop ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            os.kill(proc.pid, signal.SIGINT)  # fast shutdown: abort transactions, checkpoint
+            try:
+                proc.wait(timeout=self.options.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                for pid in tree_pids(proc.pid):
+                    _kill(pid)
+                proc.wait()
+        self._kill_leftovers()
+        self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _kill_leftovers(self) -> None:
+        """Kill server processes orphaned by a dead postmaster: they run in our data dir."""
+        deadline = time.monotonic() + 10.0
+        while pids := processes_in(self.data_dir):
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"{self.build.spec}: processes {pids} in {self.data_dir} survive SIGKILL"
+                )
+            for pid in pids:
+                _kill(pid)
+            time.sleep(0.05)
+
+
+def _kill(pid: int) -> None:
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def processes_in(directory: Path) -> list[int]:
+    """Pids of live processes whose working directory is `directory` (PostgreSQL's
+    processes chdir into the data directory; zombies have no working directory)."""
+    target = str(directory.resolve())
+    found = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd") == target:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
