@@ -160,6 +160,24 @@ def test_sigkill_is_detected_and_cleaned_up(build: Build, workroot: Path) -> Non
     _assert_gone(engine, pids)
 
 
+def test_backend_crash_is_detected(build: Build, workroot: Path) -> None:
+    """A backend killed by a signal makes the postmaster reset everything: a crash."""
+    engine = _engine(build, workroot)
+    engine.start()
+    conn = _connect(engine)
+    try:
+        backend = int(conn.execute("select pg_backend_pid()").fetchone()[0])  # type: ignore[index]
+        os.kill(backend, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        with pytest.raises(EngineCrashed, match="a server process crashed"):
+            while time.monotonic() < deadline:
+                engine.check_alive()
+                time.sleep(0.05)
+    finally:
+        conn.close()
+        engine.stop()
+
+
 def test_pinned_to_cpus(build: Build, workroot: Path) -> None:
     ours = os.sched_getaffinity(0)
     engine = _engine(build, workroot, cpus=frozenset({0}))

@@ -83,6 +83,7 @@ class PostgresEngine(Engine):
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._log_offset = 0  # where this start's server output begins in the log
+        self._crash_scan_from = 0  # check_alive has seen the log up to here
         self._settings: dict[str, str] | None = None
 
     @property
@@ -205,16 +206,20 @@ class PostgresEngine(Engine):
         assert self._log is not None
         self._log.flush()
         self._log_offset = self.options.log_path.stat().st_size
+        self._crash_scan_from = self._log_offset
         self._proc = self._popen([str(self.build.bin("postgres")), "-D", str(self.data_dir)])
+
+    def _log_bytes(self, since: int) -> bytes:
+        try:
+            with open(self.options.log_path, "rb") as f:
+                f.seek(since)
+                return f.read()
+        except OSError:
+            return b""
 
     def _server_output(self) -> str:
         """What the server has logged since this start."""
-        try:
-            with open(self.options.log_path, "rb") as f:
-                f.seek(self._log_offset)
-                return f.read().decode(errors="replace")
-        except OSError:
-            return ""
+        return self._log_bytes(self._log_offset).decode(errors="replace")
 
     def _is_ready(self) -> bool:
         """What pg_ctl -w checks: line 8 of postmaster.pid says "ready" (PostgreSQL 10+).
@@ -275,7 +280,10 @@ class PostgresEngine(Engine):
                 f"{self.build.spec} (pid {self._proc.pid}) {_describe_exit(status)}; "
                 f"log {self.options.log_path}:\n{self.log_tail()}"
             )
-        output = self._server_output()
+        # scan only what is new, from the start of the last line seen (it may be partial)
+        new = self._log_bytes(self._crash_scan_from)
+        self._crash_scan_from += new.rfind(b"\n") + 1
+        output = new.decode(errors="replace")
         for marker in CRASH_MARKS:
             if marker in output:
                 raise EngineCrashed(
