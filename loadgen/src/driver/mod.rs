@@ -1,0 +1,127 @@
+//! The engine boundary. A driver is one file implementing `Driver` and `Conn`, registered
+//! by name in `open`; workloads speak only to these traits, and the runner times every
+//! call, so drivers never time themselves.
+
+mod null;
+mod postgres;
+
+use crate::spec::EngineSpec;
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// How an error affects the step (sysbench's classes): ignorable errors are counted by
+/// kind and the loop goes on; fatal ones end the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    Ignorable,
+    Fatal,
+}
+
+#[derive(Debug, Clone)]
+pub struct DbError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+impl DbError {
+    pub fn fatal(message: impl Into<String>) -> DbError {
+        DbError {
+            class: ErrorClass::Fatal,
+            message: message.into(),
+        }
+    }
+
+    pub fn ignorable(message: impl Into<String>) -> DbError {
+        DbError {
+            class: ErrorClass::Ignorable,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for DbError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DbError {}
+
+pub type DbResult<T> = Result<T, DbError>;
+
+/// One row of an Insert Benchmark table, without its generated primary key.
+#[derive(Debug, Clone)]
+pub struct InsertRow {
+    pub dateandtime: SystemTime,
+    pub cashregisterid: i32,
+    pub customerid: i32,
+    pub productid: i32,
+    pub price: i32,
+    pub data: String,
+}
+
+/// The three covering secondary indexes and the range query each one serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeIndex {
+    /// marketsegment(productid, customerid, price)
+    MarketSegment,
+    /// registersegment(cashregisterid, customerid, price)
+    RegisterSegment,
+    /// pdc(price, dateandtime, customerid)
+    Pdc,
+}
+
+impl RangeIndex {
+    pub const ALL: [RangeIndex; 3] = [
+        RangeIndex::MarketSegment,
+        RangeIndex::RegisterSegment,
+        RangeIndex::Pdc,
+    ];
+}
+
+/// A way to reach one engine.
+pub trait Driver: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn connect(&self) -> DbResult<Box<dyn Conn>>;
+}
+
+/// One connection (session) to the engine.
+pub trait Conn: Send {
+    /// Drop the table if it exists and create it empty, without secondary indexes.
+    fn create_table(&mut self, table: &str) -> DbResult<()>;
+    /// Create the three secondary indexes.
+    fn create_indexes(&mut self, table: &str) -> DbResult<()>;
+    /// Insert the rows in one statement and commit; returns rows inserted.
+    fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64>;
+    /// Delete the `n` rows with the smallest primary keys and commit; returns rows deleted.
+    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64>;
+    /// The index's covering query from `start`, 10 rows at most; returns rows read.
+    fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64>;
+    /// Fetch rows by primary key; returns rows found.
+    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64>;
+    fn count_rows(&mut self, table: &str) -> DbResult<u64>;
+    /// Smallest and largest primary key, None when the table is empty.
+    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>>;
+    /// The engine's post-write cleanup of one table (vacuum, flush, compact).
+    fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()>;
+    /// Cleanup once for the whole engine after every table (checkpoint).
+    fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()>;
+}
+
+/// The registry: the driver named by the spec's `engine.driver`.
+pub fn open(engine: &EngineSpec) -> Box<dyn Driver> {
+    match engine {
+        EngineSpec::Postgres {
+            socket_dir,
+            port,
+            user,
+            database,
+        } => Box::new(postgres::PostgresDriver::new(
+            socket_dir, *port, user, database,
+        )),
+        EngineSpec::Null {
+            latency_us,
+            fail_every,
+        } => Box::new(null::NullDriver::new(*latency_us, *fail_every)),
+    }
+}

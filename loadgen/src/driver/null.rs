@@ -1,0 +1,150 @@
+//! No engine: every operation sleeps a scripted latency, and every Nth data operation
+//! fails with an ignorable error. Tables are row counters with contiguous ids so the
+//! workload's checks hold. For testing the scheduler and reports, never as an engine.
+
+use super::{Conn, DbError, DbResult, Driver, InsertRow, RangeIndex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Live ids of a table are `first..next`.
+#[derive(Debug, Clone, Copy)]
+struct Table {
+    first: i64,
+    next: i64,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table { first: 1, next: 1 }
+    }
+}
+
+struct Shared {
+    latency: Duration,
+    fail_every: u64,
+    ops: AtomicU64,
+    tables: Mutex<HashMap<String, Table>>,
+}
+
+pub struct NullDriver {
+    shared: Arc<Shared>,
+}
+
+impl NullDriver {
+    pub fn new(latency_us: u64, fail_every: u64) -> NullDriver {
+        let shared = Shared {
+            latency: Duration::from_micros(latency_us),
+            fail_every,
+            ops: AtomicU64::new(0),
+            tables: Mutex::new(HashMap::new()),
+        };
+        NullDriver {
+            shared: Arc::new(shared),
+        }
+    }
+}
+
+impl Driver for NullDriver {
+    fn name(&self) -> &'static str {
+        "null"
+    }
+
+    fn connect(&self) -> DbResult<Box<dyn Conn>> {
+        Ok(Box::new(NullConn {
+            shared: self.shared.clone(),
+        }))
+    }
+}
+
+struct NullConn {
+    shared: Arc<Shared>,
+}
+
+impl NullConn {
+    /// Sleep the scripted latency; fail if this is the Nth data operation.
+    fn data_op(&self) -> DbResult<()> {
+        self.pause();
+        let n = self.shared.ops.fetch_add(1, Relaxed) + 1;
+        if self.shared.fail_every > 0 && n.is_multiple_of(self.shared.fail_every) {
+            return Err(DbError::ignorable(format!(
+                "null driver: injected error (operation {n})"
+            )));
+        }
+        Ok(())
+    }
+
+    fn pause(&self) {
+        if !self.shared.latency.is_zero() {
+            std::thread::sleep(self.shared.latency);
+        }
+    }
+
+    fn with_table<T>(&self, table: &str, f: impl FnOnce(&mut Table) -> T) -> T {
+        let mut tables = self.shared.tables.lock().unwrap();
+        f(tables.entry(table.to_string()).or_default())
+    }
+}
+
+impl Conn for NullConn {
+    fn create_table(&mut self, table: &str) -> DbResult<()> {
+        self.pause();
+        self.with_table(table, |t| *t = Table::default());
+        Ok(())
+    }
+
+    fn create_indexes(&mut self, _table: &str) -> DbResult<()> {
+        self.pause();
+        Ok(())
+    }
+
+    fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64> {
+        self.data_op()?;
+        self.with_table(table, |t| t.next += rows.len() as i64);
+        Ok(rows.len() as u64)
+    }
+
+    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
+        self.data_op()?;
+        Ok(self.with_table(table, |t| {
+            let deleted = (n as i64).min(t.next - t.first);
+            t.first += deleted;
+            deleted as u64
+        }))
+    }
+
+    fn range_query(&mut self, table: &str, _index: RangeIndex, _start: i32) -> DbResult<u64> {
+        self.data_op()?;
+        Ok(self.with_table(table, |t| (t.next - t.first).min(10) as u64))
+    }
+
+    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
+        self.data_op()?;
+        Ok(self.with_table(table, |t| {
+            ids.iter()
+                .filter(|&&id| id >= t.first && id < t.next)
+                .count() as u64
+        }))
+    }
+
+    fn count_rows(&mut self, table: &str) -> DbResult<u64> {
+        Ok(self.with_table(table, |t| (t.next - t.first) as u64))
+    }
+
+    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
+        Ok(self.with_table(table, |t| {
+            (t.next > t.first).then_some((t.first, t.next - 1))
+        }))
+    }
+
+    fn cleanup_table(&mut self, _table: &str, _timeout: Duration) -> DbResult<()> {
+        self.pause();
+        Ok(())
+    }
+
+    fn cleanup_engine(&mut self, _timeout: Duration) -> DbResult<()> {
+        self.pause();
+        Ok(())
+    }
+}

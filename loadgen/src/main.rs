@@ -1,0 +1,75 @@
+//! dbregress-loadgen: drives one step of a workload against one running engine and
+//! prints what happened as JSON lines (schema/events.schema.json).
+
+mod driver;
+mod output;
+mod pace;
+mod runner;
+mod spec;
+mod stats;
+mod workload;
+
+use anyhow::{bail, Context, Result};
+use std::io::Read;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+const USAGE: &str = "\
+Usage: dbregress-loadgen <SPEC>
+
+Runs one step described by a step spec (schema/step-spec.schema.json) and prints the
+event stream (schema/events.schema.json) on stdout, one JSON object per line.
+
+Arguments:
+  <SPEC>  path of the step spec JSON file, or - to read it from stdin
+          (with wait_before_close, give a file: closing stdin ends the wait)
+
+Options:
+  -h, --help     print this help
+  -V, --version  print the version";
+
+fn main() {
+    if let Err(e) = run() {
+        let op = e.downcast_ref::<runner::OpFailed>().map(|f| f.op);
+        output::fatal(&format!("{e:#}"), op);
+        eprintln!("Error: {e:#}");
+        let interrupted = e.downcast_ref::<runner::Interrupted>().is_some();
+        std::process::exit(if interrupted { 130 } else { 1 });
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let path = match args.as_slice() {
+        [a] if a == "-h" || a == "--help" => {
+            println!("{USAGE}");
+            return Ok(());
+        }
+        [a] if a == "-V" || a == "--version" => {
+            println!("dbregress-loadgen {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        [path] => path.clone(),
+        _ => bail!("expected exactly one argument, the step spec path or -\n\n{USAGE}"),
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal ends the process at once, should the step not stop.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())?;
+        signal_hook::flag::register(sig, interrupted.clone())?;
+    }
+    let text = if path == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read the step spec from stdin")?;
+        text
+    } else {
+        std::fs::read_to_string(&path).with_context(|| format!("cannot read step spec {path}"))?
+    };
+    let spec = spec::StepSpec::from_json(&text)?;
+    if spec.wait_before_close && path == "-" {
+        bail!("invalid step spec: wait_before_close needs the spec in a file, since closing stdin ends the wait");
+    }
+    runner::run(spec, interrupted)
+}

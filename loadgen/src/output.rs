@@ -1,0 +1,174 @@
+//! The event stream (schema/events.schema.json): JSON lines on stdout, one write and
+//! flush per line so a reader sees each event as it happens.
+
+use crate::stats::{Counts, OpKind, Percentiles};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+pub const EVENT_VERSION: u32 = 1;
+
+/// Error lines printed per op kind before only counts are kept.
+const ERRORS_PRINTED_PER_KIND: u64 = 5;
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Event<'a> {
+    Start {
+        event_version: u32,
+        loadgen_version: &'a str,
+        driver: &'a str,
+        step: &'a str,
+        clients: u32,
+        pid: u32,
+    },
+    Interval {
+        t_s: f64,
+        ops: BTreeMap<OpKind, IntervalOps>,
+    },
+    Error {
+        t_s: f64,
+        op: OpKind,
+        class: ErrorClass,
+        message: &'a str,
+    },
+    Summary(Box<Summary>),
+    Fatal {
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        op: Option<OpKind>,
+    },
+}
+
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorClass {
+    /// Counted and carried on; a fatal error ends the step with a `fatal` event instead.
+    Ignorable,
+}
+
+#[derive(Serialize)]
+pub struct IntervalOps {
+    pub ops: u64,
+    pub rows: u64,
+    pub max_us: u64,
+    pub errors: u64,
+}
+
+impl From<Counts> for IntervalOps {
+    fn from(c: Counts) -> Self {
+        IntervalOps {
+            ops: c.ops,
+            rows: c.rows,
+            max_us: c.max_us,
+            errors: c.errors,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct Summary {
+    pub elapsed_s: f64,
+    pub q_op: OpKind,
+    pub q_unit: QUnit,
+    pub ops: BTreeMap<OpKind, OpSummary>,
+    pub checks: Checks,
+}
+
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum QUnit {
+    Rows,
+    Ops,
+}
+
+#[derive(Serialize)]
+pub struct OpSummary {
+    pub ops: u64,
+    pub rows: u64,
+    pub errors: u64,
+    pub target_rows_per_s: Option<f64>,
+    pub latency_us: Percentiles,
+    pub histogram: String,
+}
+
+#[derive(Serialize, Default, Debug, Clone, PartialEq)]
+pub struct Checks {
+    pub rows_expected: Option<u64>,
+    pub rows_found: Option<u64>,
+    pub point_rows_expected: u64,
+    pub point_rows_found: u64,
+}
+
+/// Print one event as one line and flush it.
+pub fn emit(event: &Event) {
+    let mut line = serde_json::to_vec(event).expect("events serialize");
+    line.push(b'\n');
+    let mut out = std::io::stdout().lock();
+    // A closed stdout means nobody listens; the process ends on its own soon after.
+    let _ = out.write_all(&line).and_then(|_| out.flush());
+}
+
+pub fn fatal(message: &str, op: Option<OpKind>) {
+    emit(&Event::Fatal { message, op });
+}
+
+/// Prints the first few ignorable errors of each kind; the rest are only counted.
+#[derive(Default)]
+pub struct ErrorLimiter {
+    printed: [AtomicU64; OpKind::COUNT],
+}
+
+impl ErrorLimiter {
+    pub fn report(&self, t_s: f64, op: OpKind, message: &str) {
+        let n = self.printed[op as usize].fetch_add(1, Relaxed);
+        if n < ERRORS_PRINTED_PER_KIND {
+            emit(&Event::Error {
+                t_s,
+                op,
+                class: ErrorClass::Ignorable,
+                message,
+            });
+        } else if n == ERRORS_PRINTED_PER_KIND {
+            let note = format!("{message} (further {} errors are only counted)", op.name());
+            emit(&Event::Error {
+                t_s,
+                op,
+                class: ErrorClass::Ignorable,
+                message: &note,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_with_their_type_tag() {
+        let e = Event::Fatal {
+            message: "boom",
+            op: Some(OpKind::PointQuery),
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"type": "fatal", "message": "boom", "op": "point_query"})
+        );
+        let mut ops = BTreeMap::new();
+        ops.insert(
+            OpKind::Insert,
+            IntervalOps::from(Counts {
+                ops: 1,
+                rows: 2,
+                errors: 0,
+                max_us: 3,
+            }),
+        );
+        let v = serde_json::to_value(Event::Interval { t_s: 1.0, ops }).unwrap();
+        assert_eq!(v["ops"]["insert"]["rows"], 2);
+        assert_eq!(v["type"], "interval");
+    }
+}

@@ -1,0 +1,301 @@
+//! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
+//! then cross-validate what the schema alone cannot say.
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// One step of one workload against one running engine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub spec_version: u32,
+    pub engine: EngineSpec,
+    pub workload: Workload,
+    pub step: Step,
+    /// One table per client, pi1..piN.
+    pub clients: u32,
+    /// Client i (1-based) seeds its generators with seed + i.
+    pub seed: u64,
+    #[serde(default = "default_report_interval_ms")]
+    pub report_interval_ms: u64,
+    #[serde(default)]
+    pub insert: InsertSpec,
+    pub cleanup: Option<CleanupSpec>,
+    #[serde(default)]
+    pub wait_before_close: bool,
+}
+
+/// Which engine to drive and how to reach it; `driver` names the registered driver.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "driver", rename_all = "lowercase", deny_unknown_fields)]
+pub enum EngineSpec {
+    Postgres {
+        socket_dir: String,
+        port: u16,
+        user: String,
+        database: String,
+    },
+    Null {
+        #[serde(default)]
+        latency_us: u64,
+        #[serde(default)]
+        fail_every: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    Insert,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum Step {
+    #[serde(rename = "l.i0")]
+    LoadI0,
+    #[serde(rename = "l.x")]
+    CreateIndexes,
+    #[serde(rename = "l.i1")]
+    LoadI1,
+    #[serde(rename = "l.i2")]
+    LoadI2,
+    #[serde(rename = "cleanup")]
+    Cleanup,
+    #[serde(rename = "qr")]
+    RangeQueries,
+    #[serde(rename = "qp")]
+    PointQueries,
+}
+
+impl Step {
+    pub fn name(self) -> &'static str {
+        match self {
+            Step::LoadI0 => "l.i0",
+            Step::CreateIndexes => "l.x",
+            Step::LoadI1 => "l.i1",
+            Step::LoadI2 => "l.i2",
+            Step::Cleanup => "cleanup",
+            Step::RangeQueries => "qr",
+            Step::PointQueries => "qp",
+        }
+    }
+
+    fn is_load(self) -> bool {
+        matches!(self, Step::LoadI0 | Step::LoadI1 | Step::LoadI2)
+    }
+
+    pub fn is_query(self) -> bool {
+        matches!(self, Step::RangeQueries | Step::PointQueries)
+    }
+
+    /// Rows per insert statement and commit when the spec does not say.
+    fn default_rows_per_commit(self) -> Option<u64> {
+        match self {
+            Step::LoadI0 => Some(100),
+            Step::LoadI1 => Some(50),
+            Step::LoadI2 => Some(5),
+            Step::RangeQueries | Step::PointQueries => Some(10),
+            Step::CreateIndexes | Step::Cleanup => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InsertSpec {
+    pub rows: Option<u64>,
+    pub rows_per_commit: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub insert_rate: Option<u64>,
+    pub expected_rows: Option<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CleanupSpec {
+    #[serde(default = "default_statements_timeout_s")]
+    pub statements_timeout_s: f64,
+}
+
+fn default_report_interval_ms() -> u64 {
+    1000
+}
+
+fn default_statements_timeout_s() -> f64 {
+    3600.0
+}
+
+impl StepSpec {
+    /// Parse and validate a spec given as JSON text.
+    pub fn from_json(text: &str) -> Result<StepSpec> {
+        let spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
+        spec.validate().context("invalid step spec")?;
+        Ok(spec)
+    }
+
+    /// Rows per insert statement and commit, with the per-step default applied.
+    pub fn rows_per_commit(&self) -> u64 {
+        let default = self.step.default_rows_per_commit().unwrap_or(1);
+        self.insert.rows_per_commit.unwrap_or(default)
+    }
+
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.insert.duration_s.unwrap_or(0.0))
+    }
+
+    pub fn cleanup_timeout(&self) -> Duration {
+        let s = self
+            .cleanup
+            .as_ref()
+            .map_or(default_statements_timeout_s(), |c| c.statements_timeout_s);
+        Duration::from_secs_f64(s)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.spec_version != 1 {
+            bail!(
+                "spec_version is {}, this loadgen reads version 1",
+                self.spec_version
+            );
+        }
+        if self.clients == 0 {
+            bail!("clients must be at least 1");
+        }
+        if self.report_interval_ms < 10 {
+            bail!(
+                "report_interval_ms must be at least 10, got {}",
+                self.report_interval_ms
+            );
+        }
+        self.validate_insert()?;
+        if let Some(c) = &self.cleanup {
+            if self.step != Step::Cleanup {
+                bail!(
+                    "cleanup applies only to step cleanup, not {}",
+                    self.step.name()
+                );
+            }
+            if !(c.statements_timeout_s > 0.0 && c.statements_timeout_s.is_finite()) {
+                bail!(
+                    "cleanup.statements_timeout_s must be > 0, got {}",
+                    c.statements_timeout_s
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_insert(&self) -> Result<()> {
+        let ins = &self.insert;
+        let step = self.step.name();
+        let needs_rows = self.step.is_load();
+        match (needs_rows, ins.rows) {
+            (true, None) => bail!("insert.rows is required for step {step}"),
+            (false, Some(_)) => bail!("insert.rows does not apply to step {step}"),
+            _ => {}
+        }
+        match (self.step.is_query(), ins.duration_s, ins.insert_rate) {
+            (true, None, _) => bail!("insert.duration_s is required for step {step}"),
+            (true, _, None) => {
+                bail!("insert.insert_rate is required for step {step} (0 = no background writes)")
+            }
+            (true, Some(d), _) if !(d > 0.0 && d.is_finite()) => {
+                bail!("insert.duration_s must be > 0, got {d}")
+            }
+            (false, Some(_), _) => bail!("insert.duration_s does not apply to step {step}"),
+            (false, _, Some(_)) => bail!("insert.insert_rate does not apply to step {step}"),
+            _ => {}
+        }
+        match (self.step.default_rows_per_commit(), ins.rows_per_commit) {
+            (_, Some(0)) => bail!("insert.rows_per_commit must be at least 1"),
+            (None, Some(_)) => bail!("insert.rows_per_commit does not apply to step {step}"),
+            _ => {}
+        }
+        if let Some(expected) = &ins.expected_rows {
+            if expected.len() != self.clients as usize {
+                bail!(
+                    "insert.expected_rows has {} entries, one per client is needed ({})",
+                    expected.len(),
+                    self.clients
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(step: &str, insert: &str) -> Result<StepSpec> {
+        StepSpec::from_json(&format!(
+            r#"{{"spec_version": 1, "engine": {{"driver": "null"}}, "workload": "insert",
+                "step": "{step}", "clients": 2, "seed": 7, "insert": {insert}}}"#
+        ))
+    }
+
+    fn error_of(r: Result<StepSpec>) -> String {
+        format!("{:#}", r.expect_err("spec should be rejected"))
+    }
+
+    #[test]
+    fn defaults_follow_the_schema() {
+        let s = spec("l.i1", r#"{"rows": 10}"#).unwrap();
+        assert_eq!(s.report_interval_ms, 1000);
+        assert_eq!(s.rows_per_commit(), 50);
+        assert!(!s.wait_before_close);
+        assert_eq!(
+            spec("l.i0", r#"{"rows": 1}"#).unwrap().rows_per_commit(),
+            100
+        );
+        assert_eq!(spec("l.i2", r#"{"rows": 1}"#).unwrap().rows_per_commit(), 5);
+        let q = spec("qp", r#"{"duration_s": 1.5, "insert_rate": 100}"#).unwrap();
+        assert_eq!(q.rows_per_commit(), 10);
+        assert_eq!(q.duration(), Duration::from_millis(1500));
+        assert_eq!(q.cleanup_timeout(), Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn load_steps_need_rows() {
+        assert!(error_of(spec("l.i0", "{}")).contains("insert.rows is required for step l.i0"));
+        assert!(error_of(spec(
+            "qr",
+            r#"{"rows": 5, "duration_s": 1, "insert_rate": 0}"#
+        ))
+        .contains("insert.rows does not apply to step qr"));
+    }
+
+    #[test]
+    fn query_steps_need_duration_and_rate() {
+        assert!(error_of(spec("qp", r#"{"insert_rate": 1}"#)).contains("insert.duration_s"));
+        assert!(error_of(spec("qp", r#"{"duration_s": 1}"#)).contains("insert.insert_rate"));
+        assert!(error_of(spec("qp", r#"{"duration_s": -1, "insert_rate": 1}"#)).contains("> 0"));
+        assert!(error_of(spec("l.x", r#"{"duration_s": 1}"#)).contains("does not apply"));
+    }
+
+    #[test]
+    fn unknown_fields_and_values_are_named() {
+        assert!(error_of(spec("l.i0", r#"{"rows": 1, "rowz": 2}"#)).contains("rowz"));
+        assert!(error_of(spec("l.i9", r#"{}"#)).contains("l.i9"));
+        assert!(error_of(spec("l.x", r#"{"rows_per_commit": 3}"#)).contains("rows_per_commit"));
+        assert!(error_of(spec("l.x", r#"{"expected_rows": [1]}"#)).contains("expected_rows"));
+    }
+
+    #[test]
+    fn engine_variants_parse() {
+        let s = StepSpec::from_json(
+            r#"{"spec_version": 1, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
+                "engine": {"driver": "postgres", "socket_dir": "/tmp/x", "port": 5432,
+                           "user": "u", "database": "d"}}"#,
+        )
+        .unwrap();
+        assert!(matches!(s.engine, EngineSpec::Postgres { port: 5432, .. }));
+        let bad = StepSpec::from_json(
+            r#"{"spec_version": 1, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
+                "engine": {"driver": "null", "port": 1}}"#,
+        );
+        assert!(error_of(bad).contains("port"));
+    }
+}

@@ -1,0 +1,183 @@
+//! Workloads speak only to the driver traits. A workload plans a step (which op kinds,
+//! which is the step's Q), runs one client, and the runner summarizes.
+
+mod insert;
+mod live_ids;
+mod rows;
+
+use crate::driver::Conn;
+use crate::output::{self, Checks, Event, OpSummary, QUnit, Summary};
+use crate::runner::StepContext;
+use crate::spec::{Step, StepSpec, Workload};
+use crate::stats::{self, OpKind};
+use anyhow::{bail, Result};
+use hdrhistogram::Histogram;
+use std::time::{Duration, Instant};
+
+/// Run client `client` (1-based) of the spec's workload.
+pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
+    match ctx.spec.workload {
+        Workload::Insert => insert::run_client(ctx, client),
+    }
+}
+
+/// What a step measures: its op kinds, the one whose rate is Q, and paced targets.
+pub struct StepPlan {
+    pub kinds: Vec<OpKind>,
+    pub q_op: OpKind,
+    pub q_unit: QUnit,
+    /// Target rows/s over all clients for paced kinds.
+    pub targets: Vec<(OpKind, f64)>,
+}
+
+/// count(*) at the end must equal rows before + inserted - deleted.
+pub struct RowCheck {
+    pub before: u64,
+    pub inserted: u64,
+    pub deleted: u64,
+    pub found: u64,
+}
+
+impl RowCheck {
+    fn expected(&self) -> u64 {
+        (self.before + self.inserted).saturating_sub(self.deleted)
+    }
+}
+
+/// What one client leaves behind.
+pub struct ClientOutcome {
+    pub table: String,
+    /// When its last operation ended.
+    pub end: Instant,
+    pub histograms: Vec<Vec<Option<Histogram<u64>>>>,
+    /// Kept open until the process ends (wait_before_close).
+    pub conns: Vec<Box<dyn Conn>>,
+    /// The table's row count, when the step checks it.
+    pub rows: Option<RowCheck>,
+    /// Rows point queries had to find, and found.
+    pub point_rows: (u64, u64),
+}
+
+pub fn plan(spec: &StepSpec) -> StepPlan {
+    let rate = spec.insert.insert_rate.unwrap_or(0);
+    let writers = if rate > 0 {
+        vec![OpKind::Insert, OpKind::Delete]
+    } else {
+        vec![]
+    };
+    let target = (rate * spec.clients as u64) as f64;
+    let targets = writers.iter().map(|&k| (k, target)).collect();
+    let (q_op, q_unit, kinds) = match spec.step {
+        Step::LoadI0 => (OpKind::Insert, QUnit::Rows, vec![OpKind::Insert]),
+        Step::CreateIndexes => (OpKind::CreateIndex, QUnit::Rows, vec![OpKind::CreateIndex]),
+        Step::LoadI1 | Step::LoadI2 => (
+            OpKind::Insert,
+            QUnit::Rows,
+            vec![OpKind::Insert, OpKind::Delete],
+        ),
+        Step::Cleanup => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
+        Step::RangeQueries => (
+            OpKind::RangeQuery,
+            QUnit::Ops,
+            [vec![OpKind::RangeQuery], writers].concat(),
+        ),
+        Step::PointQueries => (
+            OpKind::PointQuery,
+            QUnit::Ops,
+            [vec![OpKind::PointQuery], writers].concat(),
+        ),
+    };
+    let targets = if spec.step.is_query() {
+        targets
+    } else {
+        vec![]
+    };
+    StepPlan {
+        kinds,
+        q_op,
+        q_unit,
+        targets,
+    }
+}
+
+/// Check the step's results, then print the summary; a failed check is fatal.
+pub fn summarize(
+    ctx: &StepContext,
+    plan: &StepPlan,
+    elapsed: Duration,
+    outcomes: &[ClientOutcome],
+) -> Result<()> {
+    let checks = check(outcomes)?;
+    let totals = ctx.stats.totals();
+    let all = outcomes
+        .iter()
+        .flat_map(|o| o.histograms.iter().cloned())
+        .collect();
+    let merged = stats::merge(all);
+    let ops = plan
+        .kinds
+        .iter()
+        .map(|&k| {
+            let t = totals[k as usize];
+            let h = &merged[k as usize];
+            let target = plan
+                .targets
+                .iter()
+                .find(|(tk, _)| *tk == k)
+                .map(|&(_, r)| r);
+            let summary = OpSummary {
+                ops: t.ops,
+                rows: t.rows,
+                errors: t.errors,
+                target_rows_per_s: target,
+                latency_us: stats::percentiles(h),
+                histogram: stats::encode(h),
+            };
+            (k, summary)
+        })
+        .collect();
+    let summary = Summary {
+        elapsed_s: elapsed.as_secs_f64(),
+        q_op: plan.q_op,
+        q_unit: plan.q_unit,
+        ops,
+        checks,
+    };
+    output::emit(&Event::Summary(Box::new(summary)));
+    Ok(())
+}
+
+fn check(outcomes: &[ClientOutcome]) -> Result<Checks> {
+    let mut checks = Checks::default();
+    let mut failures = Vec::new();
+    for o in outcomes {
+        if let Some(rc) = &o.rows {
+            *checks.rows_expected.get_or_insert(0) += rc.expected();
+            *checks.rows_found.get_or_insert(0) += rc.found;
+            if rc.expected() != rc.found {
+                failures.push(format!(
+                    "{} holds {} rows, expected {} ({} before + {} inserted - {} deleted)",
+                    o.table,
+                    rc.found,
+                    rc.expected(),
+                    rc.before,
+                    rc.inserted,
+                    rc.deleted
+                ));
+            }
+        }
+        let (expected, found) = o.point_rows;
+        checks.point_rows_expected += expected;
+        checks.point_rows_found += found;
+        if expected != found {
+            failures.push(format!(
+                "point queries on {} found {found} rows, expected {expected}",
+                o.table
+            ));
+        }
+    }
+    if !failures.is_empty() {
+        bail!("check failed: {}", failures.join("; "));
+    }
+    Ok(checks)
+}
