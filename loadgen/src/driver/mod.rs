@@ -3,6 +3,7 @@
 //! call, so drivers never time themselves.
 
 mod null;
+mod pgwire;
 mod postgres;
 
 use crate::spec::EngineSpec;
@@ -61,7 +62,7 @@ pub struct InsertRow {
 }
 
 /// The three covering secondary indexes and the range query each one serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RangeIndex {
     /// marketsegment(productid, customerid, price)
     MarketSegment,

@@ -1,36 +1,39 @@
-//! PostgreSQL over its unix socket with the synchronous `postgres` crate. Statements are
-//! prepared once per connection; queries run through `execute`, which counts result
-//! rows from the command tag without building a `Row` per result row.
+//! PostgreSQL over its unix socket, through the minimal protocol client in `pgwire`.
+//! Statements are prepared once per connection; result rows are counted from the
+//! command tag, never decoded.
 
+use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, RangeIndex};
-use postgres::error::SqlState;
-use postgres::types::ToSql;
-use postgres::{Client, Config, NoTls, Statement};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// The protocol carries at most 65535 parameters per statement; a row takes 6.
-const MAX_ROWS_PER_INSERT: usize = 65535 / 6;
+/// The protocol carries at most 32767 parameters per Bind here (i16); a row takes 6.
+const MAX_ROWS_PER_INSERT: usize = 32767 / 6;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// SQLSTATEs of conflicts a retry may resolve: serialization failure, deadlock, lock
+/// not available. Everything else ends the step.
+const IGNORABLE: [&str; 3] = ["40001", "40P01", "55P03"];
+
 pub struct PostgresDriver {
-    config: Config,
+    socket: PathBuf,
+    user: String,
+    database: String,
     target: String,
 }
 
 impl PostgresDriver {
     pub fn new(socket_dir: &str, port: u16, user: &str, database: &str) -> PostgresDriver {
-        let mut config = Config::new();
-        config
-            .host_path(socket_dir)
-            .port(port)
-            .user(user)
-            .dbname(database)
-            .application_name("dbregress-loadgen")
-            .connect_timeout(CONNECT_TIMEOUT);
-        let target = format!("{socket_dir}/.s.PGSQL.{port} as user {user}, database {database}");
-        PostgresDriver { config, target }
+        let socket = PathBuf::from(socket_dir).join(format!(".s.PGSQL.{port}"));
+        let target = format!("{} as user {user}, database {database}", socket.display());
+        PostgresDriver {
+            socket,
+            user: user.into(),
+            database: database.into(),
+            target,
+        }
     }
 }
 
@@ -40,17 +43,18 @@ impl Driver for PostgresDriver {
     }
 
     fn connect(&self) -> DbResult<Box<dyn Conn>> {
-        let client = self.config.connect(NoTls).map_err(|e| {
+        let client = PgClient::connect(&self.socket, &self.user, &self.database, CONNECT_TIMEOUT)
+            .map_err(|e| {
             DbError::fatal(format!(
                 "cannot connect to PostgreSQL at {}: {}",
-                self.target,
-                describe(&e)
+                self.target, e.message
             ))
         })?;
         Ok(Box::new(PgConn {
             client,
             table: String::new(),
             stmts: HashMap::new(),
+            next_id: 0,
         }))
     }
 }
@@ -59,40 +63,28 @@ impl Driver for PostgresDriver {
 enum StmtKey {
     Insert(usize),
     Delete,
-    Range(u8),
+    Range(RangeIndex),
     Point,
 }
 
 struct PgConn {
-    client: Client,
+    client: PgClient,
     /// The table the prepared statements in `stmts` name.
     table: String,
-    stmts: HashMap<StmtKey, Statement>,
+    stmts: HashMap<StmtKey, String>,
+    next_id: u32,
 }
 
-/// The driver's message for an error: SQLSTATE and server message, or the client's.
-fn describe(e: &postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(db) => format!("{} {}: {}", db.severity(), db.code().code(), db.message()),
-        None => e.to_string(),
+fn classify(e: PgError) -> DbError {
+    match e.code.as_deref() {
+        Some(code) if IGNORABLE.contains(&code) => DbError::ignorable(e.message),
+        _ => DbError::fatal(e.message),
     }
 }
 
-/// Conflicts a retry may resolve are ignorable; everything else ends the step.
-fn classify(e: postgres::Error) -> DbError {
-    let ignorable = [
-        SqlState::T_R_SERIALIZATION_FAILURE,
-        SqlState::T_R_DEADLOCK_DETECTED,
-        SqlState::LOCK_NOT_AVAILABLE,
-    ];
-    match e.code() {
-        Some(code) if ignorable.contains(code) => DbError::ignorable(describe(&e)),
-        _ => DbError::fatal(describe(&e)),
-    }
-}
-
-fn sql_for(key: StmtKey, t: &str) -> String {
-    match key {
+/// SQL and parameter types of a statement on table `t`.
+fn sql_for(key: StmtKey, t: &str) -> (String, Vec<u32>) {
+    let (sql, types) = match key {
         StmtKey::Insert(n) => {
             let values: Vec<String> = (0..n)
                 .map(|i| {
@@ -108,55 +100,71 @@ fn sql_for(key: StmtKey, t: &str) -> String {
                     )
                 })
                 .collect();
-            format!(
+            let sql = format!(
                 "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
                  VALUES {}",
                 values.join(",")
-            )
+            );
+            (sql, [TIMESTAMP, INT4, INT4, INT4, INT4, VARCHAR].repeat(n))
         }
-        StmtKey::Delete => format!(
-            "DELETE FROM {t} WHERE transactionid IN \
-             (SELECT transactionid FROM {t} ORDER BY transactionid LIMIT $1)"
+        StmtKey::Delete => (
+            format!(
+                "DELETE FROM {t} WHERE transactionid IN \
+                 (SELECT transactionid FROM {t} ORDER BY transactionid LIMIT $1)"
+            ),
+            vec![INT8],
         ),
-        StmtKey::Range(0) => format!(
-            "SELECT productid, customerid, price FROM {t} WHERE productid >= $1 \
-             ORDER BY productid, customerid, price LIMIT 10"
+        StmtKey::Range(RangeIndex::MarketSegment) => (
+            format!(
+                "SELECT productid, customerid, price FROM {t} WHERE productid >= $1 \
+                 ORDER BY productid, customerid, price LIMIT 10"
+            ),
+            vec![INT4],
         ),
-        StmtKey::Range(1) => format!(
-            "SELECT cashregisterid, customerid, price FROM {t} WHERE cashregisterid >= $1 \
-             ORDER BY cashregisterid, customerid, price LIMIT 10"
+        StmtKey::Range(RangeIndex::RegisterSegment) => (
+            format!(
+                "SELECT cashregisterid, customerid, price FROM {t} WHERE cashregisterid >= $1 \
+                 ORDER BY cashregisterid, customerid, price LIMIT 10"
+            ),
+            vec![INT4],
         ),
-        StmtKey::Range(_) => format!(
-            "SELECT price, dateandtime, customerid FROM {t} WHERE price >= $1 \
-             ORDER BY price, dateandtime, customerid LIMIT 10"
+        StmtKey::Range(RangeIndex::Pdc) => (
+            format!(
+                "SELECT price, dateandtime, customerid FROM {t} WHERE price >= $1 \
+                 ORDER BY price, dateandtime, customerid LIMIT 10"
+            ),
+            vec![INT4],
         ),
-        StmtKey::Point => format!(
-            "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN \
-             ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+        StmtKey::Point => (
+            format!(
+                "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN \
+                 ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+            ),
+            vec![INT8; 10],
         ),
-    }
+    };
+    (sql, types)
 }
 
 impl PgConn {
-    /// The statement prepared on this connection, preparing it on first use.
-    fn prepared(&mut self, table: &str, key: StmtKey) -> DbResult<Statement> {
+    /// The name of the statement prepared on this connection, preparing it on first use.
+    fn prepared(&mut self, table: &str, key: StmtKey) -> DbResult<&str> {
         if self.table != table {
             self.stmts.clear();
             self.table = table.to_string();
         }
-        if let Some(s) = self.stmts.get(&key) {
-            return Ok(s.clone());
+        if !self.stmts.contains_key(&key) {
+            let name = format!("s{}", self.next_id);
+            self.next_id += 1;
+            let (sql, types) = sql_for(key, table);
+            self.client.prepare(&name, &sql, &types).map_err(classify)?;
+            self.stmts.insert(key, name);
         }
-        let stmt = self
-            .client
-            .prepare(&sql_for(key, table))
-            .map_err(classify)?;
-        self.stmts.insert(key, stmt.clone());
-        Ok(stmt)
+        Ok(&self.stmts[&key])
     }
 
     fn batch(&mut self, sql: &str) -> DbResult<()> {
-        self.client.batch_execute(sql).map_err(classify)
+        self.client.simple_query(sql).map(|_| ()).map_err(classify)
     }
 
     fn set_timeout(&mut self, timeout: Duration) -> DbResult<()> {
@@ -164,6 +172,24 @@ impl PgConn {
             "SET statement_timeout = {}",
             timeout.as_millis().max(1)
         ))
+    }
+
+    /// The single row of a query returning integers (NULL as None).
+    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+        let rows = self.client.simple_query(sql).map_err(classify)?;
+        let row = rows
+            .into_iter()
+            .next()
+            .ok_or_else(|| DbError::fatal(format!("no row from {sql}")))?;
+        row.iter()
+            .map(|v| match v {
+                None => Ok(None),
+                Some(s) => s
+                    .parse()
+                    .map(Some)
+                    .map_err(|_| DbError::fatal(format!("{sql} returned {s}"))),
+            })
+            .collect()
     }
 }
 
@@ -192,52 +218,60 @@ impl Conn for PgConn {
     fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64> {
         if rows.len() > MAX_ROWS_PER_INSERT {
             return Err(DbError::fatal(format!(
-                "{} rows per insert exceed PostgreSQL's limit of {MAX_ROWS_PER_INSERT}",
+                "{} rows per insert exceed this driver's limit of {MAX_ROWS_PER_INSERT}",
                 rows.len()
             )));
         }
-        let stmt = self.prepared(table, StmtKey::Insert(rows.len()))?;
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(rows.len() * 6);
-        for r in rows {
-            params.extend_from_slice(&[
-                &r.dateandtime,
-                &r.cashregisterid,
-                &r.customerid,
-                &r.productid,
-                &r.price,
-                &r.data,
-            ]);
-        }
-        self.client.execute(&stmt, &params).map_err(classify)
+        self.prepared(table, StmtKey::Insert(rows.len()))?;
+        let name = &self.stmts[&StmtKey::Insert(rows.len())];
+        let r = self.client.execute(name, rows.len() * 6, |p| {
+            for r in rows {
+                p.timestamp(r.dateandtime);
+                p.i32(r.cashregisterid);
+                p.i32(r.customerid);
+                p.i32(r.productid);
+                p.i32(r.price);
+                p.str(&r.data);
+            }
+        });
+        r.map_err(classify)
     }
 
     fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
-        let stmt = self.prepared(table, StmtKey::Delete)?;
-        self.client.execute(&stmt, &[&(n as i64)]).map_err(classify)
+        self.prepared(table, StmtKey::Delete)?;
+        let name = &self.stmts[&StmtKey::Delete];
+        self.client
+            .execute(name, 1, |p| p.i64(n as i64))
+            .map_err(classify)
     }
 
     fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64> {
-        let stmt = self.prepared(table, StmtKey::Range(index as u8))?;
-        self.client.execute(&stmt, &[&start]).map_err(classify)
+        self.prepared(table, StmtKey::Range(index))?;
+        let name = &self.stmts[&StmtKey::Range(index)];
+        self.client
+            .execute(name, 1, |p| p.i32(start))
+            .map_err(classify)
     }
 
     fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
-        let stmt = self.prepared(table, StmtKey::Point)?;
-        let params: [&(dyn ToSql + Sync); 10] = std::array::from_fn(|i| &ids[i] as _);
-        self.client.execute(&stmt, &params).map_err(classify)
+        self.prepared(table, StmtKey::Point)?;
+        let name = &self.stmts[&StmtKey::Point];
+        let r = self
+            .client
+            .execute(name, 10, |p| ids.iter().for_each(|&id| p.i64(id)));
+        r.map_err(classify)
     }
 
     fn count_rows(&mut self, table: &str) -> DbResult<u64> {
-        let sql = format!("SELECT count(*) FROM {table}");
-        let row = self.client.query_one(sql.as_str(), &[]).map_err(classify)?;
-        Ok(row.get::<_, i64>(0) as u64)
+        let v = self.query_ints(&format!("SELECT count(*) FROM {table}"))?;
+        Ok(v[0].unwrap_or(0) as u64)
     }
 
     fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
-        let sql = format!("SELECT min(transactionid), max(transactionid) FROM {table}");
-        let row = self.client.query_one(sql.as_str(), &[]).map_err(classify)?;
-        let (min, max): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
-        Ok(min.zip(max))
+        let v = self.query_ints(&format!(
+            "SELECT min(transactionid), max(transactionid) FROM {table}"
+        ))?;
+        Ok(v[0].zip(v[1]))
     }
 
     fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()> {
