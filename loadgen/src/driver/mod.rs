@@ -61,6 +61,14 @@ pub struct InsertRow {
     pub data: String,
 }
 
+/// What an insert did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Inserted {
+    pub rows: u64,
+    /// The largest generated primary key, when asked for.
+    pub last_id: Option<i64>,
+}
+
 /// The three covering secondary indexes and the range query each one serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RangeIndex {
@@ -92,8 +100,10 @@ pub trait Conn: Send {
     fn create_table(&mut self, table: &str) -> DbResult<()>;
     /// Create the three secondary indexes.
     fn create_indexes(&mut self, table: &str) -> DbResult<()>;
-    /// Insert the rows in one statement and commit; returns rows inserted.
-    fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64>;
+    /// Insert the rows in one statement and commit; with `want_last_id`, also report
+    /// the largest primary key it generated.
+    fn insert(&mut self, table: &str, rows: &[InsertRow], want_last_id: bool)
+        -> DbResult<Inserted>;
     /// Delete the `n` rows with the smallest primary keys and commit; returns rows deleted.
     fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64>;
     /// The index's covering query from `start`, 10 rows at most; returns rows read.
@@ -103,6 +113,10 @@ pub trait Conn: Send {
     fn count_rows(&mut self, table: &str) -> DbResult<u64>;
     /// Smallest and largest primary key, None when the table is empty.
     fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>>;
+    /// Ranges of primary keys missing between the smallest and largest, inclusive
+    /// (auto-increment values consumed by failed inserts or skipped after a crash).
+    /// Slow (a full index scan): only called when the row count says there are gaps.
+    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>>;
     /// The engine's post-write cleanup of one table (vacuum, flush, compact).
     fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()>;
     /// Cleanup once for the whole engine after every table (checkpoint).

@@ -2,7 +2,7 @@
 //! fails with an ignorable error. Tables are row counters with contiguous ids so the
 //! workload's checks hold. For testing the scheduler and reports, never as an engine.
 
-use super::{Conn, DbError, DbResult, Driver, InsertRow, RangeIndex};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -99,10 +99,21 @@ impl Conn for NullConn {
         Ok(())
     }
 
-    fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64> {
+    fn insert(
+        &mut self,
+        table: &str,
+        rows: &[InsertRow],
+        want_last_id: bool,
+    ) -> DbResult<Inserted> {
         self.data_op()?;
-        self.with_table(table, |t| t.next += rows.len() as i64);
-        Ok(rows.len() as u64)
+        let next = self.with_table(table, |t| {
+            t.next += rows.len() as i64;
+            t.next
+        });
+        Ok(Inserted {
+            rows: rows.len() as u64,
+            last_id: want_last_id.then_some(next - 1),
+        })
     }
 
     fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
@@ -136,6 +147,10 @@ impl Conn for NullConn {
         Ok(self.with_table(table, |t| {
             (t.next > t.first).then_some((t.first, t.next - 1))
         }))
+    }
+
+    fn id_gaps(&mut self, _table: &str) -> DbResult<Vec<(i64, i64)>> {
+        Ok(Vec::new())
     }
 
     fn cleanup_table(&mut self, _table: &str, _timeout: Duration) -> DbResult<()> {

@@ -208,6 +208,16 @@ impl PgClient {
                 Ok(0) => return Err(PgError::client("the server closed the connection")),
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(PgError::client(
+                        "the server did not answer within the connect timeout",
+                    ));
+                }
                 Err(e) => return Err(PgError::io("error reading from the server", e)),
             };
             self.rlen += n;
@@ -273,6 +283,12 @@ impl PgClient {
         nparams: usize,
         params: impl FnOnce(&mut Params),
     ) -> PgResult<u64> {
+        self.bind_execute(name, nparams, params);
+        self.sync_and_read()
+    }
+
+    /// Buffer Bind and Execute of the unnamed portal for a prepared statement.
+    fn bind_execute(&mut self, name: &str, nparams: usize, params: impl FnOnce(&mut Params)) {
         let at = begin(&mut self.wbuf, b'B');
         self.wbuf.push(0); // unnamed portal
         cstr(&mut self.wbuf, name);
@@ -288,7 +304,17 @@ impl PgClient {
         self.wbuf.push(0);
         self.wbuf.extend_from_slice(&0i32.to_be_bytes());
         finish(&mut self.wbuf, at);
-        self.sync_and_read()
+    }
+
+    /// Like `execute`, also returning the first column of the last result row as text.
+    pub fn execute_returning(
+        &mut self,
+        name: &str,
+        nparams: usize,
+        params: impl FnOnce(&mut Params),
+    ) -> PgResult<(u64, Option<String>)> {
+        self.bind_execute(name, nparams, params);
+        self.sync_and_read_last()
     }
 
     /// Send Sync with what is buffered, read through ReadyForQuery; rows from the tag.
@@ -304,6 +330,22 @@ impl PgClient {
             Ok(())
         })?;
         Ok(rows)
+    }
+
+    fn sync_and_read_last(&mut self) -> PgResult<(u64, Option<String>)> {
+        let at = begin(&mut self.wbuf, b'S');
+        finish(&mut self.wbuf, at);
+        self.flush()?;
+        let (mut rows, mut last) = (0, None);
+        self.read_until_ready(|tag, body| {
+            match tag {
+                b'C' => rows = tag_rows(body),
+                b'D' => last = parse_text_row(body).into_iter().next().flatten(),
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok((rows, last))
     }
 }
 

@@ -3,7 +3,7 @@
 //! command tag, never decoded.
 
 use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
-use super::{Conn, DbError, DbResult, Driver, InsertRow, RangeIndex};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -61,7 +61,8 @@ impl Driver for PostgresDriver {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum StmtKey {
-    Insert(usize),
+    /// Rows per statement, and whether it returns the generated keys.
+    Insert(usize, bool),
     Delete,
     Range(RangeIndex),
     Point,
@@ -85,7 +86,7 @@ fn classify(e: PgError) -> DbError {
 /// SQL and parameter types of a statement on table `t`.
 fn sql_for(key: StmtKey, t: &str) -> (String, Vec<u32>) {
     let (sql, types) = match key {
-        StmtKey::Insert(n) => {
+        StmtKey::Insert(n, returning) => {
             let values: Vec<String> = (0..n)
                 .map(|i| {
                     let p = i * 6;
@@ -102,8 +103,9 @@ fn sql_for(key: StmtKey, t: &str) -> (String, Vec<u32>) {
                 .collect();
             let sql = format!(
                 "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
-                 VALUES {}",
-                values.join(",")
+                 VALUES {}{}",
+                values.join(","),
+                if returning { " RETURNING transactionid" } else { "" }
             );
             (sql, [TIMESTAMP, INT4, INT4, INT4, INT4, VARCHAR].repeat(n))
         }
@@ -215,16 +217,22 @@ impl Conn for PgConn {
         ))
     }
 
-    fn insert(&mut self, table: &str, rows: &[InsertRow]) -> DbResult<u64> {
+    fn insert(
+        &mut self,
+        table: &str,
+        rows: &[InsertRow],
+        want_last_id: bool,
+    ) -> DbResult<Inserted> {
         if rows.len() > MAX_ROWS_PER_INSERT {
             return Err(DbError::fatal(format!(
                 "{} rows per insert exceed this driver's limit of {MAX_ROWS_PER_INSERT}",
                 rows.len()
             )));
         }
-        self.prepared(table, StmtKey::Insert(rows.len()))?;
-        let name = &self.stmts[&StmtKey::Insert(rows.len())];
-        let r = self.client.execute(name, rows.len() * 6, |p| {
+        let key = StmtKey::Insert(rows.len(), want_last_id);
+        self.prepared(table, key)?;
+        let name = &self.stmts[&key];
+        let r = self.client.execute_returning(name, rows.len() * 6, |p| {
             for r in rows {
                 p.timestamp(r.dateandtime);
                 p.i32(r.cashregisterid);
@@ -234,7 +242,13 @@ impl Conn for PgConn {
                 p.str(&r.data);
             }
         });
-        r.map_err(classify)
+        let (rows, last) = r.map_err(classify)?;
+        let last_id = match last.map(|v| v.parse::<i64>()) {
+            Some(Ok(id)) => Some(id),
+            Some(Err(_)) => return Err(DbError::fatal("INSERT RETURNING gave a non-integer key")),
+            None => None,
+        };
+        Ok(Inserted { rows, last_id })
     }
 
     fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
@@ -272,6 +286,24 @@ impl Conn for PgConn {
             "SELECT min(transactionid), max(transactionid) FROM {table}"
         ))?;
         Ok(v[0].zip(v[1]))
+    }
+
+    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
+        let sql = format!(
+            "SELECT prev + 1, transactionid - 1 FROM (SELECT transactionid, \
+             lag(transactionid) OVER (ORDER BY transactionid) AS prev FROM {table}) s \
+             WHERE transactionid - prev > 1 ORDER BY 1"
+        );
+        let rows = self.client.simple_query(&sql).map_err(classify)?;
+        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
+        rows.iter()
+            .map(|r| match (int(&r[0]), int(&r[1])) {
+                (Some(lo), Some(hi)) => Ok((lo, hi)),
+                _ => Err(DbError::fatal(format!(
+                    "unexpected row from the id gap query: {r:?}"
+                ))),
+            })
+            .collect()
     }
 
     fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()> {

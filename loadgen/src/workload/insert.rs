@@ -97,6 +97,26 @@ impl Client<'_> {
         })
     }
 
+    /// Which ids of the table are alive at the start of a point-query step.
+    fn live_ids(&self, conn: &mut dyn Conn, rows: u64) -> Result<LiveIds> {
+        let bounds = setup(
+            "read the id range of",
+            &self.table,
+            conn.id_bounds(&self.table),
+        )?;
+        let contiguous = bounds.is_none_or(|(min, max)| (max - min + 1) as u64 == rows);
+        let holes = if contiguous {
+            Vec::new()
+        } else {
+            setup(
+                "find the id gaps of",
+                &self.table,
+                conn.id_gaps(&self.table),
+            )?
+        };
+        Ok(LiveIds::new(bounds, holes))
+    }
+
     /// l.i0: create the table, insert in PK order as fast as possible.
     fn load(&self) -> Result<ClientOutcome> {
         let mut conn = self.ctx.connect()?;
@@ -201,11 +221,11 @@ impl Client<'_> {
         let point = spec.step == Step::PointQueries;
         let mut qc = self.ctx.connect()?;
         let before = self.rows_before(qc.as_mut())?;
-        let live = LiveIds::new(setup(
-            "read the id range of",
-            &self.table,
-            qc.id_bounds(&self.table),
-        )?);
+        let live = if point {
+            Some(self.live_ids(qc.as_mut(), before)?)
+        } else {
+            None
+        };
         let rate = spec.insert.insert_rate.unwrap_or(0);
         let mut writers = Vec::new();
         if rate > 0 {
@@ -215,17 +235,10 @@ impl Client<'_> {
         let (mut qrng, mut gen) = (self.rng(1), RowGen::new(self.rng(0)));
         let start = self.start()?;
         let stop = Stop::Deadline(start + spec.duration());
-        let (ctx, table, live) = (self.ctx, self.table.as_str(), &live);
+        let (ctx, table, live) = (self.ctx, self.table.as_str(), live.as_ref());
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {
             let q = spawn_role(s, ctx, start, |w| {
-                query_loop(
-                    w,
-                    qc.as_mut(),
-                    table,
-                    &mut qrng,
-                    stop,
-                    point.then_some(live),
-                )
+                query_loop(w, qc.as_mut(), table, &mut qrng, stop, live)
             });
             let (mut inserted, mut deleted, mut hists) = (0, 0, vec![]);
             if let [ic, dc] = &mut writers[..] {
@@ -237,7 +250,7 @@ impl Client<'_> {
                         &mut gen,
                         pacing,
                         stop,
-                        Some(live),
+                        live,
                         None,
                     )
                 });
@@ -341,9 +354,14 @@ impl Inserter<'_> {
                     break;
                 }
                 let rows = gen.batch(stop.next_batch(self.batch, done) as usize);
-                let (n, _) = w.call(OpKind::Insert, intended, || conn.insert(self.table, rows))?;
-                if let Some(l) = live {
-                    l.inserted(n);
+                let mut last_id = None;
+                let (n, _) = w.call(OpKind::Insert, intended, || {
+                    let r = conn.insert(self.table, rows, live.is_some())?;
+                    last_id = r.last_id;
+                    Ok(r.rows)
+                })?;
+                if let (Some(l), Some(n)) = (live, n) {
+                    l.inserted(n, last_id);
                 }
                 if let Some(p) = progress {
                     p.advance(n.unwrap_or(0));
@@ -399,7 +417,7 @@ fn delete_paced(
     batch: u64,
     rate: u64,
     stop: Stop,
-    live: &LiveIds,
+    live: Option<&LiveIds>,
 ) -> Result<u64> {
     let mut pacing = Pacing::rate(w.start(), batch, rate);
     let mut deleted = 0;
@@ -408,11 +426,13 @@ fn delete_paced(
         if !stop.allows(intended, deleted) || !sleep_until(intended, &w.ctx.stop) {
             break;
         }
-        let old = live.begin_delete(batch, &w.ctx.stop);
+        let old = live.map(|l| l.begin_delete(batch, &w.ctx.stop));
         let (d, _) = w.call(OpKind::Delete, intended, || {
             conn.delete_oldest(table, batch)
         })?;
-        live.end_delete(old, d);
+        if let (Some(l), Some(old)) = (live, old) {
+            l.end_delete(old, d);
+        }
         deleted += d.unwrap_or(0);
     }
     Ok(deleted)
@@ -438,7 +458,7 @@ fn query_loop(
                 let r = w.call(OpKind::PointQuery, now, || conn.point_query(table, &ids));
                 live.end_query();
                 let (got, done) = r?;
-                if let (Some(want), Some(got)) = (want, got) {
+                if let Some(got) = got {
                     expected += want;
                     found += got;
                 }
