@@ -57,6 +57,7 @@ def test_closest_prefers_same_major() -> None:
     assert closest("12.21.0", AVAILABLE, count=2) == ["12.20.0", "12.22.0"]
     assert closest("14.1.0", AVAILABLE, count=2) == ["12.22.0", "16.6.0"]
     assert closest("99.0", AVAILABLE, count=1) == ["17.4.0"]
+    assert closest("17.99.0", AVAILABLE) == ["17.0.0", "17.2.0", "17.4.0"]  # the whole major
 
 
 def test_unknown_version_names_closest() -> None:

@@ -28,30 +28,30 @@ def normalize(version: str) -> str:
     return text
 
 
-def closest(wanted: str, available: list[str], count: int = 5) -> list[str]:
+def closest(wanted: str, available: list[str], count: int = 12) -> list[str]:
     """The available versions nearest to `wanted`, in ascending version order.
 
-    Same major first, nearest minor first; then the newest releases of the nearest
-    other majors (12.22 and 16.6 for a 14.1 that does not exist).
+    The releases of the same major, nearest first; if there are none, the newest
+    releases of the nearest other majors (12.22 and 16.6 for a 14.1 that does not exist).
     """
     want = version_key(wanted) or (0,)
     newest_first = sorted(set(available), key=version_key, reverse=True)
-    rank_in_major: dict[str, int] = {}
-    seen: dict[int, int] = {}
-    for version in newest_first:
-        major = (version_key(version) or (0,))[0]
-        rank_in_major[version] = seen.get(major, 0)
-        seen[major] = rank_in_major[version] + 1
+    same_major = [v for v in newest_first if (version_key(v) or (0,))[0] == want[0]]
+    if same_major:
 
-    def distance(version: str) -> tuple[int, ...]:
-        have = version_key(version) or (0,)
-        if have[0] == want[0]:
+        def distance(version: str) -> tuple[int, ...]:
+            have = version_key(version)
             width = max(len(have), len(want))
             pad_have, pad_want = have + (0,) * width, want + (0,) * width
-            return (
-                0,
-                *(abs(a - b) for a, b in zip(pad_have[:width], pad_want[:width], strict=True)),
+            return tuple(
+                abs(a - b) for a, b in zip(pad_have[:width], pad_want[:width], strict=True)
             )
-        return (1, rank_in_major[version], abs(have[0] - want[0]))
 
-    return sort_versions(sorted(newest_first, key=distance)[:count])
+        return sort_versions(sorted(same_major, key=distance)[:count])
+    rank: dict[str, tuple[int, int]] = {}
+    seen: dict[int, int] = {}
+    for version in newest_first:  # rank within its major, newest first
+        major = (version_key(version) or (0,))[0]
+        rank[version] = (seen.get(major, 0), abs(major - want[0]))
+        seen[major] = rank[version][0] + 1
+    return sort_versions(sorted(newest_first, key=rank.__getitem__)[: min(count, 5)])
