@@ -48,9 +48,7 @@ def _engine(build: Build, root: Path, config: str = "ci", **kwargs: object) -> P
         log_path=root / "results" / "server.log",
         config_name=config,
         sizes=Sizes(cache_mb=64, wal_mb=256),
-        start_timeout_s=60,
-        stop_timeout_s=20,
-        **kwargs,  # type: ignore[arg-type]
+        **({"start_timeout_s": 60, "stop_timeout_s": 20} | kwargs),  # type: ignore[arg-type]
     )
     return PostgresEngine(build, options)
 
@@ -176,6 +174,17 @@ def test_backend_crash_is_detected(build: Build, workroot: Path) -> None:
     finally:
         conn.close()
         engine.stop()
+
+
+def test_stop_kills_a_server_that_ignores_shutdown(build: Build, workroot: Path) -> None:
+    engine = _engine(build, workroot, stop_timeout_s=0.5)
+    engine.start()
+    pids = tree_pids(engine.server_pid())
+    os.kill(engine.server_pid(), signal.SIGSTOP)  # a hung postmaster never acts on SIGINT
+    started = time.monotonic()
+    engine.stop()
+    assert time.monotonic() - started < 10
+    _assert_gone(engine, pids)
 
 
 def test_pinned_to_cpus(build: Build, workroot: Path) -> None:
