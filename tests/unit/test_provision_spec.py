@@ -175,3 +175,21 @@ def test_library_env_puts_build_lib_first(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
     env = local.library_env(tmp_path)
     assert env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(tmp_path / "lib")
+
+
+def test_fetch_without_version_list_still_tries_mvn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DBREGRESS_CACHE", str(tmp_path))
+
+    def offline(engine: str) -> list[str]:
+        raise ProvisionError("no network")
+
+    def mvn(args: list[str], cwd: Path, what: str) -> None:
+        raise ProvisionError(f"{what}: mvn failed")
+
+    monkeypatch.setattr(maven, "available_versions", offline)
+    monkeypatch.setattr(maven, "run_mvn", mvn)
+    with pytest.raises(ProvisionError, match=r"fetching postgres@17\.2: mvn failed"):
+        provision.fetch(BuildSpec.parse("postgres@17.2"))
+    assert [p.name for p in (tmp_path / "postgres").iterdir()] == [".17.2.0.lock"]

@@ -170,7 +170,12 @@ def fetch(spec: BuildSpec) -> Build:
     version = normalize(spec.version)
     final = cache.cache_root() / spec.engine / version
     if cache.read_spec(final) is None:
-        check_version(spec.engine, version, available_versions(spec.engine))
+        try:
+            available = available_versions(spec.engine)
+        except ProvisionError:
+            available = []  # no list (offline?): let mvn try, maybe from ~/.m2
+        if available:
+            check_version(spec.engine, version, available)
     coords = coordinates(spec.engine, version)
 
     def populate(tmp: Path) -> dict[str, str]:
