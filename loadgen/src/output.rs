@@ -74,6 +74,32 @@ pub struct Summary {
     pub q_unit: QUnit,
     pub ops: BTreeMap<OpKind, OpSummary>,
     pub checks: Checks,
+    pub process: ProcessUsage,
+}
+
+/// What this process has spent so far, from getrusage(2): microsecond resolution, where
+/// /proc's clock ticks (10 ms) would round a short step's client CPU to zero.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct ProcessUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub voluntary_cs: u64,
+    pub involuntary_cs: u64,
+}
+
+impl ProcessUsage {
+    pub fn now() -> Self {
+        // SAFETY: getrusage only writes into the zeroed struct we pass it.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        ProcessUsage {
+            user_s: secs(ru.ru_utime),
+            system_s: secs(ru.ru_stime),
+            voluntary_cs: ru.ru_nvcsw as u64,
+            involuntary_cs: ru.ru_nivcsw as u64,
+        }
+    }
 }
 
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -59,7 +59,7 @@ class Loadgen:
 
         try:
             self.proc = subprocess.Popen(
-                [str(find_binary()), str(spec_path)],
+                [str(find_binary()), str(spec_path.resolve())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,

@@ -91,9 +91,9 @@ class Runner:
             failures = self.writer.record["failures"]
             status = "ok" if not failures else "failed"
             if failures:
-                where = ", ".join(f["where"] for f in failures)
+                causes = "\n".join(f"  {f['where']}: {f['type']}: {f['message']}" for f in failures)
                 raise DbregressError(
-                    f"{len(failures)} failure(s) in {where}; finished steps are in {self.path}"
+                    f"{len(failures)} failure(s); finished steps are in {self.path}\n{causes}"
                 )
         except KeyboardInterrupt:
             status = "interrupted"

@@ -6,6 +6,7 @@ waits after its summary), so backends that exit at disconnect are counted whole.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from dbregress.engines.base import Engine
 from dbregress.errors import LoadgenError, StepTimeout
 from dbregress.lab import Placement
 from dbregress.loadgen import Loadgen
+from dbregress.store.files import sibling
 
 SLA_FRACTION = 0.95  # METHOD.md: a q-step below 95% of its insert target failed its SLA
 MAX_ERROR_MESSAGES = 20
@@ -53,7 +55,7 @@ def collect_step(
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     server_before = snapshot_tree(engine.server_pid())
     loadgen = Loadgen(
-        spec, stem.with_suffix(".spec.json"), stem.with_suffix(".stderr"), placement.client_cpus
+        spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
     )
     client_before = snapshot_tree(loadgen.pid)
     stream = _Stream()
@@ -68,7 +70,7 @@ def collect_step(
         loadgen.close()
     assert stream.summary is not None
     server = server_before.delta(server_after)
-    client = client_before.delta(client_after)
+    client = _loadgen_usage(client_before.delta(client_after), stream.summary["process"])
     result = step_result(plan, stream.summary, server, client)
     result.update(
         {
@@ -118,14 +120,37 @@ def _follow(
             return snapshot_tree(engine.server_pid()), snapshot_tree(loadgen.pid)
         elif kind == "fatal":
             loadgen.release(timeout_s=10)
-            engine.check_alive()  # a dead server is the cause, not the loadgen
+            _blame_engine_first(engine)
             raise LoadgenError(f"step {plan.name}: {event['message']}")
     loadgen.release(timeout_s=10)
-    engine.check_alive()
+    _blame_engine_first(engine)
     tail = loadgen.stderr_tail()
     raise LoadgenError(
         f"step {plan.name}: dbregress-loadgen {loadgen.exit_description()} "
         f"before the step finished" + (f"; its last words:\n{tail}" if tail else "")
+    )
+
+
+def _blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:
+    """Raises EngineCrashed if the server died: a dead server is the cause of a failed
+    loadgen. Waits a moment, because clients see a killed server's sockets close before
+    the kernel has finished tearing the process down."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        engine.check_alive()
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.1)
+
+
+def _loadgen_usage(from_proc: Usage, process: dict[str, Any]) -> Usage:
+    """The loadgen's CPU and switches from its own getrusage (µs resolution; /proc has
+    10 ms ticks, which round a short step to zero); its IO from /proc."""
+    return dataclasses.replace(
+        from_proc,
+        user_s=process["user_s"],
+        system_s=process["system_s"],
+        ctx_switches=process["voluntary_cs"] + process["involuntary_cs"],
     )
 
 

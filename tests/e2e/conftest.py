@@ -38,8 +38,21 @@ def dbregress(*args: str, cwd: Path, workdir: Path) -> subprocess.CompletedProce
     )
 
 
-def start_dbregress(*args: str, cwd: Path, workdir: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
+@pytest.fixture
+def launched() -> Iterator[list[subprocess.Popen[str]]]:
+    """dbregress processes a test started; any still running at teardown are killed."""
+    procs: list[subprocess.Popen[str]] = []
+    yield procs
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+
+
+def start_dbregress(
+    launched: list[subprocess.Popen[str]], *args: str, cwd: Path, workdir: Path
+) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
         [sys.executable, "-m", "dbregress.cli.main", *args],
         cwd=cwd,
         env=cli_env(workdir),
@@ -48,6 +61,8 @@ def start_dbregress(*args: str, cwd: Path, workdir: Path) -> subprocess.Popen[st
         text=True,
         start_new_session=True,
     )
+    launched.append(proc)
+    return proc
 
 
 def processes_mentioning(text: str) -> list[int]:

@@ -142,6 +142,7 @@ pub fn summarize(
         q_unit: plan.q_unit,
         ops,
         checks,
+        process: output::ProcessUsage::now(),
     };
     output::emit(&Event::Summary(Box::new(summary)));
     Ok(())

@@ -316,6 +316,9 @@ class PostgresEngine(Engine):
     def stop(self) -> None:
         proc = self._proc
         if proc is not None and proc.poll() is None:
+            for pid in tree_pids(proc.pid):  # a hung (stopped) server cannot shut down
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
             os.kill(proc.pid, signal.SIGINT)  # fast shutdown: abort transactions, checkpoint
             try:
                 proc.wait(timeout=self.options.stop_timeout_s)

@@ -9,6 +9,11 @@ from pathlib import Path
 from typing import Any
 
 
+def sibling(stem: Path, extension: str) -> Path:
+    """stem + extension. Not Path.with_suffix: step names have dots (l.i0)."""
+    return stem.parent / (stem.name + extension)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

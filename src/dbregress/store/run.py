@@ -21,7 +21,7 @@ from typing import Any
 
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
-from dbregress.store.files import write_atomic, write_json
+from dbregress.store.files import sibling, write_atomic, write_json
 
 SCHEMA_VERSION = 1
 
@@ -97,10 +97,10 @@ class RunWriter:
         hlog: str,
     ) -> Path:
         stem = self.job_dir(job) / "steps" / f"{index:02d}-{result['step']}"
-        write_atomic(stem.with_suffix(".csv"), _series_csv(series))
-        write_atomic(stem.with_suffix(".hlog"), hlog)
-        write_json(stem.with_suffix(".json"), {"schema_version": SCHEMA_VERSION, **result})
-        return stem.with_suffix(".json")
+        write_atomic(sibling(stem, ".csv"), _series_csv(series))
+        write_atomic(sibling(stem, ".hlog"), hlog)
+        write_json(sibling(stem, ".json"), {"schema_version": SCHEMA_VERSION, **result})
+        return sibling(stem, ".json")
 
     def finish(self, status: str) -> None:
         self.record["status"] = status
