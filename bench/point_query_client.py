@@ -15,6 +15,7 @@ import json
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import provision
-from dbregress.benchmarks.insert import StepPlan, step_spec
+from dbregress.benchmarks.insert import step_spec
+from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.proc import snapshot_tree
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.lab import Placement
@@ -137,7 +139,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for placement in placements():
         options = EngineOptions(
-            workdir=work_root() / f"bench-{os.getpid()}",
+            workdir=work_root() / f"bench-{os.getpid()}-{placement.mode}",
             log_path=scratch / "server.log",
             config_name="default",
             sizes=Sizes(cache_mb=256, wal_mb=1024),
@@ -151,6 +153,7 @@ def main() -> None:
             py = run_psycopg(engine, placement, args.seconds, args.rows)
         finally:
             engine.stop()
+            shutil.rmtree(options.workdir, ignore_errors=True)
         for name, r in (("dbregress-loadgen", lg), ("psycopg", py)):
             print(
                 f"| {placement.mode} | {name} | {r['qps']:,.0f} | {r['client_us']:.1f} | "

@@ -82,6 +82,40 @@ class InsertSizes:
         return 5.0 + self.total_rows / 1_000_000
 
 
+KV_STEPS = (
+    "fillseq",
+    "revrange",
+    "overwritesome",
+    "flush_mt_l0",
+    "readrandom",
+    "fwdrange",
+    "revrangewhilewriting",
+    "fwdrangewhilewriting",
+    "readwhilewriting",
+    "overwriteandwait",
+)
+
+
+@dataclass(frozen=True)
+class KvSizes:
+    """db_bench-style steps on an embedded key-value engine (METHOD.md section 4)."""
+
+    keys: int = 1_000_000
+    key_size: int = 20
+    value_size: int = 400
+    threads: int = 1  # readers in the read steps; fillseq always uses 1
+    seconds: float = 60.0  # per timed step
+    short_seconds: float = 10.0  # revrange, which lets compaction debt drain
+    writer_mb_per_s: float = 2.0  # the *whilewriting steps' background writer
+    overwrite_fraction: float = 0.1  # overwritesome
+    range_len: int = 10
+    steps: tuple[str, ...] = KV_STEPS
+
+    @property
+    def data_mb(self) -> int:
+        return max(1, self.keys * (self.key_size + self.value_size) // 2**20)
+
+
 @dataclass(frozen=True)
 class Job:
     """One column, one repeat: a fresh engine running every step of the benchmark."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from dbregress import provision
 from dbregress.benchmarks import insert
-from dbregress.benchmarks.insert import StepPlan
+from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.host import host_facts
 from dbregress.engines.base import Engine, EngineOptions
 from dbregress.errors import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbregress.benchmarks.insert import StepPlan
+from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.proc import Usage, snapshot_tree
 from dbregress.engines.base import Engine
 from dbregress.errors import LoadgenError, StepTimeout

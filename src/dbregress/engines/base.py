@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from dbregress.provision import Build
 
@@ -16,6 +16,7 @@ class Sizes:
 
     cache_mb: int  # shared_buffers / buffer pool / block cache
     wal_mb: int  # max_wal_size / redo log capacity
+    data_mb: int = 0  # estimated size of the benchmark's data; presets may size from it
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,13 @@ class EngineOptions:
 
 
 class Engine(ABC):
-    """One server of one build with one config, for the lifetime of one job."""
+    """One server of one build with one config, for the lifetime of one job.
+
+    An embedded engine (RocksDB) has no server process: the loadgen opens the database
+    itself, so its process is the one measured and server_pid() is never called.
+    """
+
+    embedded: ClassVar[bool] = False
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         self.build = build

@@ -1,0 +1,21 @@
+"""A step of any benchmark, as the runner schedules it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    name: str  # as reported: l.i0, qr100, ...
+    step: str  # as the loadgen knows it: l.i0, qr, ...
+    insert: dict[str, Any] = field(default_factory=dict)
+    reported: bool = True  # the cleanup has no Q of its own
+    wait_after_s: float = 0.0  # quiet time after the step (post-write cleanup)
+    work: int = 0  # rows to insert, or 0 for timed steps; for progress
+    duration_s: float = 0.0  # timed steps
+
+    def expected_s(self, rows_per_s: float = 20_000.0) -> float:
+        """A generous guess of the step's length, for progress and hang detection."""
+        return self.duration_s + self.work / rows_per_s
