@@ -16,7 +16,7 @@ from typing import Any
 from dbregress.errors import BuildNotFound, LabError
 from dbregress.provision import BuildSpec
 
-BENCHMARKS = ("insert",)
+BENCHMARKS = ("insert", "kv")
 INSERT_STEPS = (
     "l.i0",
     "l.x",
@@ -117,9 +117,24 @@ class KvSizes:
 
 
 @dataclass(frozen=True)
+class Comparison:
+    """Columns compared on one benchmark; the first column is the base."""
+
+    name: str
+    benchmark: str
+    columns: tuple[Column, ...]
+    sizes: InsertSizes | KvSizes
+
+    @property
+    def base(self) -> Column:
+        return self.columns[0]
+
+
+@dataclass(frozen=True)
 class Job:
     """One column, one repeat: a fresh engine running every step of the benchmark."""
 
+    comparison: Comparison
     column: Column
     repeat: int
 
@@ -133,9 +148,7 @@ class Lab:
     name: str
     path: Path
     text: str
-    benchmark: str
-    columns: tuple[Column, ...]
-    insert: InsertSizes
+    comparisons: tuple[Comparison, ...]
     placement: Placement
     repeats: int = 1
     sleep_between_s: float = 0.0
@@ -143,20 +156,33 @@ class Lab:
     seed: int = 1
 
     @property
-    def base(self) -> Column:
-        return self.columns[0]
+    def columns(self) -> tuple[Column, ...]:
+        return tuple(c for comp in self.comparisons for c in comp.columns)
 
     def jobs(self) -> list[Job]:
-        """Repeat-major order, so repeats of one column are interleaved with the others."""
-        return [Job(c, r) for r in range(1, self.repeats + 1) for c in self.columns]
+        """Comparisons in order; within one, repeat-major, so repeats of a column are
+        interleaved with the other columns."""
+        return [
+            Job(comp, col, r)
+            for comp in self.comparisons
+            for r in range(1, self.repeats + 1)
+            for col in comp.columns
+        ]
 
 
 class _Reader:
     """Typed access to one TOML table that reports file, line and key on error."""
 
-    def __init__(self, path: Path, text: str, table: str, data: dict[str, Any]) -> None:
+    def __init__(
+        self, path: Path, text: str, table: str, data: dict[str, Any], scope: str = ""
+    ) -> None:
         self.path, self.text, self.table, self.data = path, text, table, data
+        self.scope = scope  # the [[comparison]] block this table sits in, e.g. "comparison[1]"
         self.used: set[str] = set()
+
+    def child(self, table: str, data: dict[str, Any]) -> _Reader:
+        name = f"{self.table}.{table}" if self.table else table
+        return _Reader(self.path, self.text, name, data, self.scope or self.table)
 
     def fail(self, key: str | None, message: str) -> LabError:
         where = f"{self.path}:{_line_of(self.text, self.table, key)}"
@@ -206,24 +232,42 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 def _line_of(text: str, table: str, key: str | None) -> int:
-    """Line number of `key` inside `[table]` (or of the table header); 1 if unknown."""
+    """Line number of `key` in the table at a path like `comparison[1].column[0]`, or of
+    the table's header; 1 if unknown."""
+    lines = text.splitlines()
     header = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
-    base = table.split("[")[0]
-    index = int(table.split("[")[1].rstrip("]")) if "[" in table else None
-    current, seen, header_line = "", -1, 0
-    for number, line in enumerate(text.splitlines(), start=1):
-        m = header.match(line)
-        if m:
-            current = m.group(1)
-            if current == base:
-                seen += 1
-                if index is None or seen == index:
-                    header_line = number
+    names = [m.group(1) if (m := header.match(ln)) else None for ln in lines]
+    lo, hi, found, full = 0, len(lines), 0, ""
+    for segment in filter(None, table.split(".")):
+        name, _, index = segment.partition("[")
+        full = f"{full}.{name}" if full else name
+        starts = [i for i in range(lo, hi) if names[i] == full]
+        pick = int(index.rstrip("]")) if index else 0
+        if pick >= len(starts):  # an inline table: point at its `name = {...}` line
+            return _key_line(lines, names, lo, hi, name, full.rpartition(".")[0]) or found or 1
+        lo = starts[pick]
+        found = lo + 1
+        nxt = [
+            i
+            for i in range(lo + 1, hi)
+            if names[i] is not None
+            and (names[i] == full or not str(names[i]).startswith(full + "."))
+        ]
+        hi = nxt[0] if nxt else hi
+    return (_key_line(lines, names, lo, hi, key, full) if key else None) or found or 1
+
+
+def _key_line(
+    lines: list[str], names: list[str | None], lo: int, hi: int, key: str, table: str
+) -> int | None:
+    current = names[lo] if names[lo] is not None and table else ""
+    for i in range(lo, hi):
+        if names[i] is not None:
+            current = names[i] or ""
             continue
-        in_table = current == base and (index is None or seen == index) if base else current == ""
-        if in_table and key and re.match(rf"^\s*{re.escape(key)}\s*=", line):
-            return number
-    return header_line or 1
+        if current == table and re.match(rf"^\s*{re.escape(key)}\s*=", lines[i]):
+            return i + 1
+    return None
 
 
 def load_lab(path: Path) -> Lab:
@@ -243,22 +287,30 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     name = top.get("name", str, path.stem)
     if not LABEL_RE.match(name):
         raise top.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
-    benchmark = top.get("benchmark", str, "insert")
-    if benchmark not in BENCHMARKS:
-        raise top.fail(
-            "benchmark", f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}"
-        )
-    columns = _columns(path, text, top.require("column", list))
-    insert = _insert(_Reader(path, text, "insert", top.get("insert", dict, {})))
-    placement = _placement(top, top.get("placement", (str, dict), "separate"))
+    if "comparison" in data:
+        for key in ("column", "benchmark", "insert", "kv"):
+            if key in data:
+                raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
+        raw = top.get("comparison", list)
+        comparisons = [_comparison(top, f"comparison[{i}]", c) for i, c in enumerate(raw)]
+    else:
+        comparisons = [_comparison_body(top, top)]
+    labels = [c.label for comp in comparisons for c in comp.columns]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise top.fail(
+                None,
+                f"column label {label!r} is used in two comparisons; "
+                "labels name result folders, so they must differ",
+            )
+    if len({c.name for c in comparisons}) < len(comparisons):
+        raise top.fail("comparison", "two comparisons have the same name")
     lab = Lab(
         name=name,
         path=path,
         text=text,
-        benchmark=benchmark,
-        columns=columns,
-        insert=insert,
-        placement=placement,
+        comparisons=tuple(comparisons),
+        placement=_placement(top, top.get("placement", (str, dict), "separate")),
         repeats=top.positive("repeats", 1),
         sleep_between_s=float(top.get("sleep_between_s", (int, float), 0.0)),
         step_timeout_s=top.positive("step_timeout_s", None, integer=False),  # type: ignore[arg-type]
@@ -268,12 +320,43 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     return lab
 
 
-def _columns(path: Path, text: str, raw: list[Any]) -> tuple[Column, ...]:
+def _comparison(top: _Reader, table: str, item: Any) -> Comparison:
+    r = _Reader(top.path, top.text, table, item if isinstance(item, dict) else {}, table)
+    comparison = _comparison_body(r, r)
+    r.reject_unknown()
+    return comparison
+
+
+def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
+    """The keys a comparison has, whether at the file's top level or in [[comparison]]."""
+    benchmark = r.get("benchmark", str, "insert")
+    if benchmark not in BENCHMARKS:
+        raise r.fail(
+            "benchmark", f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}"
+        )
+    name = r.get("name", str, benchmark) if r.scope else benchmark
+    if not LABEL_RE.match(name):
+        raise r.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+    columns = _columns(r, r.require("column", list))
+    other = "kv" if benchmark == "insert" else "insert"
+    if other in r.data:
+        raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
+    sizes: InsertSizes | KvSizes
+    if benchmark == "insert":
+        sizes = _insert(parent.child("insert", r.get("insert", dict, {})))
+    else:
+        sizes = _kv(parent.child("kv", r.get("kv", dict, {})))
+    return Comparison(name, benchmark, columns, sizes)
+
+
+def _columns(parent: _Reader, raw: list[Any]) -> tuple[Column, ...]:
     if not raw:
-        raise LabError(f"{path}:1: a lab needs at least one [[column]] (build, config) pair")
+        raise parent.fail(
+            "column", "a comparison needs at least one [[column]] (build, config) pair"
+        )
     columns: list[Column] = []
     for i, item in enumerate(raw):
-        r = _Reader(path, text, f"column[{i}]", item if isinstance(item, dict) else {})
+        r = parent.child(f"column[{i}]", item if isinstance(item, dict) else {})
         label = r.require("label", str)
         if not LABEL_RE.match(label):
             raise r.fail("label", f"{label!r} must be letters, digits, '.', '_' or '-' (max 64)")
@@ -285,18 +368,59 @@ def _columns(path: Path, text: str, raw: list[Any]) -> tuple[Column, ...]:
             raise r.fail("build", str(e)) from e
         settings = r.get("settings", dict, {})
         for key, value in settings.items():
-            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-                raise r.fail("settings", f"setting {key!r} must be a string or a number")
+            if not isinstance(value, (str, int, float)):
+                raise r.fail("settings", f"setting {key!r} must be a string, a number or a boolean")
+        default_config = "default" if build.engine != "rocksdb" else "byrx"
         columns.append(
             Column(
                 label,
                 build,
-                r.get("config", str, "default"),
-                {k: str(v) for k, v in settings.items()},
+                r.get("config", str, default_config),
+                {k: _setting(v) for k, v in settings.items()},
             )
         )
         r.reject_unknown()
     return tuple(columns)
+
+
+def _setting(value: str | int | float) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _kv(r: _Reader) -> KvSizes:
+    d = KvSizes()
+    steps = r.get("steps", list, list(d.steps))
+    for step in steps:
+        if step not in KV_STEPS:
+            raise r.fail("steps", f"unknown step {step!r}; steps are {', '.join(KV_STEPS)}")
+    if sorted(steps, key=KV_STEPS.index) != steps:
+        raise r.fail("steps", f"steps must keep the benchmark's order: {', '.join(KV_STEPS)}")
+    if steps and steps[0] != "fillseq":
+        raise r.fail("steps", "the step list must start with fillseq, which creates the database")
+    fraction = r.get("overwrite_fraction", (int, float), d.overwrite_fraction)
+    if not 0 < fraction <= 1:
+        raise r.fail("overwrite_fraction", f"must be in (0, 1], got {fraction}")
+    writer = r.get("writer_mb_per_s", (int, float), d.writer_mb_per_s)
+    if writer < 0:
+        raise r.fail("writer_mb_per_s", "must be 0 or more")
+    sizes = KvSizes(
+        keys=r.positive("keys", d.keys),
+        key_size=r.positive("key_size", d.key_size),
+        value_size=r.positive("value_size", d.value_size),
+        threads=r.positive("threads", d.threads),
+        seconds=float(r.positive("seconds", d.seconds, integer=False)),
+        short_seconds=float(r.positive("short_seconds", d.short_seconds, integer=False)),
+        writer_mb_per_s=float(writer),
+        overwrite_fraction=float(fraction),
+        range_len=r.positive("range_len", d.range_len),
+        steps=tuple(steps),
+    )
+    if sizes.key_size < 8:
+        raise r.fail("key_size", "must be at least 8 (keys hold an 8-byte number)")
+    r.reject_unknown()
+    return sizes
 
 
 def _insert(r: _Reader) -> InsertSizes:

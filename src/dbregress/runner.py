@@ -7,6 +7,8 @@ server log's tail; the engine and the loadgen are always stopped.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import shutil
 import time
@@ -15,11 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import provision
-from dbregress.benchmarks import insert
+from dbregress import benchmarks, provision
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.host import host_facts
-from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.errors import (
     DbregressError,
     EngineError,
@@ -65,9 +66,7 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
 class Runner:
     def __init__(self, lab: Lab, results_root: Path, progress: ProgressFn | None = None) -> None:
         self.lab = lab
-        self.plans = insert.plan(lab.insert)
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        self.sizes = insert.engine_sizes(lab.insert, memory)
+        self.memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         self.writer = RunWriter(results_root, lab, host_facts())
         self.progress = progress or (lambda p: None)
 
@@ -122,36 +121,27 @@ class Runner:
         return builds
 
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
-        job_dir = self.writer.job_dir(job)
+        plans = benchmarks.plans(job.comparison)
+        sizes = benchmarks.engine_sizes(job.comparison, self.memory)
         workdir = work_root() / self.writer.path.name / f"{job.column.label}-r{job.repeat}"
         options = EngineOptions(
             workdir=workdir,
-            log_path=job_dir / "server.log",
+            log_path=self.writer.job_dir(job) / "server.log",
             config_name=job.column.config,
             settings=dict(job.column.settings),
-            sizes=self.sizes,
+            sizes=sizes,
             cpus=self.lab.placement.server_cpus,
         )
         engine = make_engine(build, options)
         try:
-            self._start(engine, job)
-            for index, plan in enumerate(self.plans, start=1):
+            self._start(engine, job, sizes)
+            for index, plan in enumerate(plans, start=1):
+                make = functools.partial(
+                    Progress, job.name, job_index + 1, jobs, plan.name, index, len(plans)
+                )
 
-                def report(
-                    elapsed: float, remaining: float | None, *, _p: StepPlan = plan, _i: int = index
-                ) -> None:
-                    self.progress(
-                        Progress(
-                            job.name,
-                            job_index + 1,
-                            jobs,
-                            _p.name,
-                            _i,
-                            len(self.plans),
-                            elapsed,
-                            remaining,
-                        )
-                    )
+                def report(elapsed: float, left: float | None, _make: Any = make) -> None:
+                    self.progress(_make(elapsed, left))
 
                 if not self._run_step(engine, job, index, plan, report):
                     break
@@ -159,20 +149,22 @@ class Runner:
             engine.stop()
             shutil.rmtree(workdir, ignore_errors=True)
 
-    def _start(self, engine: Engine, job: Job) -> None:
+    def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
         try:
             engine.start()
         except EngineError as e:
             self._record_failure(job, 0, "start", e, engine)
             raise _JobFailed() from e
+        log = self.writer.job_dir(job) / "server.log"
         self.writer.set_job(
             job,
             {
-                "build": job.column.build.__str__(),
+                "comparison": job.comparison.name,
+                "build": str(job.column.build),
                 "config": job.column.config,
                 "settings": engine.settings_applied(),
-                "sizes": {"cache_mb": self.sizes.cache_mb, "wal_mb": self.sizes.wal_mb},
-                "server_log": str((self.writer.job_dir(job) / "server.log").relative_to(self.path)),
+                "sizes": dataclasses.asdict(sizes),
+                "server_log": str(log.relative_to(self.path)) if log.exists() else None,
             },
         )
 
@@ -186,8 +178,8 @@ class Runner:
     ) -> bool:
         """Runs one step and writes its result; False when the job cannot go on."""
         stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-        spec = insert.step_spec(
-            engine.connection(), plan, self.lab.insert.clients, self.lab.seed * 1000 + index
+        spec = benchmarks.step_spec(
+            job.comparison, engine.connection(), plan, self.lab.seed * 1000 + index
         )
         timeout = self.lab.step_timeout_s or plan.expected_s() * 10 + 120
         try:

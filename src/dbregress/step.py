@@ -53,7 +53,8 @@ def collect_step(
     report: Callable[[float, float | None], None],
 ) -> StepOutcome:
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    server_before = snapshot_tree(engine.server_pid())
+    # An embedded engine runs inside the loadgen: its process is the one measured.
+    server_before = None if engine.embedded else snapshot_tree(engine.server_pid())
     loadgen = Loadgen(
         spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
     )
@@ -69,8 +70,11 @@ def collect_step(
     finally:
         loadgen.close()
     assert stream.summary is not None
-    server = server_before.delta(server_after)
-    client = _loadgen_usage(client_before.delta(client_after), stream.summary["process"])
+    loadgen_usage = _loadgen_usage(client_before.delta(client_after), stream.summary["process"])
+    if server_before is None or server_after is None:
+        server, client = loadgen_usage, None
+    else:
+        server, client = server_before.delta(server_after), loadgen_usage
     result = step_result(plan, stream.summary, server, client)
     result.update(
         {
@@ -117,7 +121,8 @@ def _follow(
                 stream.errors.append(event)
         elif kind == "summary":
             stream.summary = event
-            return snapshot_tree(engine.server_pid()), snapshot_tree(loadgen.pid)
+            server = None if engine.embedded else snapshot_tree(engine.server_pid())
+            return server, snapshot_tree(loadgen.pid)
         elif kind == "fatal":
             loadgen.release(timeout_s=10)
             _blame_engine_first(engine)
@@ -170,7 +175,7 @@ def _remaining(plan: StepPlan, elapsed: float, rows_done: int) -> float | None:
 
 
 def step_result(
-    plan: StepPlan, summary: dict[str, Any], server: Usage, client: Usage
+    plan: StepPlan, summary: dict[str, Any], server: Usage, client: Usage | None
 ) -> dict[str, Any]:
     """The stored StepResult of a finished step (pure: no I/O)."""
     checks = summary["checks"]
@@ -211,7 +216,8 @@ def step_result(
         },
         "ops": ops,
         "server": server.to_json(),
-        "client": client.to_json(),
+        "client": client.to_json() if client is not None else None,
+        "engine_stats": summary.get("engine_stats"),
         "per_op": per_op_metrics(count, elapsed, server, client),
         "sla": _sla(summary, elapsed),
         "checks": checks,
@@ -219,16 +225,28 @@ def step_result(
 
 
 def per_op_metrics(
-    count: int, elapsed: float, server: Usage, client: Usage
+    count: int, elapsed: float, server: Usage, client: Usage | None
 ) -> dict[str, float | None]:
     """METHOD.md section 5: cost per operation of the step's Q (None when Q is 0)."""
     if not count:
         return {
-            k: None for k in ("server_cpu_us", "client_cpu_us", "cs", "rkb", "wkb", "ops_per_s")
+            k: None
+            for k in (
+                "server_cpu_us",
+                "server_user_us",
+                "server_system_us",
+                "client_cpu_us",
+                "cs",
+                "rkb",
+                "wkb",
+                "ops_per_s",
+            )
         }
     return {
         "server_cpu_us": (server.user_s + server.system_s) * 1e6 / count,
-        "client_cpu_us": (client.user_s + client.system_s) * 1e6 / count,
+        "server_user_us": server.user_s * 1e6 / count,
+        "server_system_us": server.system_s * 1e6 / count,
+        "client_cpu_us": (client.user_s + client.system_s) * 1e6 / count if client else None,
         "cs": server.ctx_switches / count,
         "rkb": server.read_bytes / 1024 / count,
         "wkb": server.write_bytes / 1024 / count,
@@ -237,12 +255,16 @@ def per_op_metrics(
 
 
 def _sla(summary: dict[str, Any], elapsed: float) -> dict[str, Any] | None:
-    insert_op = summary["ops"].get("insert")
-    if not insert_op or insert_op.get("target_rows_per_s") in (None, 0) or not elapsed:
+    """The background writer held to a target rate (the q-steps' inserts, the
+    *whilewriting steps' puts): did it keep up?"""
+    paced = [(name, op) for name, op in summary["ops"].items() if op.get("target_rows_per_s")]
+    if not paced or not elapsed:
         return None
-    target = float(insert_op["target_rows_per_s"])
-    achieved = insert_op["rows"] / elapsed
+    name, op = next(((n, o) for n, o in paced if n == "insert"), paced[0])
+    target = float(op["target_rows_per_s"])
+    achieved = op["rows"] / elapsed
     return {
+        "op": name,
         "target_rows_per_s": target,
         "achieved_rows_per_s": achieved,
         "ok": achieved >= SLA_FRACTION * target,

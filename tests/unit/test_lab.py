@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dbregress.errors import LabError
-from dbregress.lab import INSERT_STEPS, load_lab
+from dbregress.lab import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, load_lab
 
 GOOD = """\
 name = "t"
@@ -38,10 +38,12 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_good_lab(tmp_path: Path) -> None:
     lab = load_lab(write(tmp_path, GOOD))
     assert [c.label for c in lab.columns] == ["old", "new"]
-    assert lab.base.label == "old"
     assert lab.columns[1].settings == {"work_mem": "8MB", "max_connections": "50"}
     assert lab.columns[0].config == "default"
-    assert lab.insert.clients == 2 and lab.insert.steps == INSERT_STEPS
+    (comparison,) = lab.comparisons
+    assert comparison.base.label == "old" and comparison.benchmark == "insert"
+    assert isinstance(comparison.sizes, InsertSizes)
+    assert comparison.sizes.clients == 2 and comparison.sizes.steps == INSERT_STEPS
     assert [j.name for j in lab.jobs()] == ["old/r1", "new/r1"]
     assert lab.placement.mode in ("separate", "same")
 
@@ -104,3 +106,71 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_shipped_labs_parse() -> None:
     for path in Path(__file__).parents[2].joinpath("labs").glob("*.toml"):
         assert load_lab(path).columns
+
+
+TWO = """\
+name = "two"
+
+[[comparison]]
+name = "kv"
+benchmark = "kv"
+[[comparison.column]]
+label = "r7"
+build = "rocksdb@7.10.2"
+[[comparison.column]]
+label = "r10"
+build = "rocksdb@10.2.1"
+config = "iodir"
+settings = { cache_type = "hyper_clock", block_align = false }
+[comparison.kv]
+keys = 1000
+seconds = 2
+
+[[comparison]]
+name = "pg"
+[[comparison.column]]
+label = "pg12"
+build = "postgres@12.20.0"
+[comparison.insert]
+load_rows = 100
+"""
+
+
+def test_several_comparisons(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, TWO))
+    kv, pg = lab.comparisons
+    assert (kv.name, kv.benchmark, pg.name, pg.benchmark) == ("kv", "kv", "pg", "insert")
+    assert isinstance(kv.sizes, KvSizes) and kv.sizes.keys == 1000
+    assert kv.sizes.steps == KV_STEPS
+    assert kv.columns[0].config == "byrx"  # RocksDB's default preset
+    assert kv.columns[1].settings == {"cache_type": "hyper_clock", "block_align": "false"}
+    assert [j.name for j in lab.jobs()] == ["r7/r1", "r10/r1", "pg12/r1"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expect"),
+    [
+        ("keys = 1000", "keys = 0", r"lab.toml:15: comparison\[0\].kv.keys: must be greater"),
+        ("seconds = 2", "secs = 2", r"lab.toml:16: comparison\[0\].kv.secs: unknown key"),
+        ('label = "r10"', 'label = "pg12"', r"column label 'pg12' is used in two comparisons"),
+        ('config = "iodir"', 'confg = "iodir"', r"lab.toml:12: comparison\[0\].column\[1\].confg"),
+        ("load_rows = 100", "load_rows = -1", r"lab.toml:24: comparison\[1\].insert.load_rows"),
+        (
+            'benchmark = "kv"',
+            'benchmark = "ycsb"',
+            r"lab.toml:5: comparison\[0\].benchmark: unknown",
+        ),
+        ("[comparison.kv]", "[comparison.insert]", r"comparison\[0\].insert: a \[insert\] table"),
+    ],
+)
+def test_bad_comparison_names_file_line_and_key(
+    tmp_path: Path, old: str, new: str, expect: str
+) -> None:
+    assert old in TWO
+    with pytest.raises(LabError, match=expect):
+        load_lab(write(tmp_path, TWO.replace(old, new, 1)))
+
+
+def test_top_level_columns_and_comparisons_do_not_mix(tmp_path: Path) -> None:
+    with pytest.raises(LabError, match="put this inside each of them"):
+        load_lab(write(tmp_path, TWO + '\n[[column]]\nlabel = "x"\nbuild = "postgres@17.2.0"\n'))

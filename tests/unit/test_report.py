@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dbregress.analysis.relative import change, relative
-from dbregress.analysis.summary import matrix
+from dbregress.analysis.summary import matrices
 from dbregress.errors import StoreError
 from dbregress.lab import load_lab
 from dbregress.report import markdown
@@ -148,7 +148,7 @@ def fixture_run(tmp_path: Path) -> Path:
 
 def test_report_matches_golden(tmp_path: Path) -> None:
     data = read_run(fixture_run(tmp_path))
-    text = markdown.render(data.record, matrix(data.record, data.steps))
+    text = markdown.render(data.record, matrices(data.record, data.steps))
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text)
     assert text == GOLDEN.read_text()
@@ -156,7 +156,7 @@ def test_report_matches_golden(tmp_path: Path) -> None:
 
 def test_report_marks(tmp_path: Path) -> None:
     data = read_run(fixture_run(tmp_path))
-    text = markdown.render(data.record, matrix(data.record, data.steps))
+    text = markdown.render(data.record, matrices(data.record, data.steps))
     assert "| l.i0 | 0.90 (-) |" in text  # a regression
     assert "| qp100 | 1.11 (+) † |" in text  # improvement, but the SLA failed
     assert "| qp100 | pg17 | 100 | 80.0 | **failed** |" in text
@@ -177,3 +177,19 @@ def test_resolve_run(tmp_path: Path) -> None:
     assert resolve_run(path.name, tmp_path / "results") == path
     with pytest.raises(StoreError, match="not a run folder"):
         resolve_run("nope", tmp_path / "results")
+
+
+def test_engine_statistics_section(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    data = read_run(path)
+    for results in data.steps.values():
+        for r in results:
+            r["engine_stats"] = {
+                "write_amp": 3.5,
+                "stall_pct": 0.0,
+                "lsm_bytes": 1048576,
+                "statistics": {},
+            }
+    text = markdown.render(data.record, matrices(data.record, data.steps))
+    assert "### Engine statistics" in text
+    assert "| l.i0 | pg12 | 3.50 | 0.00 | 1,048,576 |" in text

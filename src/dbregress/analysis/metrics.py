@@ -38,6 +38,20 @@ PER_OP: tuple[Metric, ...] = (
         "per operation of Q.",
     ),
     Metric(
+        "server_user_us",
+        "srv usr/o",
+        "µs",
+        "lower",
+        "User-mode CPU time of the server's process tree per operation.",
+    ),
+    Metric(
+        "server_system_us",
+        "srv sys/o",
+        "µs",
+        "lower",
+        "Kernel-mode CPU time of the server's process tree per operation.",
+    ),
+    Metric(
         "client_cpu_us",
         "cli cpu/o",
         "µs",
@@ -73,4 +87,27 @@ LATENCY: tuple[Metric, ...] = (
     Metric("p99", "p99", "µs", "lower", "99th percentile latency."),
     Metric("max", "max", "µs", "lower", "Largest latency in the step."),
 )
-ALL: tuple[Metric, ...] = (QPS, *PER_OP, *LATENCY)
+ENGINE: tuple[Metric, ...] = (
+    Metric(
+        "write_amp",
+        "w-amp",
+        "ratio",
+        "lower",
+        "Bytes flushed and compacted per byte the user wrote, over the step (RocksDB).",
+    ),
+    Metric(
+        "stall_pct",
+        "stall %",
+        "percent",
+        "lower",
+        "Time writes were stalled, as a percentage of the step (RocksDB).",
+    ),
+    Metric(
+        "lsm_bytes",
+        "LSM size",
+        "bytes",
+        "lower",
+        "Total size of the SST files at the step's end (RocksDB).",
+    ),
+)
+ALL: tuple[Metric, ...] = (QPS, *PER_OP, *LATENCY, *ENGINE)

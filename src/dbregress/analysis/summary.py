@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbregress.lab import INSERT_STEPS
+from dbregress.lab import INSERT_STEPS, KV_STEPS
 
 
 @dataclass(frozen=True)
@@ -19,12 +19,15 @@ class Cell:
     per_op: dict[str, float | None] = field(default_factory=dict)
     latency: dict[str, dict[str, float]] = field(default_factory=dict)  # op -> p50/p99/max
     sla: dict[str, Any] | None = None  # target, achieved (median), ok (every repeat)
+    engine: dict[str, float | None] = field(default_factory=dict)  # write_amp, stall_pct, ...
     repeats: int = 0
     error: str = ""
 
 
 @dataclass(frozen=True)
 class Matrix:
+    comparison: str
+    benchmark: str
     labels: list[str]  # report columns, base first
     steps: list[str]  # reported steps, in benchmark order
     cells: dict[tuple[str, str], Cell]
@@ -64,8 +67,15 @@ def aggregate(results: list[dict[str, Any]]) -> Cell:
             "achieved_rows_per_s": _median(s["achieved_rows_per_s"] for s in slas),
             "ok": all(s["ok"] for s in slas),
         }
+    engine_keys = ("write_amp", "stall_pct", "lsm_bytes")
+    engine = {
+        k: _median((r.get("engine_stats") or {}).get(k) for r in ok)
+        for k in engine_keys
+        if any(r.get("engine_stats") for r in ok)
+    }
     return Cell(
         "ok",
+        engine=engine,
         qps=_median(r["q"]["value"] for r in ok),
         q_unit=first["q"]["unit"],
         q_op=first["q"]["op"],
@@ -76,18 +86,29 @@ def aggregate(results: list[dict[str, Any]]) -> Cell:
     )
 
 
-def matrix(record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]) -> Matrix:
-    labels = [c["label"] for c in record["columns"]]
+def matrices(record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]) -> list[Matrix]:
+    """One Matrix per comparison of the lab, in the lab's order."""
+    return [matrix(record, steps_by_job, comp) for comp in record["comparisons"]]
+
+
+def matrix(
+    record: dict[str, Any],
+    steps_by_job: dict[str, list[dict[str, Any]]],
+    comparison: dict[str, Any],
+) -> Matrix:
+    labels = list(comparison["labels"])
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     order: list[str] = []
     for results in steps_by_job.values():
         for r in results:
-            if r.get("reported", True) is False or r["step"] == "start":
+            if r["column"] not in labels or r.get("reported", True) is False:
+                continue
+            if r["step"] == "start":
                 continue
             if r["step"] not in order:
                 order.append(r["step"])
             grouped.setdefault((r["column"], r["step"]), []).append(r)
     cells = {key: aggregate(rs) for key, rs in grouped.items()}
-    known = list(INSERT_STEPS)
+    known = list(INSERT_STEPS) + list(KV_STEPS)
     order.sort(key=lambda s: known.index(s) if s in known else len(known))
-    return Matrix(labels, order, cells)
+    return Matrix(comparison["name"], comparison["benchmark"], labels, order, cells)

@@ -1,1 +1,38 @@
-"""Benchmarks: an ordered list of steps, each turned into a loadgen step spec."""
+"""Benchmarks: an ordered list of steps, each turned into a loadgen step spec.
+
+One dispatcher, so the runner never branches on the benchmark's name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dbregress.benchmarks import insert
+from dbregress.benchmarks.plan import StepPlan
+from dbregress.engines.base import Sizes
+from dbregress.lab import Comparison, InsertSizes, KvSizes
+
+
+def plans(comparison: Comparison) -> list[StepPlan]:
+    if isinstance(comparison.sizes, InsertSizes):
+        return insert.plan(comparison.sizes)
+    from dbregress.benchmarks import kv
+
+    return kv.plan(comparison.sizes)
+
+
+def step_spec(
+    comparison: Comparison, connection: dict[str, Any], plan: StepPlan, seed: int
+) -> dict[str, Any]:
+    if isinstance(comparison.sizes, InsertSizes):
+        return insert.step_spec(connection, plan, comparison.sizes.clients, seed)
+    from dbregress.benchmarks import kv
+
+    return kv.step_spec(connection, plan, comparison.sizes.threads, seed)
+
+
+def engine_sizes(comparison: Comparison, memory_bytes: int) -> Sizes:
+    sizes = comparison.sizes
+    if isinstance(sizes, KvSizes):  # the engine's preset sizes its cache from the data
+        return Sizes(cache_mb=0, wal_mb=0, data_mb=sizes.data_mb)
+    return insert.engine_sizes(sizes, memory_bytes)

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dbregress.analysis.summary import matrix
+from dbregress.analysis.summary import matrices
 from dbregress.report import markdown
 from dbregress.store.files import write_atomic
 from dbregress.store.run import read_run, resolve_run
@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> None:
 def write_report(path: Path, summary: bool = False) -> str:
     """Writes report.md into the run folder; returns the text to print."""
     data = read_run(path)
-    m = matrix(data.record, data.steps)
+    m = matrices(data.record, data.steps)
     full = markdown.render(data.record, m)
     write_atomic(path / "report.md", full)
     shown = markdown.summary_tables(data.record, m) if summary else full

@@ -65,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
     lab = load_lab(args.lab)
     progress = ProgressLine()
     runner = Runner(lab, args.results, progress)
-    print(
-        f"run {runner.path.name}: {len(lab.jobs())} job(s), {len(runner.plans)} steps each",
-        file=sys.stderr,
-    )
+    print(f"run {runner.path.name}: {len(lab.jobs())} job(s)", file=sys.stderr)
     failed: DbregressError | None = None
     try:
         runner.run()

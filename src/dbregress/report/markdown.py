@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dbregress.analysis.metrics import LATENCY, PER_OP, Metric
+from dbregress.analysis.metrics import ENGINE, LATENCY, PER_OP, Metric
 from dbregress.analysis.relative import change, relative
 from dbregress.analysis.summary import Cell, Matrix
 
@@ -18,10 +18,8 @@ def fmt(value: float | None, digits: int = 0) -> str:
         return "-"
     if math.isinf(value):
         return "inf"
-    if digits == 0 and abs(value) >= 100:
-        return f"{value:,.0f}"
     if abs(value) >= 100:
-        return f"{value:.0f}"
+        return f"{value:,.0f}"
     return f"{value:.{max(digits, 2) if abs(value) < 10 else 1}f}"
 
 
@@ -44,7 +42,7 @@ def throughput(m: Matrix) -> list[str]:
         for s in m.steps
     ]
     return [
-        "## Throughput",
+        "### Throughput",
         "",
         "Q per step: rows/s for inserts and indexing, "
         "queries/s for q-steps. † failed its insert-rate SLA.",
@@ -68,7 +66,7 @@ def relative_qps(m: Matrix) -> list[str]:
             row.append(fmt(rel, 2) + MARKS[change(rel)] + sla if rel is not None else "-")
         rows.append(row)
     return [
-        f"## Relative QPS (vs {m.base})",
+        f"### Relative QPS (vs {m.base})",
         "",
         "(-) regression: rQPS <= 0.95; (+) improvement: rQPS >= 1.05; unmarked values "
         "are within 5% and might be noise.",
@@ -98,12 +96,33 @@ def sla(m: Matrix) -> list[str]:
     if not rows:
         return []
     return [
-        "## Background inserts in the q-steps",
+        "### Background writers",
         "",
-        "Each q-step's inserts (and as many deletes) are held to a target rate. Below 95% "
-        "of it the step failed its SLA and its query rate is marked †.",
+        "The q-steps' inserts (and as many deletes) and the *whilewriting steps' writer are "
+        "held to a target rate. Below 95% of it the step failed its SLA and its Q is "
+        "marked †.",
         "",
         *_table(["step", "build", "target rows/s", "achieved rows/s", "SLA", "Q"], rows),
+    ]
+
+
+def engine_stats(m: Matrix) -> list[str]:
+    """What the engine says of itself (RocksDB statistics and properties)."""
+    rows = []
+    for s in m.steps:
+        for lb in m.labels:
+            cell = m.cell(lb, s)
+            if cell.engine:
+                rows.append([s, lb, *(fmt(cell.engine.get(mt.key), 2) for mt in ENGINE)])
+    if not rows:
+        return []
+    return [
+        "### Engine statistics",
+        "",
+        "From the engine's own counters over the step: write amplification, the share of "
+        "time writes stalled, and the LSM tree's size at the end.",
+        "",
+        *_table(["step", "build", *(f"{mt.label} ({mt.unit})" for mt in ENGINE)], rows),
     ]
 
 
@@ -118,9 +137,11 @@ def cpu_per_op(m: Matrix) -> list[str]:
             row.append(f"{fmt(srv)} / {fmt(cli)}" if cell.status == "ok" else cell.status)
         rows.append(row)
     return [
-        "## CPU per operation: server / loadgen (µs)",
+        "### CPU per operation: server / loadgen (µs)",
         "",
-        "Per inserted row (l.i0, l.i1, l.i2), indexed row (l.x) or query (q-steps).",
+        "Per inserted row (l.i0, l.i1, l.i2), indexed row (l.x), query (q-steps) or "
+        "key-value operation. An embedded engine (RocksDB) runs inside the loadgen, so "
+        "its CPU is the first figure and the second is -.",
         "",
         *_table(["step", *m.labels], rows),
     ]
@@ -132,7 +153,7 @@ def _metric_value(cell: Cell, metric: Metric) -> float | None:
 
 def per_operation(m: Matrix) -> list[str]:
     out = [
-        "## Per-operation metrics",
+        "### Per-operation metrics",
         "",
         "Per operation of the step's Q. srv = the server's process tree, cli = "
         "dbregress-loadgen. Relative rows divide by the base: inf when the base is 0, "
@@ -150,7 +171,7 @@ def per_operation(m: Matrix) -> list[str]:
                 rel = relative(_metric_value(cell, mt), _metric_value(base, mt))
                 rels.append(fmt(rel, 2) + MARKS[change(rel, mt.better)] if rel is not None else "-")
             rows.append([f"{lb}/{m.base}", *rels])
-        out += [f"### {s}", "", *_table(header, rows)]
+        out += [f"#### {s}", "", *_table(header, rows)]
     return out
 
 
@@ -163,7 +184,7 @@ def latency(m: Matrix) -> list[str]:
                 rows.append([s, lb, op, *(fmt(lat.get(mt.key)) for mt in LATENCY)])
     header = ["step", "build", "operation", *(f"{mt.label} (µs)" for mt in LATENCY)]
     return [
-        "## Latency",
+        "### Latency",
         "",
         "Microseconds from each operation's intended start "
         "(paced operations include time spent waiting behind slow ones).",
@@ -191,7 +212,7 @@ def header(record: dict[str, Any]) -> list[str]:
     lines = [
         f"# dbregress report: {record['lab']} ({record['run_id']})",
         "",
-        f"Benchmark: {record['benchmark']}. Status: {record['status']}. "
+        f"Status: {record['status']}. "
         f"Host: {host.get('cpu_model', '?')}, {host.get('cores', '?')} cores, "
         f"kernel {host.get('kernel', '?')}. Placement: {p['mode']} "
         f"(server CPUs {p['server_cpus']}, loadgen CPUs {p['client_cpus']}).",
@@ -199,6 +220,7 @@ def header(record: dict[str, Any]) -> list[str]:
     ]
     rows = [
         [
+            c["comparison"],
             c["label"] + (" (base)" if c["base"] else ""),
             c["build"],
             record["builds"].get(c["label"], {}).get("version_string", "?"),
@@ -206,24 +228,39 @@ def header(record: dict[str, Any]) -> list[str]:
         ]
         for c in record["columns"]
     ]
-    return lines + _table(["column", "build", "version", "config"], rows)
+    return lines + _table(["comparison", "column", "build", "version", "config"], rows)
 
 
-def render(record: dict[str, Any], m: Matrix) -> str:
-    parts = [
-        header(record),
-        throughput(m),
-        relative_qps(m),
-        sla(m),
-        cpu_per_op(m),
-        per_operation(m),
-        latency(m),
-        failures(record),
-    ]
+BENCHMARK_NAMES = {"insert": "the Insert Benchmark", "kv": "db_bench-style key-value steps"}
+
+
+def _title(m: Matrix) -> list[str]:
+    return [f"## {m.comparison}: {BENCHMARK_NAMES.get(m.benchmark, m.benchmark)}", ""]
+
+
+def _join(parts: list[list[str]]) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
-def summary_tables(record: dict[str, Any], m: Matrix) -> str:
+def render(record: dict[str, Any], ms: list[Matrix]) -> str:
+    parts = [header(record)]
+    for m in ms:
+        parts += [
+            _title(m),
+            throughput(m),
+            relative_qps(m),
+            sla(m),
+            cpu_per_op(m),
+            engine_stats(m),
+            per_operation(m),
+            latency(m),
+        ]
+    return _join([*parts, failures(record)])
+
+
+def summary_tables(record: dict[str, Any], ms: list[Matrix]) -> str:
     """The short version printed at the end of `dbregress run`."""
-    parts = [throughput(m), relative_qps(m), sla(m), cpu_per_op(m), failures(record)]
-    return "\n".join(line for part in parts for line in part).rstrip() + "\n"
+    parts = []
+    for m in ms:
+        parts += [_title(m), throughput(m), relative_qps(m), sla(m), cpu_per_op(m), engine_stats(m)]
+    return _join([*parts, failures(record)])

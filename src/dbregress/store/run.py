@@ -46,7 +46,14 @@ class RunWriter:
             "kind": "run",
             "run_id": path.name,
             "lab": lab.name,
-            "benchmark": lab.benchmark,
+            "comparisons": [
+                {
+                    "name": comp.name,
+                    "benchmark": comp.benchmark,
+                    "labels": [c.label for c in comp.columns],
+                }
+                for comp in lab.comparisons
+            ],
             "started_at": _now(),
             "finished_at": None,
             "status": "running",
@@ -55,12 +62,14 @@ class RunWriter:
             "columns": [
                 {
                     "label": c.label,
+                    "comparison": comp.name,
                     "build": str(c.build),
                     "config": c.config,
                     "settings": c.settings,
                     "base": i == 0,
                 }
-                for i, c in enumerate(lab.columns)
+                for comp in lab.comparisons
+                for i, c in enumerate(comp.columns)
             ],
             "builds": {},
             "jobs": {},
