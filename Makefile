@@ -6,8 +6,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # Debian packages: the system PostgreSQL build and the peers the bench/ scripts compare with.
-DEBIAN_PACKAGES := postgresql sysbench rocksdb-tools fio
-QUICKSTART_BUILDS := postgres@12.20.0 postgres@17.2.0
+DEBIAN_PACKAGES := postgresql sysbench rocksdb-tools librocksdb7.8 fio
+QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 
 .PHONY: demo test setup uv python debian build builds lint rust-check pytest clean
 
