@@ -161,7 +161,7 @@ impl Worker<'_> {
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
 pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
     let plan = workload::plan(&spec);
-    let driver = driver::open(&spec.engine);
+    let driver = driver::open(&spec);
     output::emit(&Event::Start {
         event_version: output::EVENT_VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION"),

@@ -1,6 +1,7 @@
 //! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
 //! then cross-validate what the schema alone cannot say.
 
+pub use crate::micro_spec::{MicroSpec, MicroStep};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::time::Duration;
@@ -24,6 +25,8 @@ pub struct StepSpec {
     pub cleanup: Option<CleanupSpec>,
     #[serde(default)]
     pub wait_before_close: bool,
+    #[serde(default)]
+    pub micro: MicroSpec,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
@@ -42,12 +45,30 @@ pub enum EngineSpec {
         #[serde(default)]
         fail_every: u64,
     },
+    /// MySQL, MariaDB, Percona or MyRocks on a unix socket; empty password.
+    Mysql {
+        socket: String,
+        #[serde(default = "default_mysql_user")]
+        user: String,
+        database: String,
+        #[serde(default = "default_storage_engine")]
+        storage_engine: String,
+    },
+}
+
+fn default_mysql_user() -> String {
+    "root".into()
+}
+
+fn default_storage_engine() -> String {
+    "InnoDB".into()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     Insert,
+    Micro,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -66,6 +87,9 @@ pub enum Step {
     RangeQueries,
     #[serde(rename = "qp")]
     PointQueries,
+    /// The microbenchmarks' steps (workload micro; it shares `cleanup` above).
+    #[serde(untagged)]
+    Micro(MicroStep),
 }
 
 impl Step {
@@ -78,6 +102,7 @@ impl Step {
             Step::Cleanup => "cleanup",
             Step::RangeQueries => "qr",
             Step::PointQueries => "qp",
+            Step::Micro(m) => m.name(),
         }
     }
 
@@ -96,7 +121,7 @@ impl Step {
             Step::LoadI1 => Some(50),
             Step::LoadI2 => Some(5),
             Step::RangeQueries | Step::PointQueries => Some(10),
-            Step::CreateIndexes | Step::Cleanup => None,
+            Step::CreateIndexes | Step::Cleanup | Step::Micro(_) => None,
         }
     }
 }
@@ -169,6 +194,7 @@ impl StepSpec {
             );
         }
         self.validate_insert()?;
+        self.validate_workload_step()?;
         if let Some(c) = &self.cleanup {
             if self.step != Step::Cleanup {
                 bail!(
@@ -184,6 +210,20 @@ impl StepSpec {
             }
         }
         Ok(())
+    }
+
+    /// Micro steps belong to the micro workload, which also runs `cleanup`.
+    fn validate_workload_step(&self) -> Result<()> {
+        let step = self.step.name();
+        match (self.workload, self.step) {
+            (Workload::Micro, Step::Micro(m)) => self.micro.validate(Some(m)),
+            (Workload::Micro, Step::Cleanup) => self.micro.validate(None),
+            (Workload::Micro, _) => bail!("step {step} is not a step of workload micro"),
+            (Workload::Insert, Step::Micro(_)) => {
+                bail!("step {step} is not a step of workload insert")
+            }
+            (Workload::Insert, _) => Ok(()),
+        }
     }
 
     fn validate_insert(&self) -> Result<()> {

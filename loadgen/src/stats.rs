@@ -18,10 +18,15 @@ pub enum OpKind {
     PointQuery,
     CreateIndex,
     Cleanup,
+    /// A read statement that is neither a point nor a range query (micro: scan).
+    Query,
+    Update,
+    /// A multi-statement transaction (micro: read-only, write-only, read-write).
+    Transaction,
 }
 
 impl OpKind {
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 9;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -31,6 +36,9 @@ impl OpKind {
             OpKind::PointQuery => "point_query",
             OpKind::CreateIndex => "create_index",
             OpKind::Cleanup => "cleanup",
+            OpKind::Query => "query",
+            OpKind::Update => "update",
+            OpKind::Transaction => "transaction",
         }
     }
 }

@@ -2,11 +2,15 @@
 //! by name in `open`; workloads speak only to these traits, and the runner times every
 //! call, so drivers never time themselves.
 
+pub mod micro;
+mod mysql;
+mod mywire;
 mod null;
 mod pgwire;
 mod postgres;
+mod postgres_micro;
 
-use crate::spec::EngineSpec;
+use crate::spec::{EngineSpec, StepSpec};
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -121,11 +125,15 @@ pub trait Conn: Send {
     fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()>;
     /// Cleanup once for the whole engine after every table (checkpoint).
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()>;
+    /// The microbenchmarks' statements, for drivers that offer them.
+    fn micro(&mut self) -> Option<&mut dyn micro::MicroConn> {
+        None
+    }
 }
 
 /// The registry: the driver named by the spec's `engine.driver`.
-pub fn open(engine: &EngineSpec) -> Box<dyn Driver> {
-    match engine {
+pub fn open(spec: &StepSpec) -> Box<dyn Driver> {
+    match &spec.engine {
         EngineSpec::Postgres {
             socket_dir,
             port,
@@ -137,6 +145,19 @@ pub fn open(engine: &EngineSpec) -> Box<dyn Driver> {
         EngineSpec::Null {
             latency_us,
             fail_every,
-        } => Box::new(null::NullDriver::new(*latency_us, *fail_every)),
+        } => Box::new(
+            null::NullDriver::new(*latency_us, *fail_every).with_sbtest_rows(spec.micro.rows),
+        ),
+        EngineSpec::Mysql {
+            socket,
+            user,
+            database,
+            storage_engine,
+        } => Box::new(mysql::MysqlDriver::new(
+            socket,
+            user,
+            database,
+            storage_engine,
+        )),
     }
 }

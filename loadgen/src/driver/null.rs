@@ -2,8 +2,9 @@
 //! fails with an ignorable error. Tables are row counters with contiguous ids so the
 //! workload's checks hold. For testing the scheduler and reports, never as an engine.
 
+use super::micro::{Arg, MicroConn, SbRow, Stmt, Table as SbTable};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +27,10 @@ struct Shared {
     fail_every: u64,
     ops: AtomicU64,
     tables: Mutex<HashMap<String, Table>>,
+    /// Microbenchmark tables: their ids.
+    sbtests: Mutex<HashMap<String, BTreeSet<i64>>>,
+    /// An sbtest table first seen holds ids 1..=sbtest_rows, as if loaded earlier.
+    sbtest_rows: i64,
 }
 
 pub struct NullDriver {
@@ -39,10 +44,22 @@ impl NullDriver {
             fail_every,
             ops: AtomicU64::new(0),
             tables: Mutex::new(HashMap::new()),
+            sbtests: Mutex::new(HashMap::new()),
+            sbtest_rows: 0,
         };
         NullDriver {
             shared: Arc::new(shared),
         }
+    }
+}
+
+impl NullDriver {
+    /// Tables of the microbenchmarks start with `rows` rows, as a load step left them.
+    pub fn with_sbtest_rows(mut self, rows: u64) -> NullDriver {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.sbtest_rows = rows as i64;
+        }
+        self
     }
 }
 
@@ -161,5 +178,103 @@ impl Conn for NullConn {
     fn cleanup_engine(&mut self, _timeout: Duration) -> DbResult<()> {
         self.pause();
         Ok(())
+    }
+
+    fn micro(&mut self) -> Option<&mut dyn MicroConn> {
+        Some(self)
+    }
+}
+
+impl NullConn {
+    fn with_ids<T>(&self, table: SbTable, f: impl FnOnce(&mut BTreeSet<i64>) -> T) -> T {
+        let mut tables = self.shared.sbtests.lock().unwrap();
+        let rows = self.shared.sbtest_rows;
+        f(tables
+            .entry(table.name.to_string())
+            .or_insert_with(|| (1..=rows).collect()))
+    }
+}
+
+fn int(args: &[Arg], i: usize) -> i64 {
+    match args.get(i) {
+        Some(Arg::Int(v)) => *v,
+        _ => 0,
+    }
+}
+
+/// Rows each statement would return or change, given the table's ids.
+fn null_exec(ids: &mut BTreeSet<i64>, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+    let listed = || {
+        args.iter()
+            .filter(|a| matches!(a, Arg::Int(v) if ids.contains(v)))
+            .count() as u64
+    };
+    let range = |ids: &BTreeSet<i64>| ids.range(int(args, 0)..=int(args, 1)).count() as u64;
+    Ok(match stmt {
+        Stmt::PointSelect | Stmt::UpdateIndex => ids.contains(&int(args, 0)) as u64,
+        Stmt::UpdateNonIndex => ids.contains(&int(args, 1)) as u64,
+        Stmt::PointsAll | Stmt::PointsCoveredPk | Stmt::PointsNotCoveredPk | Stmt::UpdateInList => {
+            listed()
+        }
+        Stmt::PointsCoveredSi | Stmt::PointsNotCoveredSi => args.len() as u64,
+        Stmt::RangeCoveredPk
+        | Stmt::RangeNotCoveredPk
+        | Stmt::SimpleRange
+        | Stmt::OrderRange
+        | Stmt::DistinctRange => range(ids),
+        Stmt::RangeCoveredSi | Stmt::RangeNotCoveredSi => (int(args, 1) - int(args, 0) + 1) as u64,
+        Stmt::SumRange | Stmt::CountRange => 1,
+        Stmt::Scan => 0,
+        Stmt::DeleteOne => ids.remove(&int(args, 0)) as u64,
+        Stmt::InsertOne => {
+            if !ids.insert(int(args, 0)) {
+                return Err(DbError::ignorable("null driver: duplicate key"));
+            }
+            1
+        }
+    })
+}
+
+impl MicroConn for NullConn {
+    fn create_sbtest(&mut self, table: SbTable) -> DbResult<()> {
+        self.pause();
+        self.with_ids(table, |ids| ids.clear());
+        Ok(())
+    }
+
+    fn insert_sbtest(&mut self, table: SbTable, rows: &[SbRow]) -> DbResult<u64> {
+        self.data_op()?;
+        self.with_ids(table, |ids| ids.extend(rows.iter().map(|r| r.id)));
+        Ok(rows.len() as u64)
+    }
+
+    fn create_k_index(&mut self, _table: SbTable, _index: &str) -> DbResult<()> {
+        self.pause();
+        Ok(())
+    }
+
+    fn exec(&mut self, table: SbTable, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+        self.data_op()?;
+        self.with_ids(table, |ids| null_exec(ids, stmt, args))
+    }
+
+    fn begin(&mut self) -> DbResult<()> {
+        Ok(())
+    }
+
+    fn commit(&mut self) -> DbResult<()> {
+        Ok(())
+    }
+
+    fn rollback(&mut self) -> DbResult<()> {
+        Ok(())
+    }
+
+    fn count_ids(&mut self, table: SbTable, lo: i64, hi: i64) -> DbResult<u64> {
+        Ok(self.with_ids(table, |ids| ids.range(lo..=hi).count() as u64))
+    }
+
+    fn max_id(&mut self, table: SbTable) -> DbResult<i64> {
+        Ok(self.with_ids(table, |ids| ids.last().copied().unwrap_or(0)))
     }
 }

@@ -14,8 +14,9 @@ const MAX_ROWS_PER_INSERT: usize = 32767 / 6;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// SQLSTATEs of conflicts a retry may resolve: serialization failure, deadlock, lock
-/// not available. Everything else ends the step.
-const IGNORABLE: [&str; 3] = ["40001", "40P01", "55P03"];
+/// not available, and unique violation (two clients re-inserting the same deleted id,
+/// which sysbench also ignores). Everything else ends the step.
+const IGNORABLE: [&str; 4] = ["40001", "40P01", "55P03", "23505"];
 
 pub struct PostgresDriver {
     socket: PathBuf,
@@ -55,6 +56,8 @@ impl Driver for PostgresDriver {
             table: String::new(),
             stmts: HashMap::new(),
             next_id: 0,
+            micro: Default::default(),
+            loads: HashMap::new(),
         }))
     }
 }
@@ -68,15 +71,19 @@ enum StmtKey {
     Point,
 }
 
-struct PgConn {
-    client: PgClient,
+pub(super) struct PgConn {
+    pub(super) client: PgClient,
     /// The table the prepared statements in `stmts` name.
     table: String,
     stmts: HashMap<StmtKey, String>,
-    next_id: u32,
+    pub(super) next_id: u32,
+    /// Microbenchmark statements by table slot, and multi-row sbtest inserts by
+    /// (table slot, rows); see `postgres_micro`.
+    pub(super) micro: super::micro::StmtCache<String>,
+    pub(super) loads: HashMap<(usize, usize), String>,
 }
 
-fn classify(e: PgError) -> DbError {
+pub(super) fn classify(e: PgError) -> DbError {
     match e.code.as_deref() {
         Some(code) if IGNORABLE.contains(&code) => DbError::ignorable(e.message),
         _ => DbError::fatal(e.message),
@@ -165,7 +172,7 @@ impl PgConn {
         Ok(&self.stmts[&key])
     }
 
-    fn batch(&mut self, sql: &str) -> DbResult<()> {
+    pub(super) fn batch(&mut self, sql: &str) -> DbResult<()> {
         self.client.simple_query(sql).map(|_| ()).map_err(classify)
     }
 
@@ -177,7 +184,7 @@ impl PgConn {
     }
 
     /// The single row of a query returning integers (NULL as None).
-    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+    pub(super) fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
         let rows = self.client.simple_query(sql).map_err(classify)?;
         let row = rows
             .into_iter()
@@ -314,5 +321,9 @@ impl Conn for PgConn {
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {
         self.set_timeout(timeout)?;
         self.batch("CHECKPOINT")
+    }
+
+    fn micro(&mut self) -> Option<&mut dyn super::micro::MicroConn> {
+        Some(self)
     }
 }

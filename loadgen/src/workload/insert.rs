@@ -32,6 +32,7 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
         Step::LoadI1 | Step::LoadI2 => c.insert_and_delete(),
         Step::Cleanup => c.cleanup(),
         Step::RangeQueries | Step::PointQueries => c.query(),
+        Step::Micro(_) => Err(anyhow!("not a step of the insert workload")),
     }
 }
 

@@ -3,6 +3,9 @@
 
 mod insert;
 mod live_ids;
+mod micro;
+mod micro_gen;
+mod micro_ops;
 mod rows;
 
 use crate::driver::Conn;
@@ -18,6 +21,7 @@ use std::time::{Duration, Instant};
 pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
     match ctx.spec.workload {
         Workload::Insert => insert::run_client(ctx, client),
+        Workload::Micro => micro::run_client(ctx, client),
     }
 }
 
@@ -59,6 +63,9 @@ pub struct ClientOutcome {
 }
 
 pub fn plan(spec: &StepSpec) -> StepPlan {
+    if spec.workload == Workload::Micro {
+        return micro::plan(spec);
+    }
     let rate = spec.insert.insert_rate.unwrap_or(0);
     let writers = if rate > 0 {
         vec![OpKind::Insert, OpKind::Delete]
@@ -75,7 +82,7 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
             QUnit::Rows,
             vec![OpKind::Insert, OpKind::Delete],
         ),
-        Step::Cleanup => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
+        Step::Cleanup | Step::Micro(_) => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
         Step::RangeQueries => (
             OpKind::RangeQuery,
             QUnit::Ops,

@@ -1,0 +1,450 @@
+//! MySQL, MariaDB, Percona and MyRocks over a unix socket, through the minimal protocol
+//! client in `mywire`. Statements are prepared once per connection; result rows are
+//! counted, never decoded. The storage engine (InnoDB or RocksDB) is this driver's
+//! business: it picks the table's ENGINE and the post-write cleanup.
+
+use super::micro::{Arg, MicroConn, SbRow, Stmt, StmtCache, Table};
+use super::mywire::{MyClient, MyError, Prepared};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// A prepared statement takes at most 65535 parameters.
+const MAX_PARAMS: usize = 65_535;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors a retry may resolve: lock wait timeout, deadlock, duplicate key (two
+/// clients re-inserting the same deleted id, as sysbench allows), record changed.
+const IGNORABLE: [u16; 4] = [1205, 1213, 1062, 1020];
+
+/// InnoDB's dirty pages count as flushed at or below this.
+const DIRTY_PAGES_DONE: u64 = 100;
+
+pub struct MysqlDriver {
+    socket: PathBuf,
+    user: String,
+    database: String,
+    storage_engine: String,
+    database_ready: AtomicBool,
+}
+
+impl MysqlDriver {
+    pub fn new(socket: &str, user: &str, database: &str, storage_engine: &str) -> MysqlDriver {
+        MysqlDriver {
+            socket: socket.into(),
+            user: user.into(),
+            database: database.into(),
+            storage_engine: storage_engine.into(),
+            database_ready: AtomicBool::new(false),
+        }
+    }
+
+    fn open(&self) -> Result<MyClient, MyError> {
+        let mut client = MyClient::connect(&self.socket, &self.user, CONNECT_TIMEOUT)?;
+        let db = self.database.replace('`', "``");
+        if !self.database_ready.load(Relaxed) {
+            client.query(&format!("CREATE DATABASE IF NOT EXISTS `{db}`"))?;
+            self.database_ready.store(true, Relaxed);
+        }
+        client.init_db(&self.database)?;
+        Ok(client)
+    }
+}
+
+impl Driver for MysqlDriver {
+    fn name(&self) -> &'static str {
+        "mysql"
+    }
+
+    fn connect(&self) -> DbResult<Box<dyn Conn>> {
+        let client = self.open().map_err(|e| {
+            DbError::fatal(format!(
+                "cannot connect to MySQL at {} as user {}, database {}: {}",
+                self.socket.display(),
+                self.user,
+                self.database,
+                e.message
+            ))
+        })?;
+        Ok(Box::new(MyConn {
+            client,
+            storage_engine: self.storage_engine.clone(),
+            table: String::new(),
+            stmts: HashMap::new(),
+            micro: StmtCache::default(),
+            loads: HashMap::new(),
+        }))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum StmtKey {
+    Insert(usize),
+    Delete,
+    Range(RangeIndex),
+    Point,
+}
+
+struct MyConn {
+    client: MyClient,
+    storage_engine: String,
+    /// The Insert Benchmark table the statements in `stmts` name.
+    table: String,
+    stmts: HashMap<StmtKey, Prepared>,
+    micro: StmtCache<Prepared>,
+    /// Multi-row sbtest inserts by (table slot, rows).
+    loads: HashMap<(usize, usize), Prepared>,
+}
+
+fn classify(e: MyError) -> DbError {
+    match e.code {
+        Some(code) if IGNORABLE.contains(&code) => DbError::ignorable(e.message),
+        _ => DbError::fatal(e.message),
+    }
+}
+
+/// `(?,?,...)` with `n` placeholders, `rows` times, comma separated.
+fn values(rows: usize, n: usize) -> String {
+    let one = format!("({})", vec!["?"; n].join(","));
+    vec![one; rows].join(",")
+}
+
+fn sql_for(key: StmtKey, t: &str) -> String {
+    match key {
+        StmtKey::Insert(n) => format!(
+            "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
+             VALUES {}",
+            values(n, 6)
+        ),
+        StmtKey::Delete => format!("DELETE FROM {t} ORDER BY transactionid LIMIT ?"),
+        StmtKey::Range(RangeIndex::MarketSegment) => format!(
+            "SELECT productid, customerid, price FROM {t} WHERE productid >= ? \
+             ORDER BY productid, customerid, price LIMIT 10"
+        ),
+        StmtKey::Range(RangeIndex::RegisterSegment) => format!(
+            "SELECT cashregisterid, customerid, price FROM {t} WHERE cashregisterid >= ? \
+             ORDER BY cashregisterid, customerid, price LIMIT 10"
+        ),
+        StmtKey::Range(RangeIndex::Pdc) => format!(
+            "SELECT price, dateandtime, customerid FROM {t} WHERE price >= ? \
+             ORDER BY price, dateandtime, customerid LIMIT 10"
+        ),
+        StmtKey::Point => format!(
+            "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN ({})",
+            vec!["?"; 10].join(",")
+        ),
+    }
+}
+
+impl MyConn {
+    fn prepared(&mut self, table: &str, key: StmtKey) -> DbResult<Prepared> {
+        if self.table != table {
+            self.stmts.clear();
+            self.table = table.to_string();
+        }
+        if let Some(&p) = self.stmts.get(&key) {
+            return Ok(p);
+        }
+        let p = self
+            .client
+            .prepare(&sql_for(key, table))
+            .map_err(classify)?;
+        self.stmts.insert(key, p);
+        Ok(p)
+    }
+
+    fn batch(&mut self, sql: &str) -> DbResult<()> {
+        self.client.query(sql).map(|_| ()).map_err(classify)
+    }
+
+    /// The first row of a query, its columns parsed as integers (NULL as None).
+    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+        let rows = self.client.query_rows(sql).map_err(classify)?;
+        let row = rows
+            .into_iter()
+            .next()
+            .ok_or_else(|| DbError::fatal(format!("no row from {sql}")))?;
+        row.iter()
+            .map(|v| match v {
+                None => Ok(None),
+                Some(s) => s
+                    .trim()
+                    .parse::<f64>()
+                    .map(|f| Some(f as i64))
+                    .map_err(|_| DbError::fatal(format!("{sql} returned {s}"))),
+            })
+            .collect()
+    }
+
+    fn is_rocksdb(&self) -> bool {
+        self.storage_engine.eq_ignore_ascii_case("rocksdb")
+    }
+
+    /// Make InnoDB write its dirty pages now: the flush target goes to 0 until the
+    /// count settles, then back to what it was.
+    fn flush_innodb(&mut self, timeout: Duration) -> DbResult<()> {
+        let old = self.query_ints(
+            "SELECT @@global.innodb_max_dirty_pages_pct, @@global.innodb_max_dirty_pages_pct_lwm",
+        )?;
+        let (pct, lwm) = (old[0].unwrap_or(90), old[1].unwrap_or(0));
+        self.batch("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")?;
+        self.batch("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
+        let waited = self.wait_for_clean_pages(timeout);
+        self.batch(&format!("SET GLOBAL innodb_max_dirty_pages_pct = {pct}"))?;
+        self.batch(&format!(
+            "SET GLOBAL innodb_max_dirty_pages_pct_lwm = {lwm}"
+        ))?;
+        waited
+    }
+
+    /// Poll the dirty page count until it is small, or has not fallen for 10 s.
+    fn wait_for_clean_pages(&mut self, timeout: Duration) -> DbResult<()> {
+        let start = Instant::now();
+        let (mut lowest, mut lowest_at) = (u64::MAX, start);
+        loop {
+            let rows = self
+                .client
+                .query_rows("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                .map_err(classify)?;
+            let dirty = rows
+                .first()
+                .and_then(|r| r.get(1).cloned().flatten())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+            let now = Instant::now();
+            if dirty < lowest {
+                (lowest, lowest_at) = (dirty, now);
+            }
+            if dirty <= DIRTY_PAGES_DONE || now - lowest_at > Duration::from_secs(10) {
+                return Ok(());
+            }
+            if now - start > timeout {
+                return Err(DbError::fatal(format!(
+                    "InnoDB still had {dirty} dirty pages after {timeout:?}"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Conn for MyConn {
+    fn create_table(&mut self, table: &str) -> DbResult<()> {
+        self.stmts.clear();
+        self.table.clear();
+        self.batch(&format!("DROP TABLE IF EXISTS {table}"))?;
+        self.batch(&format!(
+            "CREATE TABLE {table} (transactionid bigint NOT NULL AUTO_INCREMENT, \
+             dateandtime datetime, cashregisterid int, customerid int, productid int, \
+             price int, data varchar(4000), PRIMARY KEY (transactionid)) ENGINE={}",
+            self.storage_engine
+        ))
+    }
+
+    fn create_indexes(&mut self, table: &str) -> DbResult<()> {
+        self.batch(&format!(
+            "ALTER TABLE {table} ADD INDEX {table}_marketsegment (productid, customerid, price), \
+             ADD INDEX {table}_registersegment (cashregisterid, customerid, price), \
+             ADD INDEX {table}_pdc (price, dateandtime, customerid)"
+        ))
+    }
+
+    fn insert(
+        &mut self,
+        table: &str,
+        rows: &[InsertRow],
+        want_last_id: bool,
+    ) -> DbResult<Inserted> {
+        if rows.len() * 6 > MAX_PARAMS {
+            return Err(DbError::fatal(format!(
+                "{} rows per insert exceed this driver's limit of {}",
+                rows.len(),
+                MAX_PARAMS / 6
+            )));
+        }
+        let stmt = self.prepared(table, StmtKey::Insert(rows.len()))?;
+        let r = self.client.execute(stmt, |p| {
+            for r in rows {
+                p.datetime(r.dateandtime);
+                p.i64(r.cashregisterid.into());
+                p.i64(r.customerid.into());
+                p.i64(r.productid.into());
+                p.i64(r.price.into());
+                p.str(&r.data);
+            }
+        });
+        let o = r.map_err(classify)?;
+        // The OK packet carries the first id of a multi-row insert; they are consecutive.
+        let last_id = (want_last_id && o.rows > 0).then(|| (o.last_insert_id + o.rows - 1) as i64);
+        Ok(Inserted {
+            rows: o.rows,
+            last_id,
+        })
+    }
+
+    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
+        let stmt = self.prepared(table, StmtKey::Delete)?;
+        let r = self.client.execute(stmt, |p| p.i64(n as i64));
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64> {
+        let stmt = self.prepared(table, StmtKey::Range(index))?;
+        let r = self.client.execute(stmt, |p| p.i64(start.into()));
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
+        let stmt = self.prepared(table, StmtKey::Point)?;
+        let r = self
+            .client
+            .execute(stmt, |p| ids.iter().for_each(|&id| p.i64(id)));
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn count_rows(&mut self, table: &str) -> DbResult<u64> {
+        let v = self.query_ints(&format!("SELECT COUNT(*) FROM {table}"))?;
+        Ok(v[0].unwrap_or(0) as u64)
+    }
+
+    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
+        let v = self.query_ints(&format!(
+            "SELECT MIN(transactionid), MAX(transactionid) FROM {table}"
+        ))?;
+        Ok(v[0].zip(v[1]))
+    }
+
+    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
+        // No window functions: MySQL 5.7 has none.
+        let sql = format!(
+            "SELECT a.transactionid + 1, (SELECT MIN(b.transactionid) FROM {table} b \
+             WHERE b.transactionid > a.transactionid) - 1 FROM {table} a \
+             WHERE NOT EXISTS (SELECT 1 FROM {table} c WHERE c.transactionid = a.transactionid + 1) \
+             AND a.transactionid < (SELECT MAX(transactionid) FROM {table}) ORDER BY 1"
+        );
+        let rows = self.client.query_rows(&sql).map_err(classify)?;
+        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
+        rows.iter()
+            .map(|r| match (int(&r[0]), int(&r[1])) {
+                (Some(lo), Some(hi)) => Ok((lo, hi)),
+                _ => Err(DbError::fatal(format!(
+                    "unexpected row from the id gap query: {r:?}"
+                ))),
+            })
+            .collect()
+    }
+
+    fn cleanup_table(&mut self, table: &str, _timeout: Duration) -> DbResult<()> {
+        self.batch(&format!("ANALYZE TABLE {table}"))
+    }
+
+    fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {
+        if self.is_rocksdb() {
+            self.batch("SET GLOBAL rocksdb_force_flush_memtable_now = 1")?;
+            self.batch("SET GLOBAL rocksdb_compact_lzero_now = 1")
+        } else {
+            self.flush_innodb(timeout)
+        }
+    }
+
+    fn micro(&mut self) -> Option<&mut dyn MicroConn> {
+        Some(self)
+    }
+}
+
+impl MicroConn for MyConn {
+    fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
+        self.micro.clear_table(table);
+        self.loads.retain(|&(slot, _), _| slot != table.slot);
+        let t = table.name;
+        self.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+        self.batch(&format!(
+            "CREATE TABLE {t} (id int NOT NULL, k int NOT NULL DEFAULT 0, \
+             c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '', \
+             PRIMARY KEY (id)) ENGINE={}",
+            self.storage_engine
+        ))
+    }
+
+    fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
+        if rows.len() * 4 > MAX_PARAMS {
+            return Err(DbError::fatal("too many rows for one insert"));
+        }
+        let key = (table.slot, rows.len());
+        let stmt = match self.loads.get(&key) {
+            Some(&s) => s,
+            None => {
+                let sql = format!(
+                    "INSERT INTO {} (id, k, c, pad) VALUES {}",
+                    table.name,
+                    values(rows.len(), 4)
+                );
+                let s = self.client.prepare(&sql).map_err(classify)?;
+                self.loads.insert(key, s);
+                s
+            }
+        };
+        let r = self.client.execute(stmt, |p| {
+            for r in rows {
+                p.i64(r.id);
+                p.i64(r.k);
+                p.str(&r.c);
+                p.str(&r.pad);
+            }
+        });
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
+        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
+    }
+
+    fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+        let prepared = match self.micro.get(table, stmt) {
+            Some(&p) => p,
+            None => {
+                let sql = stmt.sql(table.name, |_| "?".into());
+                let p = self.client.prepare(&sql).map_err(classify)?;
+                self.micro.insert(table, stmt, p);
+                p
+            }
+        };
+        let r = self.client.execute(prepared, |p| {
+            for a in args {
+                match *a {
+                    Arg::Int(v) => p.i64(v),
+                    Arg::Str(s) => p.str(s),
+                }
+            }
+        });
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn begin(&mut self) -> DbResult<()> {
+        self.batch("BEGIN")
+    }
+
+    fn commit(&mut self) -> DbResult<()> {
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&mut self) -> DbResult<()> {
+        self.batch("ROLLBACK")
+    }
+
+    fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
+            table.name
+        );
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
+    }
+
+    fn max_id(&mut self, table: Table) -> DbResult<i64> {
+        let sql = format!("SELECT MAX(id) FROM {}", table.name);
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
+    }
+}

@@ -1,0 +1,645 @@
+//! A minimal blocking client of the MySQL client/server protocol (MySQL 5.7/8.x,
+//! MariaDB 10.2+), for the `mysql` driver's hot path: one write and usually one read
+//! per statement, result rows counted, never decoded.
+//!
+//! Why not the `mysql` crate: as with `pgwire`, client CPU per query is what a load
+//! generator must keep below the server's, and the comparison is sysbench's libmysql.
+//! Only what the workloads need is here: login over a unix socket with an empty
+//! password (mysql_native_password, caching_sha2_password, unix_socket, or no auth at
+//! all under skip-grant-tables), COM_QUERY for DDL and counts, and prepared
+//! statements (COM_STMT_PREPARE/EXECUTE) with binary parameters. CLIENT_DEPRECATE_EOF
+//! is used when the server offers it.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const CLIENT_LONG_PASSWORD: u32 = 1;
+const CLIENT_FOUND_ROWS: u32 = 2; // UPDATE reports matched rows, as PostgreSQL does
+const CLIENT_LONG_FLAG: u32 = 4;
+const CLIENT_PROTOCOL_41: u32 = 0x200;
+const CLIENT_TRANSACTIONS: u32 = 0x2000;
+const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
+const CLIENT_MULTI_STATEMENTS: u32 = 0x1_0000;
+const CLIENT_MULTI_RESULTS: u32 = 0x2_0000;
+const CLIENT_PS_MULTI_RESULTS: u32 = 0x4_0000;
+const CLIENT_PLUGIN_AUTH: u32 = 0x8_0000;
+const CLIENT_PLUGIN_AUTH_LENENC: u32 = 0x20_0000;
+const CLIENT_DEPRECATE_EOF: u32 = 0x100_0000;
+
+const WANTED: u32 = CLIENT_LONG_PASSWORD
+    | CLIENT_FOUND_ROWS
+    | CLIENT_LONG_FLAG
+    | CLIENT_PROTOCOL_41
+    | CLIENT_TRANSACTIONS
+    | CLIENT_SECURE_CONNECTION
+    | CLIENT_MULTI_STATEMENTS
+    | CLIENT_MULTI_RESULTS
+    | CLIENT_PS_MULTI_RESULTS
+    | CLIENT_PLUGIN_AUTH
+    | CLIENT_PLUGIN_AUTH_LENENC
+    | CLIENT_DEPRECATE_EOF;
+
+const SERVER_MORE_RESULTS_EXISTS: u16 = 8;
+const UTF8MB4_GENERAL_CI: u8 = 45;
+const MAX_PAYLOAD: usize = 0xff_ffff;
+
+const COM_QUIT: u8 = 0x01;
+const COM_INIT_DB: u8 = 0x02;
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+
+const TYPE_LONGLONG: u8 = 0x08;
+const TYPE_DATETIME: u8 = 0x0c;
+const TYPE_VAR_STRING: u8 = 0xfd;
+
+#[derive(Debug, Clone)]
+pub struct MyError {
+    /// The server's error number; None for I/O and protocol errors.
+    pub code: Option<u16>,
+    pub message: String,
+}
+
+impl MyError {
+    fn client(message: impl Into<String>) -> MyError {
+        MyError {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
+pub type MyResult<T> = Result<T, MyError>;
+
+/// What a statement did: rows returned (result set) or affected (OK packet).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub rows: u64,
+    pub last_insert_id: u64,
+}
+
+/// A prepared statement on one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Prepared {
+    id: u32,
+    params: u16,
+}
+
+/// Appends one statement's binary parameters: the types, then the values.
+pub struct Params {
+    types: Vec<u8>,
+    values: Vec<u8>,
+}
+
+impl Params {
+    pub fn i64(&mut self, v: i64) {
+        self.types.extend_from_slice(&[TYPE_LONGLONG, 0]);
+        self.values.extend_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn str(&mut self, v: &str) {
+        self.types.extend_from_slice(&[TYPE_VAR_STRING, 0]);
+        lenenc(&mut self.values, v.len() as u64);
+        self.values.extend_from_slice(v.as_bytes());
+    }
+
+    /// A DATETIME holding the UTC time, to the second.
+    pub fn datetime(&mut self, t: SystemTime) {
+        let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
+        let s = secs % 86_400;
+        self.types.extend_from_slice(&[TYPE_DATETIME, 0]);
+        self.values.push(7);
+        self.values.extend_from_slice(&(y as u16).to_le_bytes());
+        let (h, mi, sec) = (s / 3600, s / 60 % 60, s % 60);
+        self.values
+            .extend_from_slice(&[mo as u8, d as u8, h as u8, mi as u8, sec as u8]);
+    }
+}
+
+/// Year, month, day of a day count from 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+fn lenenc(buf: &mut Vec<u8>, v: u64) {
+    match v {
+        0..=250 => buf.push(v as u8),
+        251..=0xffff => {
+            buf.push(0xfc);
+            buf.extend_from_slice(&(v as u16).to_le_bytes());
+        }
+        0x1_0000..=0xff_ffff => {
+            buf.push(0xfd);
+            buf.extend_from_slice(&v.to_le_bytes()[..3]);
+        }
+        _ => {
+            buf.push(0xfe);
+            buf.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
+/// A length-encoded integer at the start of `b`, and the bytes it took.
+fn read_lenenc(b: &[u8]) -> (u64, usize) {
+    let le = |n: usize| {
+        let mut x = [0u8; 8];
+        let n = n.min(b.len().saturating_sub(1));
+        x[..n].copy_from_slice(&b[1..1 + n]);
+        u64::from_le_bytes(x)
+    };
+    match b.first() {
+        Some(&v @ 0..=250) => (v as u64, 1),
+        Some(0xfc) => (le(2), 3),
+        Some(0xfd) => (le(3), 4),
+        Some(0xfe) => (le(8), 9),
+        _ => (0, 1),
+    }
+}
+
+fn parse_err(p: &[u8]) -> MyError {
+    let code = u16::from_le_bytes([p[1], p[2]]);
+    let rest = &p[3..];
+    let (state, msg) = match rest.first() {
+        Some(b'#') if rest.len() >= 6 => (&rest[1..6], &rest[6..]),
+        _ => (&b"HY000"[..], rest),
+    };
+    MyError {
+        code: Some(code),
+        message: format!(
+            "ERROR {code} ({}): {}",
+            String::from_utf8_lossy(state),
+            String::from_utf8_lossy(msg)
+        ),
+    }
+}
+
+/// Affected rows, last insert id and status of an OK packet.
+fn parse_ok(p: &[u8]) -> (Outcome, u16) {
+    let (rows, a) = read_lenenc(&p[1..]);
+    let (id, b) = read_lenenc(&p[1 + a..]);
+    let at = 1 + a + b;
+    let status = p
+        .get(at..at + 2)
+        .map_or(0, |s| u16::from_le_bytes([s[0], s[1]]));
+    let outcome = Outcome {
+        rows,
+        last_insert_id: id,
+    };
+    (outcome, status)
+}
+
+pub struct MyClient {
+    stream: UnixStream,
+    caps: u32,
+    seq: u8,
+    wbuf: Vec<u8>,
+    rbuf: Vec<u8>,
+    rpos: usize,
+    rlen: usize,
+    /// Reassembles a payload split over several packets.
+    big: Vec<u8>,
+    params: Params,
+    pub server_version: String,
+}
+
+impl MyClient {
+    /// Connect to the socket and log in as `user` with an empty password.
+    pub fn connect(socket: &Path, user: &str, timeout: Duration) -> MyResult<MyClient> {
+        let io = |e: std::io::Error| MyError::client(format!("connect: {e}"));
+        let stream = UnixStream::connect(socket).map_err(io)?;
+        stream.set_read_timeout(Some(timeout)).map_err(io)?;
+        let mut c = MyClient {
+            stream,
+            caps: 0,
+            seq: 0,
+            wbuf: Vec::with_capacity(256),
+            rbuf: vec![0; 64 * 1024],
+            rpos: 0,
+            rlen: 0,
+            big: Vec::new(),
+            params: Params {
+                types: Vec::new(),
+                values: Vec::new(),
+            },
+            server_version: String::new(),
+        };
+        c.handshake(user)?;
+        c.stream.set_read_timeout(None).map_err(io)?;
+        Ok(c)
+    }
+
+    fn handshake(&mut self, user: &str) -> MyResult<()> {
+        let greeting = self.read_packet()?.to_vec();
+        if greeting.first() == Some(&0xff) {
+            return Err(parse_err(&greeting));
+        }
+        if greeting.first() != Some(&10) {
+            return Err(MyError::client("not a MySQL protocol 10 server"));
+        }
+        let nul = greeting[1..].iter().position(|&b| b == 0).unwrap_or(0);
+        self.server_version = String::from_utf8_lossy(&greeting[1..1 + nul]).into_owned();
+        let rest = &greeting[2 + nul..];
+        // connection id (4), scramble part 1 (8), filler (1), caps low (2), charset (1),
+        // status (2), caps high (2), scramble length (1), reserved (10), scramble part 2.
+        let low = u16::from_le_bytes([rest[13], rest[14]]) as u32;
+        let high = rest
+            .get(18..20)
+            .map_or(0, |h| u16::from_le_bytes([h[0], h[1]]) as u32);
+        let server_caps = low | (high << 16);
+        if server_caps & CLIENT_PROTOCOL_41 == 0 {
+            return Err(MyError::client("the server lacks protocol 4.1"));
+        }
+        self.caps = WANTED & server_caps;
+        // The plugin name follows the scramble's second part, max(13, length - 8) bytes.
+        let part2 = rest
+            .get(20)
+            .map_or(13, |&n| (n as usize).saturating_sub(8).max(13));
+        let plugin = rest
+            .get(31 + part2..)
+            .and_then(|t| t.iter().position(|&b| b == 0).map(|n| &t[..n]))
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .unwrap_or_default();
+        let mut p = Vec::new();
+        p.extend_from_slice(&self.caps.to_le_bytes());
+        p.extend_from_slice(&(MAX_PAYLOAD as u32).to_le_bytes());
+        p.push(UTF8MB4_GENERAL_CI);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(user.as_bytes());
+        p.push(0);
+        p.push(0); // empty auth response (lenenc or one-byte length: both 0)
+        if self.caps & CLIENT_PLUGIN_AUTH != 0 {
+            p.extend_from_slice(plugin.as_bytes());
+            p.push(0);
+        }
+        self.seq = 1;
+        self.write_packet(&p)?;
+        self.finish_auth()
+    }
+
+    /// Answer the server's auth requests with an empty password until OK or ERR.
+    fn finish_auth(&mut self) -> MyResult<()> {
+        loop {
+            let p = self.read_packet()?;
+            match p.first() {
+                Some(0x00) => return Ok(()),
+                Some(0xff) => return Err(parse_err(p)),
+                // AuthSwitchRequest: any plugin gets the empty password's answer.
+                Some(0xfe) => self.write_packet(&[])?,
+                // caching_sha2_password: 3 = fast auth done (OK follows); 4 = full
+                // auth, where a unix socket may carry the password in clear.
+                Some(0x01) if p.get(1) == Some(&3) => {}
+                Some(0x01) if p.get(1) == Some(&4) => self.write_packet(&[0])?,
+                _ => return Err(MyError::client("unexpected packet during login")),
+            }
+        }
+    }
+
+    fn write_packet(&mut self, payload: &[u8]) -> MyResult<()> {
+        self.wbuf.clear();
+        let mut chunks = payload.chunks(MAX_PAYLOAD).peekable();
+        if chunks.peek().is_none() {
+            self.push_header(0);
+        }
+        let mut last = 0;
+        for chunk in chunks {
+            self.push_header(chunk.len());
+            self.wbuf.extend_from_slice(chunk);
+            last = chunk.len();
+        }
+        if last == MAX_PAYLOAD {
+            self.push_header(0);
+        }
+        self.flush()
+    }
+
+    fn push_header(&mut self, len: usize) {
+        self.wbuf
+            .extend_from_slice(&(len as u32).to_le_bytes()[..3]);
+        self.wbuf.push(self.seq);
+        self.seq = self.seq.wrapping_add(1);
+    }
+
+    fn flush(&mut self) -> MyResult<()> {
+        self.stream
+            .write_all(&self.wbuf)
+            .map_err(|e| MyError::client(format!("error sending to the server: {e}")))
+    }
+
+    /// Start a command: `wbuf` holds its header and command byte; `finish_command` sets
+    /// the length once the body is appended.
+    fn begin_command(&mut self, cmd: u8) {
+        self.wbuf.clear();
+        self.wbuf.extend_from_slice(&[0, 0, 0, 0, cmd]);
+        self.seq = 1;
+    }
+
+    fn send_command(&mut self) -> MyResult<()> {
+        let len = self.wbuf.len() - 4;
+        if len >= MAX_PAYLOAD {
+            let payload = self.wbuf.split_off(4);
+            self.seq = 0;
+            return self.write_packet(&payload);
+        }
+        self.wbuf[..3].copy_from_slice(&(len as u32).to_le_bytes()[..3]);
+        self.flush()
+    }
+
+    fn fill(&mut self) -> MyResult<()> {
+        if self.rpos > 0 {
+            self.rbuf.copy_within(self.rpos..self.rlen, 0);
+            self.rlen -= self.rpos;
+            self.rpos = 0;
+        }
+        if self.rlen == self.rbuf.len() {
+            self.rbuf.resize(self.rbuf.len() * 2, 0);
+        }
+        loop {
+            return match self.stream.read(&mut self.rbuf[self.rlen..]) {
+                Ok(0) => Err(MyError::client("the server closed the connection")),
+                Ok(n) => {
+                    self.rlen += n;
+                    Ok(())
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    Err(MyError::client(
+                        "the server did not answer within the connect timeout",
+                    ))
+                }
+                Err(e) => Err(MyError::client(format!(
+                    "error reading from the server: {e}"
+                ))),
+            };
+        }
+    }
+
+    /// The next packet's payload (reassembled when the server split it).
+    fn read_packet(&mut self) -> MyResult<&[u8]> {
+        self.big.clear();
+        loop {
+            while self.rlen - self.rpos < 4 {
+                self.fill()?;
+            }
+            let h = &self.rbuf[self.rpos..self.rpos + 4];
+            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            self.seq = h[3].wrapping_add(1);
+            while self.rlen - self.rpos < 4 + len {
+                self.fill()?;
+            }
+            let start = self.rpos + 4;
+            self.rpos = start + len;
+            if len < MAX_PAYLOAD && self.big.is_empty() {
+                return Ok(&self.rbuf[start..start + len]);
+            }
+            let (b, e) = (start, start + len);
+            self.big.extend_from_slice(&self.rbuf[b..e]);
+            if len < MAX_PAYLOAD {
+                return Ok(&self.big);
+            }
+        }
+    }
+
+    /// Read a statement's response: an OK packet or a whole result set (rows counted).
+    fn read_response(&mut self) -> MyResult<Outcome> {
+        let mut total = Outcome::default();
+        loop {
+            let p = self.read_packet()?;
+            let more = match p.first() {
+                Some(0x00) => {
+                    let (o, status) = parse_ok(p);
+                    total.rows += o.rows;
+                    total.last_insert_id = o.last_insert_id;
+                    status & SERVER_MORE_RESULTS_EXISTS != 0
+                }
+                Some(0xff) => {
+                    let e = parse_err(p);
+                    return Err(e);
+                }
+                Some(0xfb) => return Err(MyError::client("LOCAL INFILE is not supported")),
+                _ => {
+                    let (columns, _) = read_lenenc(p);
+                    let (rows, status) = self.read_result_set(columns)?;
+                    total.rows += rows;
+                    status & SERVER_MORE_RESULTS_EXISTS != 0
+                }
+            };
+            if !more {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// Skip the column definitions, count the rows; returns them and the final status.
+    fn read_result_set(&mut self, columns: u64) -> MyResult<(u64, u16)> {
+        for _ in 0..columns {
+            self.read_packet()?;
+        }
+        if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+            self.read_packet()?;
+        }
+        let mut rows = 0;
+        let deprecate_eof = self.caps & CLIENT_DEPRECATE_EOF != 0;
+        loop {
+            let p = self.read_packet()?;
+            match p.first() {
+                Some(0xfe) if p.len() < MAX_PAYLOAD => {
+                    let status = if deprecate_eof {
+                        parse_ok(p).1
+                    } else {
+                        p.get(3..5).map_or(0, |s| u16::from_le_bytes([s[0], s[1]]))
+                    };
+                    return Ok((rows, status));
+                }
+                Some(0xff) => return Err(parse_err(p)),
+                _ => rows += 1,
+            }
+        }
+    }
+
+    /// Run SQL as a text query; returns rows returned or affected.
+    pub fn query(&mut self, sql: &str) -> MyResult<Outcome> {
+        self.begin_command(COM_QUERY);
+        self.wbuf.extend_from_slice(sql.as_bytes());
+        self.send_command()?;
+        self.read_response()
+    }
+
+    /// Run SQL as a text query; returns its rows as text (NULL as None).
+    pub fn query_rows(&mut self, sql: &str) -> MyResult<Vec<Vec<Option<String>>>> {
+        self.begin_command(COM_QUERY);
+        self.wbuf.extend_from_slice(sql.as_bytes());
+        self.send_command()?;
+        let p = self.read_packet()?;
+        match p.first() {
+            Some(0x00) => return Ok(Vec::new()),
+            Some(0xff) => return Err(parse_err(p)),
+            _ => {}
+        }
+        let (columns, _) = read_lenenc(p);
+        for _ in 0..columns {
+            self.read_packet()?;
+        }
+        if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+            self.read_packet()?;
+        }
+        let mut rows = Vec::new();
+        loop {
+            let p = self.read_packet()?;
+            match p.first() {
+                Some(0xfe) if p.len() < MAX_PAYLOAD => return Ok(rows),
+                Some(0xff) => return Err(parse_err(p)),
+                _ => rows.push(parse_text_row(p, columns as usize)),
+            }
+        }
+    }
+
+    pub fn init_db(&mut self, db: &str) -> MyResult<()> {
+        self.begin_command(COM_INIT_DB);
+        self.wbuf.extend_from_slice(db.as_bytes());
+        self.send_command()?;
+        self.read_response().map(|_| ())
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> MyResult<Prepared> {
+        self.begin_command(COM_STMT_PREPARE);
+        self.wbuf.extend_from_slice(sql.as_bytes());
+        self.send_command()?;
+        let p = self.read_packet()?;
+        match p.first() {
+            Some(0x00) if p.len() >= 12 => {}
+            Some(0xff) => return Err(parse_err(p)),
+            _ => return Err(MyError::client("unexpected answer to a prepare")),
+        }
+        let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
+        let columns = u16::from_le_bytes([p[5], p[6]]);
+        let params = u16::from_le_bytes([p[7], p[8]]);
+        for n in [params, columns] {
+            if n > 0 {
+                for _ in 0..n {
+                    self.read_packet()?;
+                }
+                if self.caps & CLIENT_DEPRECATE_EOF == 0 {
+                    self.read_packet()?;
+                }
+            }
+        }
+        Ok(Prepared { id, params })
+    }
+
+    /// Execute a prepared statement with the parameters `f` writes.
+    pub fn execute(&mut self, stmt: Prepared, f: impl FnOnce(&mut Params)) -> MyResult<Outcome> {
+        self.params.types.clear();
+        self.params.values.clear();
+        f(&mut self.params);
+        let n = stmt.params as usize;
+        if self.params.types.len() != 2 * n {
+            return Err(MyError::client(format!(
+                "the statement takes {n} parameters, {} given",
+                self.params.types.len() / 2
+            )));
+        }
+        self.begin_command(COM_STMT_EXECUTE);
+        self.wbuf.extend_from_slice(&stmt.id.to_le_bytes());
+        self.wbuf.push(0); // no cursor
+        self.wbuf.extend_from_slice(&1u32.to_le_bytes());
+        if n > 0 {
+            self.wbuf.resize(self.wbuf.len() + n.div_ceil(8), 0); // no NULLs
+            self.wbuf.push(1); // types follow
+            self.wbuf.extend_from_slice(&self.params.types);
+            self.wbuf.extend_from_slice(&self.params.values);
+        }
+        self.send_command()?;
+        self.read_response()
+    }
+}
+
+fn parse_text_row(mut p: &[u8], columns: usize) -> Vec<Option<String>> {
+    (0..columns)
+        .map(|_| {
+            if p.first() == Some(&0xfb) {
+                p = &p[1..];
+                return None;
+            }
+            let (len, n) = read_lenenc(p);
+            let end = (n + len as usize).min(p.len());
+            let v = String::from_utf8_lossy(&p[n..end]).into_owned();
+            p = &p[end..];
+            Some(v)
+        })
+        .collect()
+}
+
+impl Drop for MyClient {
+    fn drop(&mut self) {
+        self.begin_command(COM_QUIT);
+        let _ = self.send_command();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn length_encoded_integers_round_trip() {
+        for v in [
+            0u64,
+            250,
+            251,
+            65535,
+            65536,
+            0xff_ffff,
+            0x100_0000,
+            u64::MAX,
+        ] {
+            let mut b = Vec::new();
+            lenenc(&mut b, v);
+            assert_eq!(read_lenenc(&b), (v, b.len()), "{v}");
+        }
+    }
+
+    #[test]
+    fn ok_and_err_packets_parse() {
+        let (o, status) = parse_ok(&[0, 5, 0xfc, 0x10, 0x27, 8, 0, 0, 0]);
+        assert_eq!(o.rows, 5);
+        assert_eq!(o.last_insert_id, 10_000);
+        assert_eq!(status, SERVER_MORE_RESULTS_EXISTS);
+        let e = parse_err(b"\xff\x26\x04#23000Duplicate entry");
+        assert_eq!(e.code, Some(1062));
+        assert_eq!(e.message, "ERROR 1062 (23000): Duplicate entry");
+    }
+
+    #[test]
+    fn datetimes_are_civil_utc() {
+        let mut p = Params {
+            types: Vec::new(),
+            values: Vec::new(),
+        };
+        // 2024-02-29 13:14:15 UTC
+        p.datetime(UNIX_EPOCH + Duration::from_secs(1_709_212_455));
+        assert_eq!(p.values, [7, 0xe8, 0x07, 2, 29, 13, 14, 15]);
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+    }
+
+    #[test]
+    fn text_rows_parse_with_nulls() {
+        let row = parse_text_row(b"\x03123\xfb\x00", 3);
+        assert_eq!(row, vec![Some("123".into()), None, Some(String::new())]);
+    }
+}

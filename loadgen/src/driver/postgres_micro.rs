@@ -1,0 +1,121 @@
+//! The microbenchmarks' statements on PostgreSQL: sysbench's sbtest schema, statements
+//! prepared once per connection with binary int4/varchar parameters.
+
+use super::micro::{Arg, MicroConn, SbRow, Stmt, Table};
+use super::pgwire::{INT4, VARCHAR};
+use super::postgres::{classify, PgConn};
+use super::{DbError, DbResult};
+
+/// Parameters per Bind are an i16 here; an sbtest row takes 4.
+const MAX_ROWS_PER_INSERT: usize = 32767 / 4;
+
+fn types(args: &[Arg]) -> Vec<u32> {
+    args.iter()
+        .map(|a| match a {
+            Arg::Int(_) => INT4,
+            Arg::Str(_) => VARCHAR,
+        })
+        .collect()
+}
+
+impl PgConn {
+    fn prepare_named(&mut self, sql: &str, types: &[u32]) -> DbResult<String> {
+        let name = format!("s{}", self.next_id);
+        self.next_id += 1;
+        self.client.prepare(&name, sql, types).map_err(classify)?;
+        Ok(name)
+    }
+}
+
+impl MicroConn for PgConn {
+    fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
+        self.micro.clear_table(table);
+        self.loads.retain(|&(slot, _), _| slot != table.slot);
+        let t = table.name;
+        self.batch(&format!(
+            "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id integer NOT NULL, \
+             k integer NOT NULL DEFAULT 0, c char(120) NOT NULL DEFAULT '', \
+             pad char(60) NOT NULL DEFAULT '', PRIMARY KEY (id))"
+        ))
+    }
+
+    fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
+        if rows.len() > MAX_ROWS_PER_INSERT {
+            return Err(DbError::fatal("too many rows for one insert"));
+        }
+        let key = (table.slot, rows.len());
+        if !self.loads.contains_key(&key) {
+            let values: Vec<String> = (0..rows.len())
+                .map(|i| {
+                    let p = 4 * i;
+                    format!("(${},${},${},${})", p + 1, p + 2, p + 3, p + 4)
+                })
+                .collect();
+            let sql = format!(
+                "INSERT INTO {} (id, k, c, pad) VALUES {}",
+                table.name,
+                values.join(",")
+            );
+            let name =
+                self.prepare_named(&sql, &[INT4, INT4, VARCHAR, VARCHAR].repeat(rows.len()))?;
+            self.loads.insert(key, name);
+        }
+        let name = &self.loads[&key];
+        let r = self.client.execute(name, rows.len() * 4, |p| {
+            for r in rows {
+                p.i32(r.id as i32);
+                p.i32(r.k as i32);
+                p.str(&r.c);
+                p.str(&r.pad);
+            }
+        });
+        r.map_err(classify)
+    }
+
+    fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
+        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
+    }
+
+    fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+        if self.micro.get(table, stmt).is_none() {
+            let sql = stmt.sql(table.name, |i| format!("${}", i + 1));
+            let name = self.prepare_named(&sql, &types(args))?;
+            self.micro.insert(table, stmt, name);
+        }
+        let name = self.micro.get(table, stmt).expect("prepared above");
+        let r = self.client.execute(name, args.len(), |p| {
+            for a in args {
+                match *a {
+                    Arg::Int(v) => p.i32(v as i32),
+                    Arg::Str(s) => p.str(s),
+                }
+            }
+        });
+        r.map_err(classify)
+    }
+
+    fn begin(&mut self) -> DbResult<()> {
+        self.batch("BEGIN")
+    }
+
+    fn commit(&mut self) -> DbResult<()> {
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&mut self) -> DbResult<()> {
+        self.batch("ROLLBACK")
+    }
+
+    fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
+        let sql = format!(
+            "SELECT count(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
+            table.name
+        );
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
+    }
+
+    fn max_id(&mut self, table: Table) -> DbResult<i64> {
+        let sql = format!("SELECT max(id) FROM {}", table.name);
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
+    }
+}
