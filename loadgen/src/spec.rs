@@ -13,6 +13,7 @@ pub struct StepSpec {
     pub spec_version: u32,
     pub engine: EngineSpec,
     pub workload: Workload,
+    #[serde(deserialize_with = "step_or_micro")]
     pub step: Step,
     /// One table per client, pi1..piN.
     pub clients: u32,
@@ -87,8 +88,9 @@ pub enum Step {
     RangeQueries,
     #[serde(rename = "qp")]
     PointQueries,
-    /// The microbenchmarks' steps (workload micro; it shares `cleanup` above).
-    #[serde(untagged)]
+    /// The microbenchmarks' steps (workload micro; it shares `cleanup` above), read
+    /// by `step_or_micro`.
+    #[serde(skip)]
     Micro(MicroStep),
 }
 
@@ -143,6 +145,22 @@ pub struct CleanupSpec {
     pub statements_timeout_s: f64,
 }
 
+/// A step of the enum above, else a micro step; the error names the unknown step.
+fn step_or_micro<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::Error> {
+    use serde::de::{value::StrDeserializer, Error, IntoDeserializer};
+    let name = String::deserialize(d)?;
+    let de: StrDeserializer<'_, serde::de::value::Error> = name.as_str().into_deserializer();
+    match Step::deserialize(de) {
+        Ok(step) => Ok(step),
+        Err(e) => {
+            let de: StrDeserializer<'_, D::Error> = name.as_str().into_deserializer();
+            MicroStep::deserialize(de)
+                .map(Step::Micro)
+                .map_err(|_| D::Error::custom(format!("{e}, or a micro step")))
+        }
+    }
+}
+
 fn default_report_interval_ms() -> u64 {
     1000
 }
@@ -193,8 +211,8 @@ impl StepSpec {
                 self.report_interval_ms
             );
         }
-        self.validate_insert()?;
         self.validate_workload_step()?;
+        self.validate_insert()?;
         if let Some(c) = &self.cleanup {
             if self.step != Step::Cleanup {
                 bail!(

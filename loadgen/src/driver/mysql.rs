@@ -134,7 +134,7 @@ fn sql_for(key: StmtKey, t: &str) -> String {
         ),
         StmtKey::Point => format!(
             "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN ({})",
-            vec!["?"; 10].join(",")
+            ["?"; 10].join(",")
         ),
     }
 }
