@@ -9,6 +9,7 @@ mod null;
 mod pgwire;
 mod postgres;
 mod postgres_micro;
+mod sockwait;
 
 use crate::spec::{EngineSpec, StepSpec};
 use std::fmt;

@@ -211,6 +211,8 @@ pub struct MyClient {
     big: Vec<u8>,
     params: Params,
     pub server_version: String,
+    /// How long a read waits for the server: the connect timeout, then no limit.
+    wait_ms: i32,
 }
 
 impl MyClient {
@@ -233,9 +235,11 @@ impl MyClient {
                 values: Vec::new(),
             },
             server_version: String::new(),
+            wait_ms: timeout.as_millis().min(i32::MAX as u128) as i32,
         };
         c.handshake(user)?;
         c.stream.set_read_timeout(None).map_err(io)?;
+        c.wait_ms = -1;
         Ok(c)
     }
 
@@ -365,7 +369,8 @@ impl MyClient {
             self.rbuf.resize(self.rbuf.len() * 2, 0);
         }
         loop {
-            return match self.stream.read(&mut self.rbuf[self.rlen..]) {
+            let ready = super::sockwait::readable(&self.stream, self.wait_ms);
+            return match ready.and_then(|_| self.stream.read(&mut self.rbuf[self.rlen..])) {
                 Ok(0) => Err(MyError::client("the server closed the connection")),
                 Ok(n) => {
                     self.rlen += n;

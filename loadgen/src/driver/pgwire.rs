@@ -81,6 +81,8 @@ pub struct PgClient {
     /// Unread bytes of `rbuf` are `rpos..rlen`.
     rpos: usize,
     rlen: usize,
+    /// How long a read waits for the server: the connect timeout, then no limit.
+    wait_ms: i32,
 }
 
 /// Start a message of type `tag` in `buf`; `finish` fills in its length.
@@ -151,6 +153,7 @@ impl PgClient {
             rbuf: vec![0; 64 * 1024],
             rpos: 0,
             rlen: 0,
+            wait_ms: timeout.as_millis().min(i32::MAX as u128) as i32,
         };
         c.wbuf.extend_from_slice(&[0; 4]);
         c.wbuf.extend_from_slice(&196608i32.to_be_bytes()); // protocol 3.0
@@ -174,6 +177,7 @@ impl PgClient {
         c.stream
             .set_read_timeout(None)
             .map_err(|e| PgError::io("connect", e))?;
+        c.wait_ms = -1;
         Ok(c)
     }
 
@@ -204,7 +208,8 @@ impl PgClient {
                 self.rlen -= self.rpos;
                 self.rpos = 0;
             }
-            let n = match self.stream.read(&mut self.rbuf[self.rlen..]) {
+            let ready = super::sockwait::readable(&self.stream, self.wait_ms);
+            let n = match ready.and_then(|_| self.stream.read(&mut self.rbuf[self.rlen..])) {
                 Ok(0) => return Err(PgError::client("the server closed the connection")),
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
