@@ -3,7 +3,9 @@
 //! call, so drivers never time themselves.
 
 pub mod micro;
+mod mypacket;
 mod mysql;
+mod mysql_micro;
 mod mywire;
 mod null;
 mod pgwire;

@@ -3,7 +3,7 @@
 //! counted, never decoded. The storage engine (InnoDB or RocksDB) is this driver's
 //! business: it picks the table's ENGINE and the post-write cleanup.
 
-use super::micro::{Arg, MicroConn, SbRow, Stmt, StmtCache, Table};
+use super::micro::{MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// A prepared statement takes at most 65535 parameters.
-const MAX_PARAMS: usize = 65_535;
+pub(super) const MAX_PARAMS: usize = 65_535;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -88,18 +88,19 @@ enum StmtKey {
     Point,
 }
 
-struct MyConn {
-    client: MyClient,
-    storage_engine: String,
+pub(super) struct MyConn {
+    pub(super) client: MyClient,
+    pub(super) storage_engine: String,
     /// The Insert Benchmark table the statements in `stmts` name.
     table: String,
     stmts: HashMap<StmtKey, Prepared>,
-    micro: StmtCache<Prepared>,
-    /// Multi-row sbtest inserts by (table slot, rows).
-    loads: HashMap<(usize, usize), Prepared>,
+    /// Microbenchmark statements by table slot (see `mysql_micro`), and multi-row
+    /// sbtest inserts by (table slot, rows).
+    pub(super) micro: StmtCache<Prepared>,
+    pub(super) loads: HashMap<(usize, usize), Prepared>,
 }
 
-fn classify(e: MyError) -> DbError {
+pub(super) fn classify(e: MyError) -> DbError {
     match e.code {
         Some(code) if IGNORABLE.contains(&code) => DbError::ignorable(e.message),
         _ => DbError::fatal(e.message),
@@ -107,7 +108,7 @@ fn classify(e: MyError) -> DbError {
 }
 
 /// `(?,?,...)` with `n` placeholders, `rows` times, comma separated.
-fn values(rows: usize, n: usize) -> String {
+pub(super) fn values(rows: usize, n: usize) -> String {
     let one = format!("({})", vec!["?"; n].join(","));
     vec![one; rows].join(",")
 }
@@ -156,12 +157,12 @@ impl MyConn {
         Ok(p)
     }
 
-    fn batch(&mut self, sql: &str) -> DbResult<()> {
+    pub(super) fn batch(&mut self, sql: &str) -> DbResult<()> {
         self.client.query(sql).map(|_| ()).map_err(classify)
     }
 
     /// The first row of a query, its columns parsed as integers (NULL as None).
-    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+    pub(super) fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
         let rows = self.client.query_rows(sql).map_err(classify)?;
         let row = rows
             .into_iter()
@@ -352,99 +353,5 @@ impl Conn for MyConn {
 
     fn micro(&mut self) -> Option<&mut dyn MicroConn> {
         Some(self)
-    }
-}
-
-impl MicroConn for MyConn {
-    fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
-        self.micro.clear_table(table);
-        self.loads.retain(|&(slot, _), _| slot != table.slot);
-        let t = table.name;
-        self.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
-        self.batch(&format!(
-            "CREATE TABLE {t} (id int NOT NULL, k int NOT NULL DEFAULT 0, \
-             c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '', \
-             PRIMARY KEY (id)) ENGINE={}",
-            self.storage_engine
-        ))
-    }
-
-    fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
-        if rows.len() * 4 > MAX_PARAMS {
-            return Err(DbError::fatal("too many rows for one insert"));
-        }
-        let key = (table.slot, rows.len());
-        let stmt = match self.loads.get(&key) {
-            Some(&s) => s,
-            None => {
-                let sql = format!(
-                    "INSERT INTO {} (id, k, c, pad) VALUES {}",
-                    table.name,
-                    values(rows.len(), 4)
-                );
-                let s = self.client.prepare(&sql).map_err(classify)?;
-                self.loads.insert(key, s);
-                s
-            }
-        };
-        let r = self.client.execute(stmt, |p| {
-            for r in rows {
-                p.i64(r.id);
-                p.i64(r.k);
-                p.str(&r.c);
-                p.str(&r.pad);
-            }
-        });
-        r.map(|o| o.rows).map_err(classify)
-    }
-
-    fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
-        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
-    }
-
-    fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
-        let prepared = match self.micro.get(table, stmt) {
-            Some(&p) => p,
-            None => {
-                let sql = stmt.sql(table.name, |_| "?".into());
-                let p = self.client.prepare(&sql).map_err(classify)?;
-                self.micro.insert(table, stmt, p);
-                p
-            }
-        };
-        let r = self.client.execute(prepared, |p| {
-            for a in args {
-                match *a {
-                    Arg::Int(v) => p.i64(v),
-                    Arg::Str(s) => p.str(s),
-                }
-            }
-        });
-        r.map(|o| o.rows).map_err(classify)
-    }
-
-    fn begin(&mut self) -> DbResult<()> {
-        self.batch("BEGIN")
-    }
-
-    fn commit(&mut self) -> DbResult<()> {
-        self.batch("COMMIT")
-    }
-
-    fn rollback(&mut self) -> DbResult<()> {
-        self.batch("ROLLBACK")
-    }
-
-    fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
-            table.name
-        );
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
-    }
-
-    fn max_id(&mut self, table: Table) -> DbResult<i64> {
-        let sql = format!("SELECT MAX(id) FROM {}", table.name);
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
     }
 }

@@ -1,0 +1,100 @@
+//! The microbenchmarks' statements on MySQL-family servers: sysbench's sbtest schema
+//! in the table's storage engine, statements prepared once per connection.
+
+use super::micro::{Arg, MicroConn, SbRow, Stmt, Table};
+use super::mysql::{classify, values, MyConn, MAX_PARAMS};
+use super::{DbError, DbResult};
+
+impl MicroConn for MyConn {
+    fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
+        self.micro.clear_table(table);
+        self.loads.retain(|&(slot, _), _| slot != table.slot);
+        let t = table.name;
+        self.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
+        self.batch(&format!(
+            "CREATE TABLE {t} (id int NOT NULL, k int NOT NULL DEFAULT 0, \
+             c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '', \
+             PRIMARY KEY (id)) ENGINE={}",
+            self.storage_engine
+        ))
+    }
+
+    fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
+        if rows.len() * 4 > MAX_PARAMS {
+            return Err(DbError::fatal("too many rows for one insert"));
+        }
+        let key = (table.slot, rows.len());
+        let stmt = match self.loads.get(&key) {
+            Some(&s) => s,
+            None => {
+                let sql = format!(
+                    "INSERT INTO {} (id, k, c, pad) VALUES {}",
+                    table.name,
+                    values(rows.len(), 4)
+                );
+                let s = self.client.prepare(&sql).map_err(classify)?;
+                self.loads.insert(key, s);
+                s
+            }
+        };
+        let r = self.client.execute(stmt, |p| {
+            for r in rows {
+                p.i64(r.id);
+                p.i64(r.k);
+                p.str(&r.c);
+                p.str(&r.pad);
+            }
+        });
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
+        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
+    }
+
+    fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+        let prepared = match self.micro.get(table, stmt) {
+            Some(&p) => p,
+            None => {
+                let sql = stmt.sql(table.name, |_| "?".into());
+                let p = self.client.prepare(&sql).map_err(classify)?;
+                self.micro.insert(table, stmt, p);
+                p
+            }
+        };
+        let r = self.client.execute(prepared, |p| {
+            for a in args {
+                match *a {
+                    Arg::Int(v) => p.i64(v),
+                    Arg::Str(s) => p.str(s),
+                }
+            }
+        });
+        r.map(|o| o.rows).map_err(classify)
+    }
+
+    fn begin(&mut self) -> DbResult<()> {
+        self.batch("BEGIN")
+    }
+
+    fn commit(&mut self) -> DbResult<()> {
+        self.batch("COMMIT")
+    }
+
+    fn rollback(&mut self) -> DbResult<()> {
+        self.batch("ROLLBACK")
+    }
+
+    fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
+        let sql = format!(
+            "SELECT COUNT(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
+            table.name
+        );
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
+    }
+
+    fn max_id(&mut self, table: Table) -> DbResult<i64> {
+        let sql = format!("SELECT MAX(id) FROM {}", table.name);
+        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
+    }
+}
