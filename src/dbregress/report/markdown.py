@@ -295,5 +295,6 @@ def summary_tables(record: dict[str, Any], ms: list[Matrix]) -> str:
     """The short version printed at the end of `dbregress run`."""
     parts = []
     for m in ms:
-        parts += [_title(m), throughput(m), relative_qps(m), sla(m), cpu_per_op(m), engine_stats(m)]
+        parts += [_title(m), throughput(m), relative_qps(m), groups(m), sla(m), cpu_per_op(m)]
+        parts += [engine_stats(m)]
     return _join([*parts, failures(record)])
