@@ -30,7 +30,7 @@ SYSTEM_LIB_DIRS = (Path("/usr/lib/x86_64-linux-gnu"), Path("/usr/lib"), Path("/u
 SYSTEM_PACKAGE_HINT = "librocksdb7.8"  # Debian 12's; other releases ship librocksdbX.Y
 PROBE_TIMEOUT_S = 60.0
 # rocksdbjni jars seen here to hold librocksdbjni-linux64.so that opened a database
-VERIFIED_JARS = ("3.5.1", "4.13.5", "5.0.1", "6.22.1", "7.10.2", "8.11.4", "10.2.1")
+VERIFIED_JARS = ("3.5.1", "4.13.5", "5.0.1", "6.20.3", "6.22.1", "7.10.2", "8.11.4", "10.2.1")
 _SONAME = re.compile(r"librocksdb\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 # Runs in a child process: load the library, open a scratch database, report its version.
