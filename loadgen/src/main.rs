@@ -2,6 +2,7 @@
 //! prints what happened as JSON lines (schema/events.schema.json).
 
 mod driver;
+mod kvspec;
 mod output;
 mod pace;
 mod runner;

@@ -1,6 +1,7 @@
 //! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
 //! then cross-validate what the schema alone cannot say.
 
+use crate::kvspec::{KvSpec, RocksOptions};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::time::Duration;
@@ -24,6 +25,11 @@ pub struct StepSpec {
     pub cleanup: Option<CleanupSpec>,
     #[serde(default)]
     pub wait_before_close: bool,
+    /// The `kv` section as given; `kv` holds it with the defaults applied.
+    #[serde(rename = "kv")]
+    kv_given: Option<KvSpec>,
+    #[serde(skip)]
+    pub kv: KvSpec,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
@@ -42,12 +48,31 @@ pub enum EngineSpec {
         #[serde(default)]
         fail_every: u64,
     },
+    /// Embedded: the loadgen dlopens the library and opens the database itself.
+    Rocksdb {
+        library: String,
+        /// major.minor[.patch]: decides calling conventions and version-gated options.
+        version: String,
+        db_path: String,
+        options: RocksOptions,
+    },
+}
+
+impl EngineSpec {
+    pub fn driver_name(&self) -> &'static str {
+        match self {
+            EngineSpec::Postgres { .. } => "postgres",
+            EngineSpec::Null { .. } => "null",
+            EngineSpec::Rocksdb { .. } => "rocksdb",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     Insert,
+    Kv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -66,6 +91,37 @@ pub enum Step {
     RangeQueries,
     #[serde(rename = "qp")]
     PointQueries,
+    #[serde(rename = "fillseq")]
+    Fillseq,
+    #[serde(rename = "revrange")]
+    Revrange,
+    #[serde(rename = "overwritesome")]
+    Overwritesome,
+    #[serde(rename = "flush_mt_l0")]
+    FlushMtL0,
+    #[serde(rename = "readrandom")]
+    Readrandom,
+    #[serde(rename = "fwdrange")]
+    Fwdrange,
+    #[serde(rename = "revrangewhilewriting")]
+    RevrangeWhileWriting,
+    #[serde(rename = "fwdrangewhilewriting")]
+    FwdrangeWhileWriting,
+    #[serde(rename = "readwhilewriting")]
+    ReadWhileWriting,
+    #[serde(rename = "overwriteandwait")]
+    OverwriteAndWait,
+    #[serde(rename = "overwrite")]
+    Overwrite,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Insert => "insert",
+            Workload::Kv => "kv",
+        }
+    }
 }
 
 impl Step {
@@ -78,7 +134,47 @@ impl Step {
             Step::Cleanup => "cleanup",
             Step::RangeQueries => "qr",
             Step::PointQueries => "qp",
+            Step::Fillseq => "fillseq",
+            Step::Revrange => "revrange",
+            Step::Overwritesome => "overwritesome",
+            Step::FlushMtL0 => "flush_mt_l0",
+            Step::Readrandom => "readrandom",
+            Step::Fwdrange => "fwdrange",
+            Step::RevrangeWhileWriting => "revrangewhilewriting",
+            Step::FwdrangeWhileWriting => "fwdrangewhilewriting",
+            Step::ReadWhileWriting => "readwhilewriting",
+            Step::OverwriteAndWait => "overwriteandwait",
+            Step::Overwrite => "overwrite",
         }
+    }
+
+    /// The workload a step belongs to.
+    pub fn workload(self) -> Workload {
+        match self {
+            Step::LoadI0
+            | Step::CreateIndexes
+            | Step::LoadI1
+            | Step::LoadI2
+            | Step::Cleanup
+            | Step::RangeQueries
+            | Step::PointQueries => Workload::Insert,
+            _ => Workload::Kv,
+        }
+    }
+
+    /// kv steps that run for kv.duration_s.
+    pub fn is_timed_kv(self) -> bool {
+        matches!(
+            self,
+            Step::Revrange
+                | Step::Readrandom
+                | Step::Fwdrange
+                | Step::RevrangeWhileWriting
+                | Step::FwdrangeWhileWriting
+                | Step::ReadWhileWriting
+                | Step::OverwriteAndWait
+                | Step::Overwrite
+        )
     }
 
     fn is_load(self) -> bool {
@@ -96,7 +192,7 @@ impl Step {
             Step::LoadI1 => Some(50),
             Step::LoadI2 => Some(5),
             Step::RangeQueries | Step::PointQueries => Some(10),
-            Step::CreateIndexes | Step::Cleanup => None,
+            _ => None,
         }
     }
 }
@@ -129,7 +225,8 @@ fn default_statements_timeout_s() -> f64 {
 impl StepSpec {
     /// Parse and validate a spec given as JSON text.
     pub fn from_json(text: &str) -> Result<StepSpec> {
-        let spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
+        let mut spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
+        spec.kv = spec.kv_given.clone().unwrap_or_default();
         spec.validate().context("invalid step spec")?;
         Ok(spec)
     }
@@ -168,6 +265,13 @@ impl StepSpec {
                 self.report_interval_ms
             );
         }
+        self.validate_workload()?;
+        if self.workload == Workload::Kv {
+            self.kv.validate(self.step)?;
+        }
+        if let EngineSpec::Rocksdb { options, .. } = &self.engine {
+            options.validate()?;
+        }
         self.validate_insert()?;
         if let Some(c) = &self.cleanup {
             if self.step != Step::Cleanup {
@@ -182,6 +286,33 @@ impl StepSpec {
                     c.statements_timeout_s
                 );
             }
+        }
+        Ok(())
+    }
+
+    /// The step belongs to the workload, and the driver speaks it.
+    fn validate_workload(&self) -> Result<()> {
+        let step = self.step.name();
+        if self.step.workload() != self.workload {
+            bail!(
+                "step {step} does not belong to workload {}",
+                self.workload.name()
+            );
+        }
+        let driver_speaks = match &self.engine {
+            EngineSpec::Postgres { .. } => self.workload == Workload::Insert,
+            EngineSpec::Rocksdb { .. } => self.workload == Workload::Kv,
+            EngineSpec::Null { .. } => true,
+        };
+        if !driver_speaks {
+            bail!(
+                "driver {} does not run workload {}",
+                self.engine.driver_name(),
+                self.workload.name()
+            );
+        }
+        if self.workload == Workload::Insert && self.kv_given.is_some() {
+            bail!("kv does not apply to workload insert");
         }
         Ok(())
     }

@@ -18,10 +18,16 @@ pub enum OpKind {
     PointQuery,
     CreateIndex,
     Cleanup,
+    Get,
+    Put,
+    SeekNext,
+    SeekPrev,
+    Flush,
+    Compact,
 }
 
 impl OpKind {
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 12;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -31,6 +37,12 @@ impl OpKind {
             OpKind::PointQuery => "point_query",
             OpKind::CreateIndex => "create_index",
             OpKind::Cleanup => "cleanup",
+            OpKind::Get => "get",
+            OpKind::Put => "put",
+            OpKind::SeekNext => "seek_next",
+            OpKind::SeekPrev => "seek_prev",
+            OpKind::Flush => "flush",
+            OpKind::Compact => "compact",
         }
     }
 }

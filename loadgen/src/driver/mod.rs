@@ -2,11 +2,16 @@
 //! by name in `open`; workloads speak only to these traits, and the runner times every
 //! call, so drivers never time themselves.
 
+pub mod kv;
 mod null;
+mod null_kv;
 mod pgwire;
 mod postgres;
+mod rocksdb;
+mod rocksdb_api;
 
-use crate::spec::EngineSpec;
+use crate::spec::{EngineSpec, Step, StepSpec};
+use kv::KvStore;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -88,10 +93,25 @@ impl RangeIndex {
     ];
 }
 
-/// A way to reach one engine.
+/// A way to reach one engine. SQL engines give connections; key-value engines give
+/// their store; the null driver gives both.
 pub trait Driver: Send + Sync {
     fn name(&self) -> &'static str;
-    fn connect(&self) -> DbResult<Box<dyn Conn>>;
+    fn connect(&self) -> DbResult<Box<dyn Conn>> {
+        Err(DbError::fatal(format!(
+            "driver {} has no SQL connections",
+            self.name()
+        )))
+    }
+    /// The key-value store, for drivers that embed one.
+    fn kv(&self) -> Option<&dyn KvStore> {
+        None
+    }
+    /// Optional features found in this engine build, for the start event; None when
+    /// the driver has no such notion.
+    fn capabilities(&self) -> Option<Vec<&'static str>> {
+        None
+    }
 }
 
 /// One connection (session) to the engine.
@@ -123,9 +143,10 @@ pub trait Conn: Send {
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()>;
 }
 
-/// The registry: the driver named by the spec's `engine.driver`.
-pub fn open(engine: &EngineSpec) -> Box<dyn Driver> {
-    match engine {
+/// The registry: the driver named by the spec's `engine.driver`. An embedded engine is
+/// loaded and opened here, before the step starts.
+pub fn open(spec: &StepSpec) -> anyhow::Result<Box<dyn Driver>> {
+    Ok(match &spec.engine {
         EngineSpec::Postgres {
             socket_dir,
             port,
@@ -137,6 +158,31 @@ pub fn open(engine: &EngineSpec) -> Box<dyn Driver> {
         EngineSpec::Null {
             latency_us,
             fail_every,
-        } => Box::new(null::NullDriver::new(*latency_us, *fail_every)),
-    }
+        } => {
+            let prefill = if spec.step == Step::Fillseq {
+                0
+            } else {
+                spec.kv.keys()
+            };
+            let (latency, fail) = (*latency_us, *fail_every);
+            Box::new(null::NullDriver::new(
+                latency,
+                fail,
+                prefill,
+                spec.kv.key_size,
+            ))
+        }
+        EngineSpec::Rocksdb {
+            library,
+            version,
+            db_path,
+            options,
+        } => Box::new(rocksdb::RocksDriver::open(
+            library,
+            version,
+            db_path,
+            options,
+            spec.step == Step::Fillseq,
+        )?),
+    })
 }

@@ -2,6 +2,8 @@
 //! fails with an ignorable error. Tables are row counters with contiguous ids so the
 //! workload's checks hold. For testing the scheduler and reports, never as an engine.
 
+use super::kv::KvStore;
+use super::null_kv::NullKv;
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -21,27 +23,55 @@ impl Default for Table {
     }
 }
 
-struct Shared {
+/// The scripted latency and failures, shared by the SQL and the key-value sides.
+pub struct Shared {
     latency: Duration,
     fail_every: u64,
     ops: AtomicU64,
     tables: Mutex<HashMap<String, Table>>,
 }
 
-pub struct NullDriver {
-    shared: Arc<Shared>,
-}
-
-impl NullDriver {
-    pub fn new(latency_us: u64, fail_every: u64) -> NullDriver {
-        let shared = Shared {
+impl Shared {
+    pub fn new(latency_us: u64, fail_every: u64) -> Shared {
+        Shared {
             latency: Duration::from_micros(latency_us),
             fail_every,
             ops: AtomicU64::new(0),
             tables: Mutex::new(HashMap::new()),
-        };
+        }
+    }
+
+    /// Sleep the scripted latency; fail if this is the Nth data operation.
+    pub fn data_op(&self) -> DbResult<()> {
+        self.pause();
+        let n = self.ops.fetch_add(1, Relaxed) + 1;
+        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
+            return Err(DbError::ignorable(format!(
+                "null driver: injected error (operation {n})"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn pause(&self) {
+        if !self.latency.is_zero() {
+            std::thread::sleep(self.latency);
+        }
+    }
+}
+
+pub struct NullDriver {
+    shared: Arc<Shared>,
+    kv: NullKv,
+}
+
+impl NullDriver {
+    /// `kv_prefill` keys of `key_size` bytes are in its key-value store from the start.
+    pub fn new(latency_us: u64, fail_every: u64, kv_prefill: u64, key_size: usize) -> NullDriver {
+        let shared = Arc::new(Shared::new(latency_us, fail_every));
         NullDriver {
-            shared: Arc::new(shared),
+            kv: NullKv::new(shared.clone(), kv_prefill, key_size),
+            shared,
         }
     }
 }
@@ -56,6 +86,10 @@ impl Driver for NullDriver {
             shared: self.shared.clone(),
         }))
     }
+
+    fn kv(&self) -> Option<&dyn KvStore> {
+        Some(&self.kv)
+    }
 }
 
 struct NullConn {
@@ -63,22 +97,12 @@ struct NullConn {
 }
 
 impl NullConn {
-    /// Sleep the scripted latency; fail if this is the Nth data operation.
     fn data_op(&self) -> DbResult<()> {
-        self.pause();
-        let n = self.shared.ops.fetch_add(1, Relaxed) + 1;
-        if self.shared.fail_every > 0 && n.is_multiple_of(self.shared.fail_every) {
-            return Err(DbError::ignorable(format!(
-                "null driver: injected error (operation {n})"
-            )));
-        }
-        Ok(())
+        self.shared.data_op()
     }
 
     fn pause(&self) {
-        if !self.shared.latency.is_zero() {
-            std::thread::sleep(self.shared.latency);
-        }
+        self.shared.pause()
     }
 
     fn with_table<T>(&self, table: &str, f: impl FnOnce(&mut Table) -> T) -> T {
