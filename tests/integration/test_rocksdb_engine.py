@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +21,17 @@ from dbregress.benchmarks import kv
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.rocksdb import RocksdbEngine
 from dbregress.errors import ConfigRejected
-from dbregress.lab import KvSizes
-from dbregress.loadgen import SPEC_VERSION
+from dbregress.lab import KvSizes, Placement
+from dbregress.loadgen import SPEC_VERSION, find_binary
 from dbregress.provision import Build, BuildSpec
 from dbregress.provision.versioning import version_key
+from dbregress.step import collect_step
 
 pytestmark = pytest.mark.engine
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema/step-spec.schema.json").read_text())
 # before the bloom-bits change (6.24), 8.x with hyper clock, 10.x, and Debian's 7.8.3
 VERSIONS = {"6.22.1": "6.22.1", "8.11.4": "8.11.4", "10.2.1": "10.2.1", "system": "7.8.3"}
-LOADGEN = Path(__file__).parents[2] / "target" / "release" / "dbregress-loadgen"
 
 # put a key, read it back, list a few symbols: the library works without a JVM
 _SMOKE = r"""
@@ -132,3 +133,63 @@ def test_hyper_clock_by_version(build: Build, tmp_path: Path) -> None:
     else:
         with pytest.raises(ConfigRejected, match=r"needs RocksDB 8\.1"):
             e.start()
+
+
+@pytest.fixture(scope="module")
+def kv_loadgen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The loadgen, if it knows the rocksdb driver and the kv workload (else skip)."""
+    binary = find_binary()
+    spec_path = tmp_path_factory.mktemp("kv-support") / "spec.json"
+    spec = {
+        "spec_version": SPEC_VERSION,
+        "engine": {
+            "driver": "rocksdb",
+            "library": "/nonexistent/librocksdb.so",
+            "version": "10.2.1",
+            "db_path": str(spec_path.parent / "db"),
+            "options": {},
+        },
+        "workload": "kv",
+        "step": "fillseq",
+        "clients": 1,
+        "seed": 1,
+        "kv": {"keys": 1},
+    }
+    spec_path.write_text(json.dumps(spec))
+    done = subprocess.run(
+        [str(binary), str(spec_path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    if "unknown variant" in done.stdout + done.stderr:
+        pytest.skip(f"{binary} predates the rocksdb driver and kv workload: `make build`")
+    yield binary
+
+
+def test_fillseq_and_readrandom_through_the_loadgen(
+    build: Build, tmp_path: Path, kv_loadgen: Path
+) -> None:
+    sizes = KvSizes(keys=20_000, seconds=1, short_seconds=1, steps=("fillseq", "readrandom"))
+    e = engine(build, tmp_path)
+    e.start()
+    results = tmp_path / "results"
+    results.mkdir(exist_ok=True)
+    try:
+        for index, plan in enumerate(kv.plan(sizes), start=1):
+            spec = kv.step_spec(e.connection(), plan, 2, index)
+            outcome = collect_step(
+                e,
+                spec,
+                results / f"{index:02d}-{plan.name}",
+                plan,
+                120.0,
+                Placement("unpinned", None, None),
+                lambda elapsed, left: None,
+            )
+            result = outcome.result
+            assert result["status"] == "ok", result
+            assert result["q"]["count"] > 0 and result["q"]["value"] > 0
+            if plan.name == "fillseq":
+                assert result["q"]["count"] == sizes.keys
+    finally:
+        e.stop()
+    assert e.data_size_bytes() > sizes.keys * sizes.value_size // 2  # the data is on disk
+    assert (results / "server.log").read_text()  # RocksDB's LOG kept with the results
