@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -364,8 +365,12 @@ def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
         if other != benchmark and other in r.data:
             raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
     table = parent.child(benchmark, r.get(benchmark, dict, {}))
-    sizes = {"insert": _insert, "kv": _kv, "micro": _micro}[benchmark](table)
-    return Comparison(name, benchmark, columns, sizes)
+    readers: dict[str, Callable[[_Reader], InsertSizes | KvSizes | MicroSizes]] = {
+        "insert": _insert,
+        "kv": _kv,
+        "micro": _micro,
+    }
+    return Comparison(name, benchmark, columns, readers[benchmark](table))
 
 
 def _columns(parent: _Reader, raw: list[Any]) -> tuple[Column, ...]:
