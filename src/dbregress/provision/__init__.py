@@ -1,7 +1,9 @@
 """Where builds come from: a spec like `postgres@17.2.0` becomes a `Build` on disk.
 
 Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
-local.py), and a user's own build directory (`@/path`, local.py). Fetched builds live in
+local.py), and a user's own build directory (`@/path`, local.py). PostgreSQL, MariaDB
+and MySQL (with Percona and FB MySQL: user builds only); MySQL-family specifics are in
+mysql.py. Fetched builds live in
 a cache keyed by the spec (cache.py), unpacked atomically.
 """
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from dbregress.errors import BuildNotFound
 
-ENGINES = ("postgres",)
+ENGINES = ("postgres", "mariadb", "mysql")
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,7 @@ class BuildSpec:
         if not sep or not engine or not version:
             raise BuildNotFound(
                 f"build {text!r} is not of the form ENGINE@VERSION "
-                "(e.g. postgres@17.2.0, postgres@system, postgres@/path/to/basedir)"
+                "(e.g. postgres@17.2.0, mariadb@11.4.5, mariadb@system, mysql@/path/to/basedir)"
             )
         if engine not in ENGINES:
             raise BuildNotFound(
@@ -91,6 +93,11 @@ def versions(engine: str) -> list[str]:
     """Versions of `engine` that `fetch` can get, sorted numerically (oldest first)."""
     from dbregress.provision import maven
 
-    if engine not in maven.ARTIFACTS:
+    if engine not in ENGINES:
         raise BuildNotFound(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if engine not in maven.ARTIFACTS:
+        raise BuildNotFound(
+            f"{engine} builds are not on Maven Central, so there is no version list; use "
+            f"{engine}@/path/to/basedir (your own build) or {engine}@system"
+        )
     return maven.available_versions(engine)

