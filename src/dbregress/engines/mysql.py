@@ -33,6 +33,7 @@ MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with the terminating NUL
 CONFIG_ERRORS = (
     "unknown variable",
     "unknown option",
+    "unrecognized value",
     "unknown/unsupported storage engine",
     "error while setting value",
     "invalid value",
