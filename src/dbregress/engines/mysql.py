@@ -27,6 +27,7 @@ from dbregress.provision import mysql as family
 from dbregress.provision.mysql import ServerVersion
 
 READY_POLL_S = 0.05
+INSTALL_TIMEOUT_S = 300.0  # old versions' mysql_install_db takes ~10 s on 2 vCPUs
 PROTOCOL_VERSION = 10  # first byte of the server's greeting packet since MySQL 3.21
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with the terminating NUL
 # the server's own words for a setting it refuses (compared in lower case)
@@ -212,14 +213,18 @@ class MysqlEngine(Engine):
 
     def _create_system_tables(self) -> None:
         proc = self._popen(self._install_command())
+        timeout_s = max(self.options.start_timeout_s, INSTALL_TIMEOUT_S)
         try:
-            status = proc.wait(timeout=max(self.options.start_timeout_s, 300))
+            status = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            process.stop_tree(proc, signal.SIGKILL, 5)
+            process.kill_tree(proc)
             raise EngineError(
-                f"{self.build.spec}: creating the system tables did not finish; "
-                f"log {self.options.log_path}:\n{self.log_tail()}"
+                f"{self.build.spec}: creating the system tables did not finish in "
+                f"{timeout_s} s; log {self.options.log_path}:\n{self.log_tail()}"
             ) from None
+        except BaseException:  # Ctrl-C: leave no bootstrap server behind
+            process.kill_tree(proc)
+            raise
         if status != 0:
             raise self._start_failure("creating the system tables", status)
 

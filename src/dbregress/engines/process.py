@@ -148,9 +148,14 @@ def stop_tree(proc: subprocess.Popen[bytes], shutdown: signal.Signals, timeout_s
     try:
         proc.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        for pid in tree_pids(proc.pid):
-            kill(pid)
-        proc.wait()
+        kill_tree(proc)
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL `proc` and all its descendants, and reap it."""
+    for pid in tree_pids(proc.pid):
+        kill(pid)
+    proc.wait()
 
 
 def kill(pid: int) -> None:
