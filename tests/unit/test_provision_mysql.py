@@ -135,7 +135,7 @@ def _script(path: Path, text: str) -> None:
 
 
 def test_not_a_mysql_basedir(tmp_path: Path) -> None:
-    with pytest.raises(BuildNotFound, match="not a MySQL-family basedir.*bin/mysqld"):
+    with pytest.raises(BuildNotFound, match=r"not a MySQL-family basedir.*bin/mysqld"):
         provision.fetch(BuildSpec.parse(f"mysql@{tmp_path}"))
     _script(tmp_path / "bin" / "mysqld", 'echo "hello from something else"')
     with pytest.raises(BuildNotFound, match="is not a MySQL, MariaDB or Percona server"):
@@ -156,7 +156,7 @@ def test_user_basedir(tmp_path: Path) -> None:
         "flavor": "mysql",
         "version": "8.0.36",
     }
-    with pytest.raises(BuildNotFound, match="holds mysql 8.0.36, not MariaDB"):
+    with pytest.raises(BuildNotFound, match=r"holds mysql 8\.0\.36, not MariaDB"):
         provision.fetch(BuildSpec.parse(f"mariadb@{tmp_path}"))
 
 
