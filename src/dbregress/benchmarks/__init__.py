@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbregress.benchmarks import insert, micro
+from dbregress.benchmarks import insert, kv, micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab import Comparison, InsertSizes, KvSizes, MicroSizes
@@ -18,8 +18,6 @@ def plans(comparison: Comparison) -> list[StepPlan]:
         return insert.plan(comparison.sizes)
     if isinstance(comparison.sizes, MicroSizes):
         return micro.plan(comparison.sizes)
-    from dbregress.benchmarks import kv
-
     return kv.plan(comparison.sizes)
 
 
@@ -30,8 +28,6 @@ def step_spec(
         return insert.step_spec(connection, plan, comparison.sizes.clients, seed)
     if isinstance(comparison.sizes, MicroSizes):
         return micro.step_spec(connection, plan, comparison.sizes.clients, seed)
-    from dbregress.benchmarks import kv
-
     return kv.step_spec(connection, plan, comparison.sizes.threads, seed)
 
 

