@@ -76,7 +76,11 @@ api! {
         cache_destroy: fn(H);
         open: fn(H, *const c_char, Err) -> H;
         close: fn(H);
-        put: fn(H, H, *const c_char, usize, *const c_char, usize, Err);
+        writebatch_create: fn() -> H;
+        writebatch_destroy: fn(H);
+        writebatch_clear: fn(H);
+        writebatch_put: fn(H, *const c_char, usize, *const c_char, usize);
+        write: fn(H, H, H, Err);
         get_pinned: fn(H, H, *const c_char, usize, Err) -> H;
         pinnableslice_value: fn(H, *mut usize) -> *const c_char;
         pinnableslice_destroy: fn(H);
