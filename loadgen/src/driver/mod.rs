@@ -9,6 +9,8 @@ mod pgwire;
 mod postgres;
 mod rocksdb;
 mod rocksdb_api;
+mod rocksdb_session;
+mod rocksdb_stats;
 
 use crate::spec::{EngineSpec, Step, StepSpec};
 use kv::KvStore;

@@ -4,10 +4,11 @@
 
 use super::kv::{EngineSnapshot, KvConn, KvStore, WriteMode};
 use super::rocksdb_api::{Api, BloomAbi, Version, H};
+use super::rocksdb_session::RocksConn;
+use super::rocksdb_stats::parse_statistics;
 use super::{DbError, DbResult, Driver};
 use crate::kvspec::{CacheType, Compression, RocksOptions};
 use anyhow::{bail, Result};
-use std::collections::BTreeMap;
 use std::ffi::{c_char, CString};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
@@ -25,9 +26,9 @@ const BUSY_PROPERTIES: [&str; 4] = [
 ];
 
 /// The open database and every handle it owns; closed and freed on drop.
-struct Db {
-    api: Api,
-    db: H,
+pub(super) struct Db {
+    pub(super) api: Api,
+    pub(super) db: H,
     options: H,
     cache: H,
 }
@@ -213,7 +214,7 @@ impl Driver for RocksDriver {
 }
 
 /// RocksDB's own words, classified: busy/try-again may pass, the rest ends the step.
-fn db_error(what: &str, e: String) -> DbError {
+pub(super) fn db_error(what: &str, e: String) -> DbError {
     let msg = format!("{what}: {e}");
     if e.starts_with("Resource busy") || e.contains("Try again") {
         DbError::ignorable(msg)
@@ -246,12 +247,8 @@ impl KvStore for RocksDriver {
             (api.writeoptions_disable_WAL)(wo, mode.disable_wal as i32);
             (api.writeoptions_set_sync)(wo, mode.sync as u8);
         }
-        Ok(Box::new(RocksConn {
-            db: self.db.clone(),
-            ro,
-            wo,
-            batch: unsafe { (api.writebatch_create)() },
-        }))
+        let batch = unsafe { (api.writebatch_create)() };
+        Ok(Box::new(RocksConn::new(self.db.clone(), ro, wo, batch)))
     }
 
     fn flush(&self) -> DbResult<()> {
@@ -317,133 +314,6 @@ impl KvStore for RocksDriver {
             counters: parse_statistics(text.as_deref().unwrap_or("")),
             lsm_bytes: lsm.and_then(|s| s.trim().parse().ok()),
         })
-    }
-}
-
-/// Counters by name from RocksDB's statistics string: tickers (`name COUNT : n`) as
-/// `name`, histograms (`name P50 : .. COUNT : n SUM : s`) as `name.count` and `name.sum`.
-/// Names, not ids: ids shift between versions.
-pub fn parse_statistics(text: &str) -> BTreeMap<String, f64> {
-    let mut out = BTreeMap::new();
-    for line in text.lines() {
-        let t: Vec<&str> = line.split_whitespace().collect();
-        let Some((name, rest)) = t.split_first() else {
-            continue;
-        };
-        let field = |label: &str| {
-            rest.windows(3)
-                .find(|w| w[0] == label && w[1] == ":")
-                .and_then(|w| w[2].parse::<f64>().ok())
-        };
-        match (rest.first(), field("COUNT"), field("SUM")) {
-            (Some(&"COUNT"), Some(n), _) => {
-                out.insert(name.to_string(), n);
-            }
-            (Some(_), Some(n), Some(s)) => {
-                out.insert(format!("{name}.count"), n);
-                out.insert(format!("{name}.sum"), s);
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// One thread's session: its read and write options and write batch.
-struct RocksConn {
-    db: Arc<Db>,
-    ro: H,
-    wo: H,
-    batch: H,
-}
-
-// SAFETY: the option handles belong to this session alone.
-unsafe impl Send for RocksConn {}
-
-impl Drop for RocksConn {
-    fn drop(&mut self) {
-        // SAFETY: created in session(), freed once.
-        unsafe {
-            (self.db.api.readoptions_destroy)(self.ro);
-            (self.db.api.writeoptions_destroy)(self.wo);
-            (self.db.api.writebatch_destroy)(self.batch);
-        }
-    }
-}
-
-impl RocksConn {
-    /// Seek with `seek`, then read up to `n` entries stepping with `step`; no copies.
-    fn scan(&mut self, key: &[u8], n: u64, forward: bool) -> DbResult<u64> {
-        let api = &self.db.api;
-        let mut read = 0;
-        let mut err = std::ptr::null_mut();
-        // SAFETY: the iterator lives within this call; key and value pointers are only
-        // looked at while it is positioned on them.
-        unsafe {
-            let it = (api.create_iterator)(self.db.db, self.ro);
-            let k = key.as_ptr().cast();
-            if forward {
-                (api.iter_seek)(it, k, key.len());
-            } else {
-                (api.iter_seek_for_prev)(it, k, key.len());
-            }
-            let (mut kl, mut vl) = (0usize, 0usize);
-            while read < n && (api.iter_valid)(it) != 0 {
-                std::hint::black_box((api.iter_key)(it, &mut kl));
-                std::hint::black_box((api.iter_value)(it, &mut vl));
-                read += 1;
-                if forward {
-                    (api.iter_next)(it);
-                } else {
-                    (api.iter_prev)(it);
-                }
-            }
-            (api.iter_get_error)(it, &mut err);
-            (api.iter_destroy)(it);
-        }
-        api.check(err).map_err(|e| db_error("iterate", e))?;
-        Ok(read)
-    }
-}
-
-impl KvConn for RocksConn {
-    /// A one-entry batch reused across puts, as db_bench writes: rocksdb_put would build
-    /// and free a new batch buffer on every call.
-    fn put(&mut self, key: &[u8], value: &[u8]) -> DbResult<()> {
-        let (api, mut err) = (&self.db.api, std::ptr::null_mut());
-        let (k, v) = (key.as_ptr().cast(), value.as_ptr().cast());
-        // SAFETY: key and value are copied into the session's batch, written, cleared.
-        unsafe {
-            (api.writebatch_clear)(self.batch);
-            (api.writebatch_put)(self.batch, k, key.len(), v, value.len());
-            (api.write)(self.db.db, self.wo, self.batch, &mut err);
-        }
-        api.check(err).map_err(|e| db_error("put", e))
-    }
-
-    fn get(&mut self, key: &[u8]) -> DbResult<bool> {
-        let (api, mut err) = (&self.db.api, std::ptr::null_mut());
-        let k = key.as_ptr().cast();
-        // SAFETY: the pinned slice is read and freed before returning.
-        let ps = unsafe { (api.get_pinned)(self.db.db, self.ro, k, key.len(), &mut err) };
-        api.check(err).map_err(|e| db_error("get", e))?;
-        if ps.is_null() {
-            return Ok(false);
-        }
-        let mut len = 0usize;
-        unsafe {
-            std::hint::black_box((api.pinnableslice_value)(ps, &mut len));
-            (api.pinnableslice_destroy)(ps);
-        }
-        Ok(true)
-    }
-
-    fn seek_next(&mut self, key: &[u8], n: u64) -> DbResult<u64> {
-        self.scan(key, n, true)
-    }
-
-    fn seek_prev(&mut self, key: &[u8], n: u64) -> DbResult<u64> {
-        self.scan(key, n, false)
     }
 }
 

@@ -4,6 +4,7 @@
 mod insert;
 mod kv;
 mod kv_data;
+mod kv_loops;
 mod live_ids;
 mod rows;
 
