@@ -74,7 +74,8 @@ impl KvSpec {
 
     pub fn validate(&self, step: Step) -> Result<()> {
         let name = step.name();
-        if self.keys.is_none_or(|k| k == 0) {
+        // flush_mt_l0 touches no key; every other step needs to know the key space.
+        if step != Step::FlushMtL0 && self.keys.is_none_or(|k| k == 0) {
             bail!("kv.keys (at least 1) is required for step {name}");
         }
         if self.key_size < 8 {
@@ -210,5 +211,38 @@ impl RocksOptions {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_schema() {
+        let kv = KvSpec::default();
+        assert_eq!((kv.key_size, kv.value_size, kv.range_len), (20, 400, 10));
+        assert_eq!(kv.overwrite_fraction, 0.1);
+        assert!(
+            kv.disable_wal(Step::Fillseq),
+            "fillseq writes without a WAL"
+        );
+        assert!(!kv.disable_wal(Step::Overwrite));
+        assert_eq!(kv.writer_bytes_per_s(), 2.0 * 1048576.0);
+        let o: RocksOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!((o.block_size, o.write_buffer_mb), (8192, 64));
+        assert_eq!((o.bloom_bits, o.cache_type), (10.0, CacheType::Lru));
+        assert!(o.validate().is_ok());
+    }
+
+    #[test]
+    fn timed_steps_need_a_duration_and_others_refuse_one() {
+        let kv: KvSpec = serde_json::from_str(r#"{"keys": 10}"#).unwrap();
+        assert!(kv.validate(Step::Fillseq).is_ok());
+        let e = kv.validate(Step::Readrandom).unwrap_err().to_string();
+        assert!(e.contains("kv.duration_s is required"), "{e}");
+        let timed: KvSpec = serde_json::from_str(r#"{"keys": 10, "duration_s": 1}"#).unwrap();
+        assert!(timed.validate(Step::Fillseq).is_err());
+        assert!(KvSpec::default().validate(Step::FlushMtL0).is_ok());
     }
 }

@@ -131,6 +131,8 @@ fn kv_spec_errors_name_the_field() {
     for (s, field) in bad {
         assert!(run(&s).fatal().contains(field), "should name {field}");
     }
+    let r = run(&kv_spec("flush_mt_l0", &null, 1, json!({})));
+    check_summary(&r, "flush_mt_l0", "compact");
     let mut wrong = kv_spec("fillseq", &null, 1, json!({"keys": 5}));
     wrong["workload"] = json!("insert");
     assert!(run(&wrong)
