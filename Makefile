@@ -5,8 +5,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 PYTHON ?= python3
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
-# Debian packages: the system PostgreSQL build and the peers the bench/ scripts compare with.
-DEBIAN_PACKAGES := postgresql sysbench rocksdb-tools librocksdb7.8 fio
+# Debian packages: the system PostgreSQL and MariaDB builds (with MyRocks), the peers the
+# bench/ scripts compare with, and what old MariaDB jars need (libaio1 for mysqld,
+# libncurses5 for their mysql client).
+DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 
 .PHONY: demo test setup uv python debian build builds lint rust-check pytest clean

@@ -2,6 +2,7 @@
 //! prints what happened as JSON lines (schema/events.schema.json).
 
 mod driver;
+mod kvspec;
 mod micro_spec;
 mod output;
 mod pace;
@@ -35,7 +36,11 @@ fn main() {
         output::fatal(&format!("{e:#}"), op);
         eprintln!("Error: {e:#}");
         let interrupted = e.downcast_ref::<runner::Interrupted>().is_some();
-        std::process::exit(if interrupted { 130 } else { 1 });
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+        // _exit, not exit: client threads may still be inside an embedded engine, whose
+        // C++ static destructors exit() would run under them (a crash, seen with RocksDB).
+        // Every event was written and flushed already.
+        unsafe { libc::_exit(if interrupted { 130 } else { 1 }) };
     }
 }
 

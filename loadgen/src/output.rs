@@ -1,6 +1,7 @@
 //! The event stream (schema/events.schema.json): JSON lines on stdout, one write and
 //! flush per line so a reader sees each event as it happens.
 
+use crate::driver::kv::EngineStats;
 use crate::stats::{Counts, OpKind, Percentiles};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,6 +23,8 @@ pub enum Event<'a> {
         step: &'a str,
         clients: u32,
         pid: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        capabilities: Option<Vec<&'a str>>,
     },
     Interval {
         t_s: f64,
@@ -75,6 +78,9 @@ pub struct Summary {
     pub ops: BTreeMap<OpKind, OpSummary>,
     pub checks: Checks,
     pub process: ProcessUsage,
+    /// kv steps only: what the engine says about itself over the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine_stats: Option<EngineStats>,
 }
 
 /// What this process has spent so far, from getrusage(2): microsecond resolution, where

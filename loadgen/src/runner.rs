@@ -161,7 +161,7 @@ impl Worker<'_> {
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
 pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
     let plan = workload::plan(&spec);
-    let driver = driver::open(&spec);
+    let driver = driver::open(&spec)?;
     output::emit(&Event::Start {
         event_version: output::EVENT_VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION"),
@@ -169,6 +169,7 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
         step: spec.step.name(),
         clients: spec.clients,
         pid: std::process::id(),
+        capabilities: driver.capabilities(),
     });
     let (tx, rx) = mpsc::channel();
     let ctx = Arc::new(StepContext {
@@ -181,9 +182,10 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
         gate: (Mutex::new(None), Condvar::new()),
         tx,
     });
+    let mut threads = Vec::new();
     for client in 1..=ctx.spec.clients {
         let ctx = ctx.clone();
-        std::thread::Builder::new()
+        let t = std::thread::Builder::new()
             .name(format!("client{client}"))
             .spawn(move || {
                 let r = workload::run_client(&ctx, client);
@@ -192,6 +194,7 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
                     Err(e) => Msg::Fatal(e),
                 });
             })?;
+        threads.push(t);
     }
     let reporter = Reporter {
         ctx: &ctx,
@@ -206,6 +209,12 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
     for o in outcomes {
         drop(o.conns);
     }
+    // Every client has finished: the last reference to an embedded engine goes here,
+    // which closes it cleanly.
+    for t in threads {
+        let _ = t.join();
+    }
+    drop(ctx);
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
 //! then cross-validate what the schema alone cannot say.
 
+use crate::kvspec::{KvSpec, RocksOptions};
 pub use crate::micro_spec::{MicroSpec, MicroStep};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -28,6 +29,11 @@ pub struct StepSpec {
     pub wait_before_close: bool,
     #[serde(default)]
     pub micro: MicroSpec,
+    /// The `kv` section as given; `kv` holds it with the defaults applied.
+    #[serde(rename = "kv")]
+    kv_given: Option<KvSpec>,
+    #[serde(skip)]
+    pub kv: KvSpec,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
@@ -55,6 +61,14 @@ pub enum EngineSpec {
         #[serde(default = "default_storage_engine")]
         storage_engine: String,
     },
+    /// Embedded: the loadgen dlopens the library and opens the database itself.
+    Rocksdb {
+        library: String,
+        /// major.minor[.patch]: decides calling conventions and version-gated options.
+        version: String,
+        db_path: String,
+        options: RocksOptions,
+    },
 }
 
 fn default_mysql_user() -> String {
@@ -65,10 +79,22 @@ fn default_storage_engine() -> String {
     "InnoDB".into()
 }
 
+impl EngineSpec {
+    pub fn driver_name(&self) -> &'static str {
+        match self {
+            EngineSpec::Postgres { .. } => "postgres",
+            EngineSpec::Null { .. } => "null",
+            EngineSpec::Mysql { .. } => "mysql",
+            EngineSpec::Rocksdb { .. } => "rocksdb",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     Insert,
+    Kv,
     Micro,
 }
 
@@ -92,6 +118,38 @@ pub enum Step {
     /// by `step_or_micro`.
     #[serde(skip)]
     Micro(MicroStep),
+    #[serde(rename = "fillseq")]
+    Fillseq,
+    #[serde(rename = "revrange")]
+    Revrange,
+    #[serde(rename = "overwritesome")]
+    Overwritesome,
+    #[serde(rename = "flush_mt_l0")]
+    FlushMtL0,
+    #[serde(rename = "readrandom")]
+    Readrandom,
+    #[serde(rename = "fwdrange")]
+    Fwdrange,
+    #[serde(rename = "revrangewhilewriting")]
+    RevrangeWhileWriting,
+    #[serde(rename = "fwdrangewhilewriting")]
+    FwdrangeWhileWriting,
+    #[serde(rename = "readwhilewriting")]
+    ReadWhileWriting,
+    #[serde(rename = "overwriteandwait")]
+    OverwriteAndWait,
+    #[serde(rename = "overwrite")]
+    Overwrite,
+}
+
+impl Workload {
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Insert => "insert",
+            Workload::Kv => "kv",
+            Workload::Micro => "micro",
+        }
+    }
 }
 
 impl Step {
@@ -105,7 +163,48 @@ impl Step {
             Step::RangeQueries => "qr",
             Step::PointQueries => "qp",
             Step::Micro(m) => m.name(),
+            Step::Fillseq => "fillseq",
+            Step::Revrange => "revrange",
+            Step::Overwritesome => "overwritesome",
+            Step::FlushMtL0 => "flush_mt_l0",
+            Step::Readrandom => "readrandom",
+            Step::Fwdrange => "fwdrange",
+            Step::RevrangeWhileWriting => "revrangewhilewriting",
+            Step::FwdrangeWhileWriting => "fwdrangewhilewriting",
+            Step::ReadWhileWriting => "readwhilewriting",
+            Step::OverwriteAndWait => "overwriteandwait",
+            Step::Overwrite => "overwrite",
         }
+    }
+
+    /// The workload a step belongs to.
+    pub fn workload(self) -> Workload {
+        match self {
+            Step::LoadI0
+            | Step::CreateIndexes
+            | Step::LoadI1
+            | Step::LoadI2
+            | Step::Cleanup
+            | Step::RangeQueries
+            | Step::PointQueries => Workload::Insert,
+            Step::Micro(_) => Workload::Micro,
+            _ => Workload::Kv,
+        }
+    }
+
+    /// kv steps that run for kv.duration_s.
+    pub fn is_timed_kv(self) -> bool {
+        matches!(
+            self,
+            Step::Revrange
+                | Step::Readrandom
+                | Step::Fwdrange
+                | Step::RevrangeWhileWriting
+                | Step::FwdrangeWhileWriting
+                | Step::ReadWhileWriting
+                | Step::OverwriteAndWait
+                | Step::Overwrite
+        )
     }
 
     fn is_load(self) -> bool {
@@ -123,7 +222,7 @@ impl Step {
             Step::LoadI1 => Some(50),
             Step::LoadI2 => Some(5),
             Step::RangeQueries | Step::PointQueries => Some(10),
-            Step::CreateIndexes | Step::Cleanup | Step::Micro(_) => None,
+            _ => None,
         }
     }
 }
@@ -172,7 +271,8 @@ fn default_statements_timeout_s() -> f64 {
 impl StepSpec {
     /// Parse and validate a spec given as JSON text.
     pub fn from_json(text: &str) -> Result<StepSpec> {
-        let spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
+        let mut spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
+        spec.kv = spec.kv_given.clone().unwrap_or_default();
         spec.validate().context("invalid step spec")?;
         Ok(spec)
     }
@@ -211,7 +311,16 @@ impl StepSpec {
                 self.report_interval_ms
             );
         }
-        self.validate_workload_step()?;
+        self.validate_workload()?;
+        match (self.workload, self.step) {
+            (Workload::Kv, _) => self.kv.validate(self.step)?,
+            (Workload::Micro, Step::Micro(m)) => self.micro.validate(Some(m))?,
+            (Workload::Micro, _) => self.micro.validate(None)?,
+            (Workload::Insert, _) => {}
+        }
+        if let EngineSpec::Rocksdb { options, .. } = &self.engine {
+            options.validate()?;
+        }
         self.validate_insert()?;
         if let Some(c) = &self.cleanup {
             if self.step != Step::Cleanup {
@@ -230,18 +339,35 @@ impl StepSpec {
         Ok(())
     }
 
-    /// Micro steps belong to the micro workload, which also runs `cleanup`.
-    fn validate_workload_step(&self) -> Result<()> {
+    /// The step belongs to the workload (micro shares `cleanup` with insert), and the
+    /// driver speaks it.
+    fn validate_workload(&self) -> Result<()> {
         let step = self.step.name();
-        match (self.workload, self.step) {
-            (Workload::Micro, Step::Micro(m)) => self.micro.validate(Some(m)),
-            (Workload::Micro, Step::Cleanup) => self.micro.validate(None),
-            (Workload::Micro, _) => bail!("step {step} is not a step of workload micro"),
-            (Workload::Insert, Step::Micro(_)) => {
-                bail!("step {step} is not a step of workload insert")
-            }
-            (Workload::Insert, _) => Ok(()),
+        let shared_cleanup = self.step == Step::Cleanup && self.workload == Workload::Micro;
+        if self.step.workload() != self.workload && !shared_cleanup {
+            bail!(
+                "step {step} does not belong to workload {}",
+                self.workload.name()
+            );
         }
+        let driver_speaks = match &self.engine {
+            EngineSpec::Postgres { .. } | EngineSpec::Mysql { .. } => {
+                matches!(self.workload, Workload::Insert | Workload::Micro)
+            }
+            EngineSpec::Rocksdb { .. } => self.workload == Workload::Kv,
+            EngineSpec::Null { .. } => true,
+        };
+        if !driver_speaks {
+            bail!(
+                "driver {} does not run workload {}",
+                self.engine.driver_name(),
+                self.workload.name()
+            );
+        }
+        if self.workload != Workload::Kv && self.kv_given.is_some() {
+            bail!("kv does not apply to workload {}", self.workload.name());
+        }
+        Ok(())
     }
 
     fn validate_insert(&self) -> Result<()> {

@@ -23,10 +23,16 @@ pub enum OpKind {
     Update,
     /// A multi-statement transaction (micro: read-only, write-only, read-write).
     Transaction,
+    Get,
+    Put,
+    SeekNext,
+    SeekPrev,
+    Flush,
+    Compact,
 }
 
 impl OpKind {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 15;
 
     pub fn name(self) -> &'static str {
         match self {
@@ -39,6 +45,12 @@ impl OpKind {
             OpKind::Query => "query",
             OpKind::Update => "update",
             OpKind::Transaction => "transaction",
+            OpKind::Get => "get",
+            OpKind::Put => "put",
+            OpKind::SeekNext => "seek_next",
+            OpKind::SeekPrev => "seek_prev",
+            OpKind::Flush => "flush",
+            OpKind::Compact => "compact",
         }
     }
 }

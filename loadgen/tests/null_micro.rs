@@ -182,7 +182,7 @@ fn a_bad_micro_spec_names_the_problem() {
         (spec("scan", null.clone(), json!({})), "micro.duration_s"),
         (
             spec("l.i0", null.clone(), json!({})),
-            "not a step of workload micro",
+            "does not belong to workload micro",
         ),
         (
             spec(
@@ -207,7 +207,10 @@ fn a_bad_micro_spec_names_the_problem() {
     insert["workload"] = json!("insert");
     let (code, _, stderr) = run(&insert);
     assert_eq!(code, 1);
-    assert!(stderr.contains("not a step of workload insert"), "{stderr}");
+    assert!(
+        stderr.contains("does not belong to workload insert"),
+        "{stderr}"
+    );
 }
 
 #[test]

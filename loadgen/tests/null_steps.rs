@@ -1,24 +1,11 @@
 //! Drives the built binary with the null driver through every step; every line it
 //! prints must validate against schema/events.schema.json.
 
+mod common;
+
 use assert_cmd::Command;
+use common::{run, validator};
 use serde_json::{json, Value};
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
-fn schema_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema")
-}
-
-fn validator(name: &str) -> jsonschema::Validator {
-    let text = std::fs::read_to_string(schema_dir().join(name)).unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
-}
-
-fn events_schema() -> &'static jsonschema::Validator {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| validator("events.schema.json"))
-}
 
 fn spec(step: &str, engine: Value, insert: Value) -> Value {
     json!({"spec_version": 1, "engine": engine, "workload": "insert", "step": step,
@@ -27,53 +14,6 @@ fn spec(step: &str, engine: Value, insert: Value) -> Value {
 
 fn null(latency_us: u64) -> Value {
     json!({"driver": "null", "latency_us": latency_us})
-}
-
-struct Run {
-    code: i32,
-    events: Vec<Value>,
-    stderr: String,
-}
-
-impl Run {
-    fn summary(&self) -> &Value {
-        let last = self.events.last().expect("some output");
-        assert_eq!(
-            last["type"], "summary",
-            "last event: {last}\nstderr: {}",
-            self.stderr
-        );
-        last
-    }
-}
-
-/// Run the loadgen on a spec given on stdin; every output line must match the schema.
-fn run(spec: &Value) -> Run {
-    let out = Command::cargo_bin("dbregress-loadgen")
-        .unwrap()
-        .arg("-")
-        .write_stdin(spec.to_string())
-        .timeout(std::time::Duration::from_secs(60))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8(out.stdout).unwrap();
-    let events: Vec<Value> = stdout
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    for e in &events {
-        let errors: Vec<String> = events_schema()
-            .iter_errors(e)
-            .map(|x| x.to_string())
-            .collect();
-        assert!(errors.is_empty(), "event {e} breaks the schema: {errors:?}");
-    }
-    let stderr = String::from_utf8(out.stderr).unwrap();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        events,
-        stderr,
-    }
 }
 
 #[test]

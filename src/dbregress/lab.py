@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 from dbregress.errors import BuildNotFound, LabError
 from dbregress.provision import BuildSpec
 
-BENCHMARKS = ("insert", "kv")
+BENCHMARKS = ("insert", "kv", "micro")
 INSERT_STEPS = (
     "l.i0",
     "l.x",
@@ -117,13 +118,35 @@ class KvSizes:
 
 
 @dataclass(frozen=True)
+class MicroSizes:
+    """sysbench-style microbenchmarks on a SQL engine (METHOD.md section 3)."""
+
+    tables: int = 8
+    rows: int = 1_000_000  # per table
+    clients: int = 1
+    seconds: float = 60.0  # per microbenchmark
+    reads_before_writes: bool = True  # METHOD.md's order runs the reads on both sides
+    cleanup_wait_s: float | None = None  # after the writes; None: 5 s + 1 s per million rows
+    only: tuple[str, ...] = ()  # a subset of microbenchmarks; () = all
+
+    @property
+    def total_rows(self) -> int:
+        return self.tables * self.rows
+
+    def cleanup_wait(self) -> float:
+        if self.cleanup_wait_s is not None:
+            return self.cleanup_wait_s
+        return 5.0 + self.total_rows / 1_000_000
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Columns compared on one benchmark; the first column is the base."""
 
     name: str
     benchmark: str
     columns: tuple[Column, ...]
-    sizes: InsertSizes | KvSizes
+    sizes: InsertSizes | KvSizes | MicroSizes
 
     @property
     def base(self) -> Column:
@@ -338,15 +361,16 @@ def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
     if not LABEL_RE.match(name):
         raise r.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
     columns = _columns(r, r.require("column", list))
-    other = "kv" if benchmark == "insert" else "insert"
-    if other in r.data:
-        raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
-    sizes: InsertSizes | KvSizes
-    if benchmark == "insert":
-        sizes = _insert(parent.child("insert", r.get("insert", dict, {})))
-    else:
-        sizes = _kv(parent.child("kv", r.get("kv", dict, {})))
-    return Comparison(name, benchmark, columns, sizes)
+    for other in BENCHMARKS:
+        if other != benchmark and other in r.data:
+            raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
+    table = parent.child(benchmark, r.get(benchmark, dict, {}))
+    readers: dict[str, Callable[[_Reader], InsertSizes | KvSizes | MicroSizes]] = {
+        "insert": _insert,
+        "kv": _kv,
+        "micro": _micro,
+    }
+    return Comparison(name, benchmark, columns, readers[benchmark](table))
 
 
 def _columns(parent: _Reader, raw: list[Any]) -> tuple[Column, ...]:
@@ -387,6 +411,31 @@ def _setting(value: str | int | float) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _micro(r: _Reader) -> MicroSizes:
+    from dbregress.benchmarks.micro_names import GROUPS
+
+    d = MicroSizes()
+    known = [n for names in GROUPS.values() for n in names]
+    only = r.get("only", list, [])
+    for name in only:
+        if name not in known:
+            raise r.fail("only", f"unknown microbenchmark {name!r}; known: {', '.join(known)}")
+    wait = r.get("cleanup_wait_s", (int, float), None)
+    if wait is not None and wait < 0:
+        raise r.fail("cleanup_wait_s", "must be 0 or more")
+    sizes = MicroSizes(
+        tables=r.positive("tables", d.tables),
+        rows=r.positive("rows", d.rows),
+        clients=r.positive("clients", d.clients),
+        seconds=float(r.positive("seconds", d.seconds, integer=False)),
+        reads_before_writes=r.get("reads_before_writes", bool, d.reads_before_writes),
+        cleanup_wait_s=None if wait is None else float(wait),
+        only=tuple(only),
+    )
+    r.reject_unknown()
+    return sizes
 
 
 def _kv(r: _Reader) -> KvSizes:

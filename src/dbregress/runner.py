@@ -60,6 +60,14 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
         from dbregress.engines.postgres import PostgresEngine
 
         return PostgresEngine(build, options)
+    if build.spec.engine in ("mariadb", "mysql"):
+        from dbregress.engines.mysql import MysqlEngine
+
+        return MysqlEngine(build, options)
+    if build.spec.engine == "rocksdb":
+        from dbregress.engines.rocksdb import RocksdbEngine
+
+        return RocksdbEngine(build, options)
     raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
 
 

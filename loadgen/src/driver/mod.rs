@@ -2,18 +2,25 @@
 //! by name in `open`; workloads speak only to these traits, and the runner times every
 //! call, so drivers never time themselves.
 
+pub mod kv;
 pub mod micro;
 mod mypacket;
 mod mysql;
 mod mysql_micro;
 mod mywire;
 mod null;
+mod null_kv;
 mod pgwire;
 mod postgres;
 mod postgres_micro;
+mod rocksdb;
+mod rocksdb_api;
+mod rocksdb_session;
+mod rocksdb_stats;
 mod sockwait;
 
-use crate::spec::{EngineSpec, StepSpec};
+use crate::spec::{EngineSpec, Step, StepSpec};
+use kv::KvStore;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -95,10 +102,25 @@ impl RangeIndex {
     ];
 }
 
-/// A way to reach one engine.
+/// A way to reach one engine. SQL engines give connections; key-value engines give
+/// their store; the null driver gives both.
 pub trait Driver: Send + Sync {
     fn name(&self) -> &'static str;
-    fn connect(&self) -> DbResult<Box<dyn Conn>>;
+    fn connect(&self) -> DbResult<Box<dyn Conn>> {
+        Err(DbError::fatal(format!(
+            "driver {} has no SQL connections",
+            self.name()
+        )))
+    }
+    /// The key-value store, for drivers that embed one.
+    fn kv(&self) -> Option<&dyn KvStore> {
+        None
+    }
+    /// Optional features found in this engine build, for the start event; None when
+    /// the driver has no such notion.
+    fn capabilities(&self) -> Option<Vec<&'static str>> {
+        None
+    }
 }
 
 /// One connection (session) to the engine.
@@ -134,9 +156,10 @@ pub trait Conn: Send {
     }
 }
 
-/// The registry: the driver named by the spec's `engine.driver`.
-pub fn open(spec: &StepSpec) -> Box<dyn Driver> {
-    match &spec.engine {
+/// The registry: the driver named by the spec's `engine.driver`. An embedded engine is
+/// loaded and opened here, before the step starts.
+pub fn open(spec: &StepSpec) -> anyhow::Result<Box<dyn Driver>> {
+    Ok(match &spec.engine {
         EngineSpec::Postgres {
             socket_dir,
             port,
@@ -148,9 +171,18 @@ pub fn open(spec: &StepSpec) -> Box<dyn Driver> {
         EngineSpec::Null {
             latency_us,
             fail_every,
-        } => Box::new(
-            null::NullDriver::new(*latency_us, *fail_every).with_sbtest_rows(spec.micro.rows),
-        ),
+        } => {
+            let prefill = if spec.step == Step::Fillseq {
+                0
+            } else {
+                spec.kv.keys()
+            };
+            let (latency, fail) = (*latency_us, *fail_every);
+            Box::new(
+                null::NullDriver::new(latency, fail, prefill, spec.kv.key_size)
+                    .with_sbtest_rows(spec.micro.rows),
+            )
+        }
         EngineSpec::Mysql {
             socket,
             user,
@@ -162,5 +194,17 @@ pub fn open(spec: &StepSpec) -> Box<dyn Driver> {
             database,
             storage_engine,
         )),
-    }
+        EngineSpec::Rocksdb {
+            library,
+            version,
+            db_path,
+            options,
+        } => Box::new(rocksdb::RocksDriver::open(
+            library,
+            version,
+            db_path,
+            options,
+            spec.step == Step::Fillseq,
+        )?),
+    })
 }

@@ -2,10 +2,12 @@
 //! fails with an ignorable error. Tables are row counters with contiguous ids so the
 //! workload's checks hold. For testing the scheduler and reports, never as an engine.
 
+use super::kv::KvStore;
 use super::micro::{Arg, MicroConn, SbRow, Stmt, Table as SbTable};
+use super::null_kv::NullKv;
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +24,8 @@ impl Default for Table {
     }
 }
 
-struct Shared {
+/// The scripted latency and failures, shared by the SQL and the key-value sides.
+pub struct Shared {
     latency: Duration,
     fail_every: u64,
     ops: AtomicU64,
@@ -30,35 +33,60 @@ struct Shared {
     /// Microbenchmark tables: their ids.
     sbtests: Mutex<HashMap<String, BTreeSet<i64>>>,
     /// An sbtest table first seen holds ids 1..=sbtest_rows, as if loaded earlier.
-    sbtest_rows: i64,
+    sbtest_rows: AtomicI64,
 }
 
-pub struct NullDriver {
-    shared: Arc<Shared>,
-}
-
-impl NullDriver {
-    pub fn new(latency_us: u64, fail_every: u64) -> NullDriver {
-        let shared = Shared {
+impl Shared {
+    pub fn new(latency_us: u64, fail_every: u64) -> Shared {
+        Shared {
             latency: Duration::from_micros(latency_us),
             fail_every,
             ops: AtomicU64::new(0),
             tables: Mutex::new(HashMap::new()),
             sbtests: Mutex::new(HashMap::new()),
-            sbtest_rows: 0,
-        };
+            sbtest_rows: AtomicI64::new(0),
+        }
+    }
+
+    /// Sleep the scripted latency; fail if this is the Nth data operation.
+    pub fn data_op(&self) -> DbResult<()> {
+        self.pause();
+        let n = self.ops.fetch_add(1, Relaxed) + 1;
+        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
+            return Err(DbError::ignorable(format!(
+                "null driver: injected error (operation {n})"
+            )));
+        }
+        Ok(())
+    }
+
+    pub fn pause(&self) {
+        if !self.latency.is_zero() {
+            std::thread::sleep(self.latency);
+        }
+    }
+}
+
+pub struct NullDriver {
+    shared: Arc<Shared>,
+    kv: NullKv,
+}
+
+impl NullDriver {
+    /// `kv_prefill` keys of `key_size` bytes are in its key-value store from the start.
+    pub fn new(latency_us: u64, fail_every: u64, kv_prefill: u64, key_size: usize) -> NullDriver {
+        let shared = Arc::new(Shared::new(latency_us, fail_every));
         NullDriver {
-            shared: Arc::new(shared),
+            kv: NullKv::new(shared.clone(), kv_prefill, key_size),
+            shared,
         }
     }
 }
 
 impl NullDriver {
     /// Tables of the microbenchmarks start with `rows` rows, as a load step left them.
-    pub fn with_sbtest_rows(mut self, rows: u64) -> NullDriver {
-        if let Some(shared) = Arc::get_mut(&mut self.shared) {
-            shared.sbtest_rows = rows as i64;
-        }
+    pub fn with_sbtest_rows(self, rows: u64) -> NullDriver {
+        self.shared.sbtest_rows.store(rows as i64, Relaxed);
         self
     }
 }
@@ -73,6 +101,10 @@ impl Driver for NullDriver {
             shared: self.shared.clone(),
         }))
     }
+
+    fn kv(&self) -> Option<&dyn KvStore> {
+        Some(&self.kv)
+    }
 }
 
 struct NullConn {
@@ -80,22 +112,12 @@ struct NullConn {
 }
 
 impl NullConn {
-    /// Sleep the scripted latency; fail if this is the Nth data operation.
     fn data_op(&self) -> DbResult<()> {
-        self.pause();
-        let n = self.shared.ops.fetch_add(1, Relaxed) + 1;
-        if self.shared.fail_every > 0 && n.is_multiple_of(self.shared.fail_every) {
-            return Err(DbError::ignorable(format!(
-                "null driver: injected error (operation {n})"
-            )));
-        }
-        Ok(())
+        self.shared.data_op()
     }
 
     fn pause(&self) {
-        if !self.shared.latency.is_zero() {
-            std::thread::sleep(self.shared.latency);
-        }
+        self.shared.pause()
     }
 
     fn with_table<T>(&self, table: &str, f: impl FnOnce(&mut Table) -> T) -> T {
@@ -188,7 +210,7 @@ impl Conn for NullConn {
 impl NullConn {
     fn with_ids<T>(&self, table: SbTable, f: impl FnOnce(&mut BTreeSet<i64>) -> T) -> T {
         let mut tables = self.shared.sbtests.lock().unwrap();
-        let rows = self.shared.sbtest_rows;
+        let rows = self.shared.sbtest_rows.load(Relaxed);
         f(tables
             .entry(table.name.to_string())
             .or_insert_with(|| (1..=rows).collect()))

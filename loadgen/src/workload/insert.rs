@@ -17,7 +17,7 @@ use std::sync::{Condvar, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
 
-type Histograms = Vec<Option<hdrhistogram::Histogram<u64>>>;
+pub(super) type Histograms = Vec<Option<hdrhistogram::Histogram<u64>>>;
 
 /// Run client `client` (1-based) of the step on its table.
 pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
@@ -32,7 +32,10 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
         Step::LoadI1 | Step::LoadI2 => c.insert_and_delete(),
         Step::Cleanup => c.cleanup(),
         Step::RangeQueries | Step::PointQueries => c.query(),
-        Step::Micro(_) => Err(anyhow!("not a step of the insert workload")),
+        other => Err(anyhow!(
+            "step {} is not an Insert Benchmark step",
+            other.name()
+        )),
     }
 }
 
@@ -79,6 +82,7 @@ impl Client<'_> {
             conns,
             rows: None,
             point_rows: (0, 0),
+            engine_before: None,
         }
     }
 
@@ -280,7 +284,7 @@ impl Client<'_> {
 
 /// Run a role on its own scoped thread with its own recorder; a fatal error is
 /// reported to the runner at once.
-fn spawn_role<'scope, 'env, T: Send + 'scope>(
+pub(super) fn spawn_role<'scope, 'env, T: Send + 'scope>(
     s: &'scope Scope<'scope, 'env>,
     ctx: &'env StepContext,
     start: Instant,
@@ -293,7 +297,7 @@ fn spawn_role<'scope, 'env, T: Send + 'scope>(
     })
 }
 
-fn join<T>(h: ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
+pub(super) fn join<T>(h: ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
     h.join().map_err(|_| anyhow!("a worker thread panicked"))?
 }
 

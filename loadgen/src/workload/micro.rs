@@ -112,6 +112,7 @@ impl Client<'_> {
             conns: vec![conn],
             rows: None,
             point_rows: (0, 0),
+            engine_before: None,
         }
     }
 

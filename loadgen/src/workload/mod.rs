@@ -2,12 +2,16 @@
 //! which is the step's Q), runs one client, and the runner summarizes.
 
 mod insert;
+mod kv;
+mod kv_data;
+mod kv_loops;
 mod live_ids;
 mod micro;
 mod micro_gen;
 mod micro_ops;
 mod rows;
 
+use crate::driver::kv::{EngineSnapshot, EngineStats};
 use crate::driver::Conn;
 use crate::output::{self, Checks, Event, OpSummary, QUnit, Summary};
 use crate::runner::StepContext;
@@ -22,6 +26,7 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
     match ctx.spec.workload {
         Workload::Insert => insert::run_client(ctx, client),
         Workload::Micro => micro::run_client(ctx, client),
+        Workload::Kv => kv::run_client(ctx, client),
     }
 }
 
@@ -60,12 +65,19 @@ pub struct ClientOutcome {
     pub rows: Option<RowCheck>,
     /// Rows point queries had to find, and found.
     pub point_rows: (u64, u64),
+    /// An embedded engine's counters before the step (one client takes them).
+    pub engine_before: Option<EngineSnapshot>,
 }
 
 pub fn plan(spec: &StepSpec) -> StepPlan {
-    if spec.workload == Workload::Micro {
-        return micro::plan(spec);
+    match spec.workload {
+        Workload::Insert => insert_plan(spec),
+        Workload::Kv => kv::plan(spec),
+        Workload::Micro => micro::plan(spec),
     }
+}
+
+fn insert_plan(spec: &StepSpec) -> StepPlan {
     let rate = spec.insert.insert_rate.unwrap_or(0);
     let writers = if rate > 0 {
         vec![OpKind::Insert, OpKind::Delete]
@@ -93,6 +105,7 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
             QUnit::Ops,
             [vec![OpKind::PointQuery], writers].concat(),
         ),
+        _ => unreachable!("the spec's validation pairs kv steps with the kv workload"),
     };
     let targets = if spec.step.is_query() {
         targets
@@ -143,7 +156,9 @@ pub fn summarize(
             (k, summary)
         })
         .collect();
+    let engine_stats = engine_stats(ctx, elapsed, outcomes)?;
     let summary = Summary {
+        engine_stats,
         elapsed_s: elapsed.as_secs_f64(),
         q_op: plan.q_op,
         q_unit: plan.q_unit,
@@ -153,6 +168,31 @@ pub fn summarize(
     };
     output::emit(&Event::Summary(Box::new(summary)));
     Ok(())
+}
+
+/// Deltas of an embedded engine's counters over the step (kv workload only).
+fn engine_stats(
+    ctx: &StepContext,
+    elapsed: Duration,
+    outcomes: &[ClientOutcome],
+) -> Result<Option<EngineStats>> {
+    let Some(kv) = ctx
+        .driver
+        .kv()
+        .filter(|_| ctx.spec.workload == Workload::Kv)
+    else {
+        return Ok(None);
+    };
+    let before = outcomes.iter().find_map(|o| o.engine_before.clone());
+    let after = kv
+        .snapshot()
+        .map_err(|e| anyhow::anyhow!("read the engine's statistics: {}", e.message))?;
+    let before = before.unwrap_or_default();
+    Ok(Some(EngineStats::between(
+        &before,
+        &after,
+        elapsed.as_secs_f64(),
+    )))
 }
 
 fn check(outcomes: &[ClientOutcome]) -> Result<Checks> {

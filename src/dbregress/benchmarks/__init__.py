@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbregress.benchmarks import insert
+from dbregress.benchmarks import insert, kv, micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
-from dbregress.lab import Comparison, InsertSizes, KvSizes
+from dbregress.lab import Comparison, InsertSizes, KvSizes, MicroSizes
 
 
 def plans(comparison: Comparison) -> list[StepPlan]:
     if isinstance(comparison.sizes, InsertSizes):
         return insert.plan(comparison.sizes)
-    from dbregress.benchmarks import kv
-
+    if isinstance(comparison.sizes, MicroSizes):
+        return micro.plan(comparison.sizes)
     return kv.plan(comparison.sizes)
 
 
@@ -26,8 +26,8 @@ def step_spec(
 ) -> dict[str, Any]:
     if isinstance(comparison.sizes, InsertSizes):
         return insert.step_spec(connection, plan, comparison.sizes.clients, seed)
-    from dbregress.benchmarks import kv
-
+    if isinstance(comparison.sizes, MicroSizes):
+        return micro.step_spec(connection, plan, comparison.sizes.clients, seed)
     return kv.step_spec(connection, plan, comparison.sizes.threads, seed)
 
 
@@ -35,4 +35,6 @@ def engine_sizes(comparison: Comparison, memory_bytes: int) -> Sizes:
     sizes = comparison.sizes
     if isinstance(sizes, KvSizes):  # the engine's preset sizes its cache from the data
         return Sizes(cache_mb=0, wal_mb=0, data_mb=sizes.data_mb)
+    if isinstance(sizes, MicroSizes):
+        return micro.engine_sizes(sizes, memory_bytes)
     return insert.engine_sizes(sizes, memory_bytes)

@@ -7,25 +7,23 @@ process. When we are root the server runs as `nobody` (PostgreSQL refuses root).
 
 from __future__ import annotations
 
-import os
-import pwd
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
 from dbregress import configs
-from dbregress.collect.proc import PROC, tree_pids
+from dbregress.engines import process
 from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.process import describe_exit, processes_in
 from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
 from dbregress.provision import Build
 from dbregress.provision.local import library_env
 
+__all__ = ["PostgresEngine", "processes_in"]
+
 PORT = 5432  # the socket directory is private, so a fixed port cannot collide
-RUN_AS_WHEN_ROOT = "nobody"
 READY_POLL_S = 0.05
 # the server's own words for a setting it refuses, most specific first
 CONFIG_ERRORS = (
@@ -39,40 +37,6 @@ CONFIG_ERRORS = (
 )
 # the postmaster survived but a server process died: crash recovery, not a benchmark
 CRASH_MARKS = ("was terminated by signal", "terminating any other active server processes")
-
-
-def _run_as() -> tuple[int, int] | None:
-    """(uid, gid) to run the server as, or None to run as ourselves."""
-    if os.geteuid() != 0:
-        return None
-    entry = pwd.getpwnam(RUN_AS_WHEN_ROOT)
-    return entry.pw_uid, entry.pw_gid
-
-
-def _describe_exit(status: int) -> str:
-    if status < 0:
-        try:
-            return f"was killed by signal {signal.Signals(-status).name}"
-        except ValueError:
-            return f"was killed by signal {-status}"
-    return f"exited with status {status}"
-
-
-@contextmanager
-def _pinned(cpus: frozenset[int] | None) -> Iterator[None]:
-    """Pin the calling thread while it spawns, so the child (and its children) inherit."""
-    if cpus is None:
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    try:
-        os.sched_setaffinity(0, cpus)
-    except OSError as e:
-        raise EngineError(f"cannot pin the server to CPUs {sorted(cpus)}: {e}") from e
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
 
 
 class PostgresEngine(Engine):
@@ -118,7 +82,7 @@ class PostgresEngine(Engine):
         conf.write_text("\n".join(lines) + "\n")
         with open(self.data_dir / "postgresql.conf", "a") as main:
             main.write("\ninclude 'dbregress.conf'\n")
-        self._chown(conf)
+        process.chown_to_server(conf)
 
     # -- start --------------------------------------------------------------------------
 
@@ -138,50 +102,22 @@ class PostgresEngine(Engine):
             self.stop()
             raise
 
-    def _chown(self, path: Path) -> None:
-        ids = _run_as()
-        if ids is not None:
-            os.chown(path, *ids)
-
     def _prepare_workdir(self) -> None:
-        workdir = self.options.workdir
-        if workdir.exists() and any(workdir.iterdir()):
-            raise EngineError(f"{self.build.spec}: workdir {workdir} is not empty; give a new one")
-        workdir.parent.mkdir(parents=True, exist_ok=True)
-        workdir.mkdir(mode=0o700, exist_ok=True)
-        workdir.chmod(0o700)
-        self.socket_dir.mkdir(mode=0o700)
-        for path in (workdir, self.socket_dir):
-            self._chown(path)
-        if _run_as() is not None:
-            self._check_reachable_by_others(workdir.parent)
-            self._check_reachable_by_others(self.build.bin("postgres").parent)
-
-    def _check_reachable_by_others(self, directory: Path) -> None:
-        """As root the server runs as nobody, who must be able to traverse every parent."""
-        for path in (directory.resolve(), *directory.resolve().parents):
-            if not path.stat().st_mode & 0o001:
-                raise EngineError(
-                    f"{self.build.spec}: {path} is not traversable by user "
-                    f"{RUN_AS_WHEN_ROOT!r}, who runs the server when dbregress runs as root; "
-                    f"`chmod o+x {path}` or use directories under a 0755 parent"
-                )
+        process.prepare_workdir(
+            self.options.workdir,
+            [self.socket_dir],
+            str(self.build.spec),
+            self.build.bin("postgres").parent,
+        )
 
     def _popen(self, args: list[str]) -> subprocess.Popen[bytes]:
-        ids = _run_as()
-        with _pinned(self.options.cpus):
-            return subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log,
-                stderr=subprocess.STDOUT,
-                cwd=self.options.workdir,
-                env=library_env(self.build.basedir),
-                start_new_session=True,
-                user=ids[0] if ids else None,
-                group=ids[1] if ids else None,
-                extra_groups=[] if ids else None,
-            )
+        return process.spawn(
+            args,
+            log=self._log,
+            cwd=self.options.workdir,
+            env=library_env(self.build.basedir),
+            cpus=self.options.cpus,
+        )
 
     def _initdb(self) -> None:
         args = [str(self.build.bin("initdb")), "-D", str(self.data_dir)]
@@ -198,7 +134,7 @@ class PostgresEngine(Engine):
             ) from None
         if status != 0:
             raise EngineError(
-                f"{self.build.spec}: initdb {_describe_exit(status)}; "
+                f"{self.build.spec}: initdb {describe_exit(status)}; "
                 f"log {self.options.log_path}:\n{self.log_tail()}"
             )
 
@@ -210,12 +146,7 @@ class PostgresEngine(Engine):
         self._proc = self._popen([str(self.build.bin("postgres")), "-D", str(self.data_dir)])
 
     def _log_bytes(self, since: int) -> bytes:
-        try:
-            with open(self.options.log_path, "rb") as f:
-                f.seek(since)
-                return f.read()
-        except OSError:
-            return b""
+        return process.read_from(self.options.log_path, since)
 
     def _server_output(self) -> str:
         """What the server has logged since this start."""
@@ -260,7 +191,7 @@ class PostgresEngine(Engine):
                         f"{self.options.config_name!r}{extra}: {line.strip()}"
                     )
         return EngineError(
-            f"{self.build.spec} {_describe_exit(status)} while starting; "
+            f"{self.build.spec} {describe_exit(status)} while starting; "
             f"log {self.options.log_path}:\n{self.log_tail()}"
         )
 
@@ -277,7 +208,7 @@ class PostgresEngine(Engine):
         status = self._proc.poll()
         if status is not None:
             raise EngineCrashed(
-                f"{self.build.spec} (pid {self._proc.pid}) {_describe_exit(status)}; "
+                f"{self.build.spec} (pid {self._proc.pid}) {describe_exit(status)}; "
                 f"log {self.options.log_path}:\n{self.log_tail()}"
             )
         # scan only what is new, from the start of the last line seen (it may be partial)
@@ -302,64 +233,16 @@ class PostgresEngine(Engine):
         }
 
     def data_size_bytes(self) -> int:
-        total = 0
-        for dirpath, _, filenames in os.walk(self.data_dir):
-            for name in filenames:
-                try:
-                    total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
-                except FileNotFoundError:  # removed by the server meanwhile
-                    continue
-        return total
+        return process.disk_usage(self.data_dir)
 
     # -- stop ---------------------------------------------------------------------------
 
     def stop(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
-            for pid in tree_pids(proc.pid):  # a hung (stopped) server cannot shut down
-                with suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGCONT)
-            os.kill(proc.pid, signal.SIGINT)  # fast shutdown: abort transactions, checkpoint
-            try:
-                proc.wait(timeout=self.options.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                for pid in tree_pids(proc.pid):
-                    _kill(pid)
-                proc.wait()
-        self._kill_leftovers()
+        if self._proc is not None:
+            # SIGINT is a fast shutdown: abort transactions, checkpoint, exit
+            process.stop_tree(self._proc, signal.SIGINT, self.options.stop_timeout_s)
+        process.kill_leftovers(self.data_dir, str(self.build.spec))
         self._proc = None
         if self._log is not None:
             self._log.close()
             self._log = None
-
-    def _kill_leftovers(self) -> None:
-        """Kill server processes orphaned by a dead postmaster: they run in our data dir."""
-        deadline = time.monotonic() + 10.0
-        while pids := processes_in(self.data_dir):
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"{self.build.spec}: processes {pids} in {self.data_dir} survive SIGKILL"
-                )
-            for pid in pids:
-                _kill(pid)
-            time.sleep(0.05)
-
-
-def _kill(pid: int) -> None:
-    with suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def processes_in(directory: Path) -> list[int]:
-    """Pids of live processes whose working directory is `directory` (PostgreSQL's
-    processes chdir into the data directory; zombies have no working directory)."""
-    target = str(directory.resolve())
-    found = []
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.readlink(entry / "cwd") == target:
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found

@@ -1,8 +1,11 @@
 """Where builds come from: a spec like `postgres@17.2.0` becomes a `Build` on disk.
 
 Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
-local.py), and a user's own build directory (`@/path`, local.py). Fetched builds live in
-a cache keyed by the spec (cache.py), unpacked atomically.
+local.py), and a user's own build directory (`@/path`, local.py), for PostgreSQL,
+MariaDB and MySQL (with Percona and FB MySQL: user builds only; MySQL-family specifics
+are in mysql.py) and RocksDB (a library, not a server: rocksdb.py provisions its shared
+library from the same three sources). Fetched builds live in a cache keyed by the spec
+(cache.py), unpacked atomically.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from pathlib import Path
 
 from dbregress.errors import BuildNotFound
 
-ENGINES = ("postgres",)
+ENGINES = ("postgres", "mariadb", "mysql", "rocksdb")
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,8 @@ class BuildSpec:
         if not sep or not engine or not version:
             raise BuildNotFound(
                 f"build {text!r} is not of the form ENGINE@VERSION "
-                "(e.g. postgres@17.2.0, postgres@system, postgres@/path/to/basedir)"
+                "(e.g. postgres@17.2.0, postgres@system, mariadb@11.4.5, "
+                "mysql@/path/to/basedir, rocksdb@10.2.1, rocksdb@/path/to/librocksdb.so)"
             )
         if engine not in ENGINES:
             raise BuildNotFound(
@@ -48,22 +52,33 @@ class BuildSpec:
             )
         if version.startswith("~") or version.startswith("."):
             version = str(Path(os.path.expanduser(version)).resolve())
+        elif _is_library_name(version):
+            version = str(Path(version).absolute())
         return BuildSpec(engine, version)
+
+
+def _is_library_name(version: str) -> bool:
+    """A relative path to a shared library (`build/librocksdb.so`), not a version."""
+    return ".so" in Path(version).name and not version.startswith("/") and not version[0].isdigit()
 
 
 @dataclass(frozen=True)
 class Build:
     """A build on disk, ready to start.
 
-    `basedir` holds bin/ (and lib/, share/ where the build has them).
-    `identity` is what the results store records about it (source, coordinates, the
-    binary's own version string, ...).
+    `basedir` holds bin/ (and lib/, share/ where the build has them); for an embedded
+    engine, the directory of its library. `identity` is what the results store records
+    about it (source, coordinates, the binary's own version string, ...).
+    An embedded engine (RocksDB) is a shared library: `library` is its path and
+    `library_version` the version the library itself reports (e.g. "10.2.1").
     """
 
     spec: BuildSpec
     basedir: Path
     version_string: str  # what the binary says of itself, e.g. "postgres (PostgreSQL) 17.2"
     identity: dict[str, str] = field(default_factory=dict)
+    library: Path | None = None
+    library_version: str = ""
 
     def bin(self, name: str) -> Path:
         return self.basedir / "bin" / name
@@ -76,10 +91,12 @@ def fetch(spec: BuildSpec) -> Build:
     Central (maven.py). The Build's identity records the source, coordinates or path, the
     binary's version string and, for downloads, the artifact's sha256.
     """
-    from dbregress.provision import local, maven  # here: they import this module
+    from dbregress.provision import local, maven, rocksdb  # here: they import this module
 
     if spec.engine not in ENGINES:
         raise BuildNotFound(f"unknown engine {spec.engine!r}; known: {', '.join(ENGINES)}")
+    if spec.engine == "rocksdb":
+        return rocksdb.fetch(spec)
     if spec.is_system:
         return local.fetch_system(spec)
     if spec.is_path:
@@ -91,6 +108,11 @@ def versions(engine: str) -> list[str]:
     """Versions of `engine` that `fetch` can get, sorted numerically (oldest first)."""
     from dbregress.provision import maven
 
-    if engine not in maven.ARTIFACTS:
+    if engine not in ENGINES:
         raise BuildNotFound(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if engine not in maven.ARTIFACTS:
+        raise BuildNotFound(
+            f"{engine} builds are not on Maven Central, so there is no version list; use "
+            f"{engine}@/path/to/basedir (your own build) or {engine}@system"
+        )
     return maven.available_versions(engine)

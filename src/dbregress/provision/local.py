@@ -1,4 +1,8 @@
-"""Builds already on this machine: `postgres@system` and `postgres@/path/to/basedir`."""
+"""Builds already on this machine: `ENGINE@system` and `ENGINE@/path/to/basedir`.
+
+PostgreSQL is handled here; the MySQL family (mariadb, mysql) by provision/mysql.py,
+dispatched from the two fetch functions.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from dbregress.provision.versioning import version_key
 
 SYSTEM_ROOT = Path("/usr/lib/postgresql")
 REQUIRED = ("postgres", "initdb")
+MYSQL_FAMILY = ("mariadb", "mysql")
 
 
 def library_env(basedir: Path) -> dict[str, str]:
@@ -66,6 +71,10 @@ def system_basedir() -> Path:
 
 
 def fetch_system(spec: BuildSpec) -> Build:
+    if spec.engine in MYSQL_FAMILY:
+        from dbregress.provision import mysql
+
+        return _fetch_mysql(spec, mysql.system_basedir(spec.engine), "system")
     basedir = system_basedir()
     version = postgres_version(basedir)
     identity = {"source": "system", "path": str(basedir), "version_string": version}
@@ -76,6 +85,8 @@ def fetch_path(spec: BuildSpec) -> Build:
     basedir = Path(spec.version)
     if not basedir.is_dir():
         raise BuildNotFound(f"{spec}: {basedir} is not a directory")
+    if spec.engine in MYSQL_FAMILY:
+        return _fetch_mysql(spec, basedir, "path")
     missing = missing_binaries(basedir)
     if missing:
         raise BuildNotFound(
@@ -85,3 +96,23 @@ def fetch_path(spec: BuildSpec) -> Build:
     version = postgres_version(basedir)
     identity = {"source": "path", "path": str(basedir), "version_string": version}
     return Build(spec, basedir, version, identity)
+
+
+def _fetch_mysql(spec: BuildSpec, basedir: Path, source: str) -> Build:
+    """A MySQL-family build on this machine; `mariadb@` insists on MariaDB, `mysql@` takes
+    any of the family (MySQL, Percona, FB MySQL, MariaDB)."""
+    from dbregress.provision import mysql
+
+    line, version = mysql.server_version(basedir, str(spec))
+    if spec.engine == "mariadb" and not version.is_mariadb:
+        raise BuildNotFound(
+            f"{spec}: {basedir} holds {version}, not MariaDB ({line!r}); write mysql@{basedir}"
+        )
+    identity = {
+        "source": source,
+        "path": str(basedir),
+        "version_string": line,
+        "flavor": version.flavor,
+        "version": ".".join(map(str, version.version)),
+    }
+    return Build(spec, basedir, line, identity)

@@ -28,6 +28,13 @@ def normalize(version: str) -> str:
     return text
 
 
+def newest_in_series(series: str, available: list[str]) -> str | None:
+    """The newest available release of `series` (`10.11` -> `10.11.9`), or None."""
+    want = version_key(series)
+    matching = [v for v in available if version_key(v)[: len(want)] == want]
+    return max(matching, key=version_key) if matching else None
+
+
 def closest(wanted: str, available: list[str], count: int = 12) -> list[str]:
     """The available versions nearest to `wanted`, in ascending version order.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import ENGINE, LATENCY, PER_OP, Metric
 from dbregress.analysis.relative import change, relative
 from dbregress.analysis.summary import Cell, Matrix
@@ -103,6 +104,33 @@ def sla(m: Matrix) -> list[str]:
         "marked †.",
         "",
         *_table(["step", "build", "target rows/s", "achieved rows/s", "SLA", "Q"], rows),
+    ]
+
+
+def groups(m: Matrix) -> list[str]:
+    """Microbenchmarks: relative QPS summarized per group."""
+    summaries = group_summaries(m)
+    if not summaries:
+        return []
+    rows = [
+        [
+            g.group,
+            g.label,
+            str(g.count),
+            fmt(g.average, 2),
+            fmt(g.median, 2),
+            fmt(g.minimum, 2),
+            fmt(g.maximum, 2),
+            fmt(g.stddev, 3),
+        ]
+        for g in summaries
+    ]
+    return [
+        f"### Relative QPS per group (vs {m.base})",
+        "",
+        "Over the group's microbenchmarks (the reads run before the writes included).",
+        "",
+        *_table(["group", "build", "n", "average", "median", "min", "max", "stddev"], rows),
     ]
 
 
@@ -231,7 +259,11 @@ def header(record: dict[str, Any]) -> list[str]:
     return lines + _table(["comparison", "column", "build", "version", "config"], rows)
 
 
-BENCHMARK_NAMES = {"insert": "the Insert Benchmark", "kv": "db_bench-style key-value steps"}
+BENCHMARK_NAMES = {
+    "insert": "the Insert Benchmark",
+    "kv": "db_bench-style key-value steps",
+    "micro": "sysbench-style microbenchmarks",
+}
 
 
 def _title(m: Matrix) -> list[str]:
@@ -249,6 +281,7 @@ def render(record: dict[str, Any], ms: list[Matrix]) -> str:
             _title(m),
             throughput(m),
             relative_qps(m),
+            groups(m),
             sla(m),
             cpu_per_op(m),
             engine_stats(m),
@@ -262,5 +295,6 @@ def summary_tables(record: dict[str, Any], ms: list[Matrix]) -> str:
     """The short version printed at the end of `dbregress run`."""
     parts = []
     for m in ms:
-        parts += [_title(m), throughput(m), relative_qps(m), sla(m), cpu_per_op(m), engine_stats(m)]
+        parts += [_title(m), throughput(m), relative_qps(m), groups(m), sla(m), cpu_per_op(m)]
+        parts += [engine_stats(m)]
     return _join([*parts, failures(record)])

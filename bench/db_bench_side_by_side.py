@@ -1,0 +1,164 @@
+"""dbregress-loadgen against RocksDB's own db_bench, same settings, side by side.
+
+Debian's db_bench (rocksdb-tools, RocksDB 7.8.3) and the loadgen on the same RocksDB
+release (the rocksdbjni 7.8.3 jar's library, and Debian's librocksdb 7.8.3 that db_bench
+itself links), each run pinned to the same single CPU: 1 thread, 1M keys, 16-byte keys
+and 100-byte values (METHOD.md section 6), no compression, WAL off for fillseq; steps
+fillseq, readrandom, overwrite and readwhilewriting with the 2 MB/s writer limit on that
+step only. Prints ops/s side by side and the loadgen/db_bench ratios.
+
+    uv run python bench/db_bench_side_by_side.py [--seconds 20] [--keys 1000000] [--cpu 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dbregress import provision
+from dbregress.benchmarks import kv
+from dbregress.benchmarks.plan import StepPlan
+from dbregress.engines.base import EngineOptions
+from dbregress.lab import KvSizes, Placement
+from dbregress.provision import BuildSpec
+from dbregress.runner import make_engine
+from dbregress.step import collect_step
+
+STEPS = ("fillseq", "readrandom", "overwrite", "readwhilewriting")
+OPS_LINE = re.compile(r"^(\w+)\s*:\s*[\d.]+ micros/op (\d+) ops/sec")
+
+
+def db_bench(step: str, sizes: KvSizes, options: dict[str, Any], db: Path, cpu: int) -> float:
+    args = kv.db_bench_args(step, sizes, options, db)
+    out = subprocess.run(
+        ["taskset", "-c", str(cpu), "db_bench", *args], check=True, capture_output=True, text=True
+    ).stdout
+    rates = [int(m.group(2)) for line in out.splitlines() if (m := OPS_LINE.match(line))]
+    if not rates:
+        raise SystemExit(f"db_bench printed no ops/sec for {step}:\n{out[-2000:]}")
+    return float(rates[0])
+
+
+def loadgen(engine: Any, step: str, sizes: KvSizes, cpu: int, scratch: Path) -> float:
+    seconds = 0.0 if step == "fillseq" else sizes.seconds
+    plan = StepPlan(step, step, {}, duration_s=seconds, work=sizes.keys)
+    spec = kv.step_spec(engine.connection(), plan, 1, seed=1)
+    section = dict(spec["kv"])
+    section.update(keys=sizes.keys, key_size=sizes.key_size, value_size=sizes.value_size)
+    if seconds:
+        section["duration_s"] = seconds
+    if step == "readwhilewriting":
+        section["writer_mb_per_s"] = sizes.writer_mb_per_s
+    spec["kv"] = section
+    one = frozenset({cpu})
+    out = collect_step(
+        engine,
+        spec,
+        scratch / step,
+        plan,
+        seconds * 5 + 600,
+        Placement("same", one, one),
+        lambda e, r: None,
+    )
+    return float(out.result["q"]["value"])
+
+
+def run_loadgen(build_spec: str, sizes: KvSizes, cpu: int, scratch: Path) -> dict[str, float]:
+    build = provision.fetch(BuildSpec.parse(build_spec))
+    workdir = scratch / f"lg-{build_spec.replace('@', '-')}"
+    options = EngineOptions(
+        workdir=workdir,
+        log_path=workdir.with_suffix(".log"),
+        config_name="byrx",
+        settings=_settings(),
+        sizes=kv_sizes(sizes),
+    )
+    engine = make_engine(build, options)
+    engine.start()
+    try:
+        return {step: loadgen(engine, step, sizes, cpu, scratch) for step in STEPS}
+    finally:
+        engine.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _settings() -> dict[str, str]:
+    return {
+        "cache_mb": "1024",
+        "compression": "none",
+        "bloom_bits": "10",
+        "block_size": "8192",
+        "cache_type": "lru",
+    }
+
+
+def kv_sizes(sizes: KvSizes) -> Any:
+    from dbregress.engines.base import Sizes
+
+    return Sizes(cache_mb=0, wal_mb=0, data_mb=sizes.data_mb)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=20.0)
+    p.add_argument("--keys", type=int, default=1_000_000)
+    p.add_argument("--cpu", type=int, default=1)
+    args = p.parse_args()
+    sizes = KvSizes(
+        keys=args.keys,
+        key_size=16,
+        value_size=100,
+        threads=1,
+        seconds=args.seconds,
+        writer_mb_per_s=2.0,
+    )
+    scratch = Path(tempfile.mkdtemp(prefix="bench-kv-", dir="/var/tmp"))
+    try:
+        # The loadgen's options, as the byrx preset renders them with our overrides, are
+        # what db_bench is given too.
+        build = provision.fetch(BuildSpec.parse("rocksdb@7.8.3"))
+        probe = make_engine(
+            build,
+            EngineOptions(
+                workdir=scratch / "probe",
+                log_path=scratch / "probe.log",
+                config_name="byrx",
+                settings=_settings(),
+                sizes=kv_sizes(sizes),
+            ),
+        )
+        probe.start()
+        options = probe.connection()["options"]
+        probe.stop()
+        print(
+            f"1 thread, {sizes.keys} keys, key {sizes.key_size} B, value "
+            f"{sizes.value_size} B, {args.seconds:.0f} s per timed step, CPU {args.cpu}; "
+            f"options {options}",
+            flush=True,
+        )
+        db = scratch / "db_bench"
+        bench = {step: db_bench(step, sizes, options, db, args.cpu) for step in STEPS}
+        jni = run_loadgen("rocksdb@7.8.3", sizes, args.cpu, scratch)
+        system = run_loadgen("rocksdb@system", sizes, args.cpu, scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(
+        "| step | db_bench 7.8.3 (Debian) | loadgen, rocksdbjni 7.8.3 | ratio | "
+        "loadgen, Debian librocksdb 7.8.3 | ratio |"
+    )
+    print("|---|---|---|---|---|---|")
+    for step in STEPS:
+        print(
+            f"| {step} | {bench[step]:,.0f} | {jni[step]:,.0f} | "
+            f"{jni[step] / bench[step]:.2f} | {system[step]:,.0f} | "
+            f"{system[step] / bench[step]:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,248 @@
+//! The kv parts of the step spec: the `kv` sizes section and the `rocksdb` engine's
+//! options (schema/step-spec.schema.json), with the schema's defaults and the checks the
+//! schema alone cannot make.
+
+use crate::spec::Step;
+use anyhow::{bail, Result};
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Sizes of a kv step (METHOD.md section 4).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KvSpec {
+    /// Keys in the database: fillseq writes 0..keys-1, other steps pick among them.
+    pub keys: Option<u64>,
+    #[serde(default = "default_key_size")]
+    pub key_size: usize,
+    #[serde(default = "default_value_size")]
+    pub value_size: usize,
+    pub duration_s: Option<f64>,
+    #[serde(default = "default_overwrite_fraction")]
+    pub overwrite_fraction: f64,
+    #[serde(default = "default_range_len")]
+    pub range_len: u64,
+    #[serde(default = "default_writer_mb_per_s")]
+    pub writer_mb_per_s: f64,
+    pub disable_wal: Option<bool>,
+}
+
+impl Default for KvSpec {
+    fn default() -> Self {
+        serde_json::from_str("{}").expect("kv defaults")
+    }
+}
+
+fn default_key_size() -> usize {
+    20
+}
+fn default_value_size() -> usize {
+    400
+}
+fn default_overwrite_fraction() -> f64 {
+    0.1
+}
+fn default_range_len() -> u64 {
+    10
+}
+fn default_writer_mb_per_s() -> f64 {
+    2.0
+}
+
+impl KvSpec {
+    pub fn keys(&self) -> u64 {
+        self.keys.unwrap_or(0)
+    }
+
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_s.unwrap_or(0.0))
+    }
+
+    /// The WAL is off for fillseq and on otherwise, unless the spec says.
+    pub fn disable_wal(&self, step: Step) -> bool {
+        self.disable_wal.unwrap_or(step == Step::Fillseq)
+    }
+
+    /// The background writer's limit in bytes of key + value per second (MB = 2^20).
+    pub fn writer_bytes_per_s(&self) -> f64 {
+        self.writer_mb_per_s * 1024.0 * 1024.0
+    }
+
+    pub fn entry_bytes(&self) -> usize {
+        self.key_size + self.value_size
+    }
+
+    pub fn validate(&self, step: Step) -> Result<()> {
+        let name = step.name();
+        // flush_mt_l0 touches no key; every other step needs to know the key space.
+        if step != Step::FlushMtL0 && self.keys.is_none_or(|k| k == 0) {
+            bail!("kv.keys (at least 1) is required for step {name}");
+        }
+        if self.key_size < 8 {
+            bail!("kv.key_size must be at least 8, got {}", self.key_size);
+        }
+        if self.value_size == 0 || self.range_len == 0 {
+            bail!("kv.value_size and kv.range_len must be at least 1");
+        }
+        match (step.is_timed_kv(), self.duration_s) {
+            (true, None) => bail!("kv.duration_s is required for step {name}"),
+            (true, Some(d)) if !(d > 0.0 && d.is_finite()) => {
+                bail!("kv.duration_s must be > 0, got {d}")
+            }
+            (false, Some(_)) => bail!("kv.duration_s does not apply to step {name}"),
+            _ => {}
+        }
+        let f = self.overwrite_fraction;
+        if !(f > 0.0 && f <= 1.0) {
+            bail!("kv.overwrite_fraction must be in (0, 1], got {f}");
+        }
+        if !(self.writer_mb_per_s >= 0.0 && self.writer_mb_per_s.is_finite()) {
+            bail!(
+                "kv.writer_mb_per_s must be >= 0, got {}",
+                self.writer_mb_per_s
+            );
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheType {
+    Lru,
+    HyperClock,
+    AutoHyperClock,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Lz4,
+}
+
+/// The rocksdb engine's `options`, defaults as in the schema.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RocksOptions {
+    pub cache_mb: Option<u64>,
+    #[serde(default = "default_cache_type")]
+    pub cache_type: CacheType,
+    pub estimated_entry_charge: Option<u64>,
+    #[serde(default = "default_block_size")]
+    pub block_size: u64,
+    #[serde(default = "default_bloom_bits")]
+    pub bloom_bits: f64,
+    #[serde(default = "default_compression")]
+    pub compression: Compression,
+    #[serde(default)]
+    pub direct_io: bool,
+    #[serde(default)]
+    pub block_align: bool,
+    #[serde(default = "default_write_buffer_mb")]
+    pub write_buffer_mb: u64,
+    #[serde(default = "default_max_background_jobs")]
+    pub max_background_jobs: u32,
+    #[serde(default = "default_l0_trigger")]
+    pub level0_file_num_compaction_trigger: u32,
+    #[serde(default = "default_max_bytes_for_level_base_mb")]
+    pub max_bytes_for_level_base_mb: u64,
+    #[serde(default = "default_target_file_size_base_mb")]
+    pub target_file_size_base_mb: u64,
+    #[serde(default)]
+    pub sync: bool,
+}
+
+fn default_cache_type() -> CacheType {
+    CacheType::Lru
+}
+fn default_block_size() -> u64 {
+    8192
+}
+fn default_bloom_bits() -> f64 {
+    10.0
+}
+fn default_compression() -> Compression {
+    Compression::None
+}
+fn default_write_buffer_mb() -> u64 {
+    64
+}
+fn default_max_background_jobs() -> u32 {
+    2
+}
+fn default_l0_trigger() -> u32 {
+    4
+}
+fn default_max_bytes_for_level_base_mb() -> u64 {
+    256
+}
+fn default_target_file_size_base_mb() -> u64 {
+    64
+}
+
+impl RocksOptions {
+    pub fn validate(&self) -> Result<()> {
+        if self.estimated_entry_charge.is_some() && self.cache_type != CacheType::HyperClock {
+            bail!("engine.options.estimated_entry_charge applies only to cache_type hyper_clock");
+        }
+        if self.block_size < 512 {
+            bail!("engine.options.block_size must be at least 512");
+        }
+        if !(self.bloom_bits >= 0.0 && self.bloom_bits.is_finite()) {
+            bail!("engine.options.bloom_bits must be >= 0");
+        }
+        let sizes = [
+            ("write_buffer_mb", self.write_buffer_mb),
+            (
+                "max_bytes_for_level_base_mb",
+                self.max_bytes_for_level_base_mb,
+            ),
+            ("target_file_size_base_mb", self.target_file_size_base_mb),
+            ("max_background_jobs", self.max_background_jobs as u64),
+            (
+                "level0_file_num_compaction_trigger",
+                self.level0_file_num_compaction_trigger as u64,
+            ),
+        ];
+        for (name, v) in sizes {
+            if v == 0 {
+                bail!("engine.options.{name} must be at least 1");
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_the_schema() {
+        let kv = KvSpec::default();
+        assert_eq!((kv.key_size, kv.value_size, kv.range_len), (20, 400, 10));
+        assert_eq!(kv.overwrite_fraction, 0.1);
+        assert!(
+            kv.disable_wal(Step::Fillseq),
+            "fillseq writes without a WAL"
+        );
+        assert!(!kv.disable_wal(Step::Overwrite));
+        assert_eq!(kv.writer_bytes_per_s(), 2.0 * 1048576.0);
+        let o: RocksOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!((o.block_size, o.write_buffer_mb), (8192, 64));
+        assert_eq!((o.bloom_bits, o.cache_type), (10.0, CacheType::Lru));
+        assert!(o.validate().is_ok());
+    }
+
+    #[test]
+    fn timed_steps_need_a_duration_and_others_refuse_one() {
+        let kv: KvSpec = serde_json::from_str(r#"{"keys": 10}"#).unwrap();
+        assert!(kv.validate(Step::Fillseq).is_ok());
+        let e = kv.validate(Step::Readrandom).unwrap_err().to_string();
+        assert!(e.contains("kv.duration_s is required"), "{e}");
+        let timed: KvSpec = serde_json::from_str(r#"{"keys": 10, "duration_s": 1}"#).unwrap();
+        assert!(timed.validate(Step::Fillseq).is_err());
+        assert!(KvSpec::default().validate(Step::FlushMtL0).is_ok());
+    }
+}

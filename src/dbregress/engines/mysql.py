@@ -1,0 +1,317 @@
+"""MySQL-family lifecycle (MariaDB, MySQL, Percona, FB MySQL): system tables, a my.cnf
+from a profile, the server as our own child on a private unix socket.
+
+`mysqld`/`mariadbd` is started directly (not through mysqld_safe) so its pid is ours to
+watch and its exit status ours to read; as root it runs as `nobody`. Its error log is its
+stderr, a file dbregress opened at options.log_path (so a root-owned results directory
+works): no `log_error` is set, and then every version logs to stderr.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from dbregress import configs
+from dbregress.configs import mysql as mysql_configs
+from dbregress.engines import process
+from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.process import describe_exit
+from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.provision import Build
+from dbregress.provision import mysql as family
+from dbregress.provision.mysql import ServerVersion
+
+READY_POLL_S = 0.05
+INSTALL_TIMEOUT_S = 300.0  # old versions' mysql_install_db takes ~10 s on 2 vCPUs
+PROTOCOL_VERSION = 10  # first byte of the server's greeting packet since MySQL 3.21
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with the terminating NUL
+# the server's own words for a setting it refuses (compared in lower case)
+CONFIG_ERRORS = (
+    "unknown variable",
+    "unknown option",
+    "unrecognized value",
+    "unknown/unsupported storage engine",
+    "error while setting value",
+    "invalid value",
+    "incorrect value",
+    "ambiguous option",
+    "option requires an argument",
+    "can't open shared library",
+)
+ROCKSDB_PLUGIN = "ha_rocksdb.so"
+PLUGIN_DIRS = ("lib/plugin", "lib/mysql/plugin", "lib64/mysql/plugin")
+
+
+class MysqlEngine(Engine):
+    """One MySQL-family server in `options.workdir` (data/, socket/, tmp/, my.cnf)."""
+
+    def __init__(self, build: Build, options: EngineOptions) -> None:
+        super().__init__(build, options)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._log_offset = 0  # where this start's output begins in the log
+        self._settings: dict[str, str] | None = None
+        parsed = family.parse_version_output(build.version_string)
+        if parsed is None:
+            raise EngineError(
+                f"{build.spec}: {build.version_string!r} is not a MySQL-family version line"
+            )
+        self.server: ServerVersion = parsed
+        binary = family.server_binary(build.basedir)
+        if binary is None:
+            raise EngineError(f"{build.spec}: no mysqld or mariadbd under {build.basedir}")
+        self.binary = binary
+
+    @property
+    def data_dir(self) -> Path:
+        return self.options.workdir / "data"
+
+    @property
+    def socket_path(self) -> Path:
+        return self.options.workdir / "socket" / "mysqld.sock"
+
+    @property
+    def config_path(self) -> Path:
+        return self.options.workdir / "my.cnf"
+
+    # -- settings -----------------------------------------------------------------------
+
+    def settings_applied(self) -> dict[str, str]:
+        """Paths and socket, then the version's lines, the profile, the lab's overrides."""
+        if self._settings is None:
+            profile = configs.render(
+                "mysql", self.options.config_name, self.options.sizes, self.options.settings
+            )
+            settings = {
+                **self._base_settings(),
+                **mysql_configs.version_settings(self.server, self.options.sizes),
+            }
+            settings.update(mysql_configs.canonical(profile))
+            if mysql_configs.uses_rocksdb(settings):
+                settings.update(self._rocksdb_settings())
+            self._settings = settings
+        return dict(self._settings)
+
+    def _base_settings(self) -> dict[str, str]:
+        workdir = self.options.workdir
+        settings = {
+            "basedir": str(self.build.basedir),
+            "datadir": str(self.data_dir),
+            "socket": str(self.socket_path),
+            "pid_file": str(workdir / "mysqld.pid"),
+            "skip_networking": "",
+            "tmpdir": str(workdir / "tmp"),
+            "secure_file_priv": str(workdir / "tmp"),
+        }
+        for share in (self.build.basedir / "share" / "mysql", self.build.basedir / "share"):
+            if (share / "english" / "errmsg.sys").is_file():
+                settings["lc_messages_dir"] = str(share)
+                break
+        return settings
+
+    def _rocksdb_settings(self) -> dict[str, str]:
+        """Load MyRocks if the build has it as a plugin; ConfigRejected if it has none."""
+        if "--rocksdb" in self._help_text():
+            return {}  # compiled in (FB MySQL)
+        for name in PLUGIN_DIRS:
+            plugin_dir = self.build.basedir / name
+            if (plugin_dir / ROCKSDB_PLUGIN).is_file():
+                return {"plugin_dir": str(plugin_dir), "plugin_load_add": ROCKSDB_PLUGIN}
+        raise ConfigRejected(
+            f"{self.build.spec} has no MyRocks, which config profile "
+            f"{self.options.config_name!r} needs: no rocksdb options in `{self.binary.name} "
+            f"--verbose --help` and no {ROCKSDB_PLUGIN} in {', '.join(PLUGIN_DIRS)} under "
+            f"{self.build.basedir} (for mariadb@system: `apt-get install mariadb-plugin-rocksdb`)"
+        )
+
+    def _help_text(self) -> str:
+        try:
+            done = subprocess.run(
+                [str(self.binary), "--no-defaults", "--verbose", "--help"],
+                env=family.build_env(self.build.basedir),
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+                **process.as_server_user(),
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise EngineError(f"{self.build.spec}: cannot run {self.binary} --help: {e}") from e
+        return str(done.stdout)
+
+    def _write_config(self) -> None:
+        lines = ["# written by dbregress", f"# profile {self.options.config_name!r}", "[mysqld]"]
+        for key, value in self.settings_applied().items():
+            lines.append(f"{key} = {value}" if value != "" else key)
+        self.config_path.write_text("\n".join(lines) + "\n")
+        process.chown_to_server(self.config_path)
+
+    # -- start --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._proc is not None:
+            raise EngineError(f"{self.build.spec}: start() called twice")
+        self.settings_applied()  # an unknown profile fails before anything is created
+        if len(str(self.socket_path).encode()) > MAX_SOCKET_PATH:
+            raise EngineError(
+                f"{self.build.spec}: the socket path {self.socket_path} is longer than "
+                f"{MAX_SOCKET_PATH} bytes; use a shorter workdir"
+            )
+        family.check_libraries(self.binary, self.build.basedir)
+        process.prepare_workdir(
+            self.options.workdir,
+            [self.socket_path.parent, self.options.workdir / "tmp"],
+            str(self.build.spec),
+            self.binary.parent,
+        )
+        self.options.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.options.log_path, "ab")  # noqa: SIM115 (closed by stop)
+        self._log_offset = self.options.log_path.stat().st_size
+        try:
+            self._write_config()
+            self._create_system_tables()
+            self._spawn()
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _popen(self, args: list[str]) -> subprocess.Popen[bytes]:
+        assert self._log is not None
+        self._log.flush()
+        return process.spawn(
+            args,
+            log=self._log,
+            cwd=self.options.workdir,
+            env=family.build_env(self.build.basedir),
+            cpus=self.options.cpus,
+        )
+
+    def _install_command(self) -> list[str]:
+        """How this version creates its system tables, with root@localhost passwordless."""
+        defaults = f"--defaults-file={self.config_path}"
+        if not self.server.is_mariadb and self.server.at_least(5, 7, 6):
+            init = self.options.workdir / "init.sql"
+            init.write_text("CREATE DATABASE IF NOT EXISTS test;\n")  # as MariaDB has
+            return [str(self.binary), defaults, "--initialize-insecure", f"--init-file={init}"]
+        script = family.install_script(self.build.basedir)
+        if script is None:
+            raise EngineError(
+                f"{self.build.spec}: no mariadb-install-db or mysql_install_db under "
+                f"{self.build.basedir} (scripts/ or bin/) to create the system tables"
+            )
+        args = [str(script), defaults, f"--basedir={self.build.basedir}"]
+        args += [f"--datadir={self.data_dir}", "--force"]  # --force: no DNS lookups
+        if "auth-root-authentication-method" in script.read_text(errors="replace"):
+            args.append("--auth-root-authentication-method=normal")  # 10.4+: no unix_socket
+        return args
+
+    def _create_system_tables(self) -> None:
+        proc = self._popen(self._install_command())
+        timeout_s = max(self.options.start_timeout_s, INSTALL_TIMEOUT_S)
+        try:
+            status = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill_tree(proc)
+            raise EngineError(
+                f"{self.build.spec}: creating the system tables did not finish in "
+                f"{timeout_s} s; log {self.options.log_path}:\n{self.log_tail()}"
+            ) from None
+        except BaseException:  # Ctrl-C: leave no bootstrap server behind
+            process.kill_tree(proc)
+            raise
+        if status != 0:
+            raise self._start_failure("creating the system tables", status)
+
+    def _spawn(self) -> None:
+        self._proc = self._popen([str(self.binary), f"--defaults-file={self.config_path}"])
+
+    def _greets(self) -> bool:
+        """The socket accepts a connection and sends a protocol-10 greeting."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2.0)
+            try:
+                sock.connect(str(self.socket_path))
+                head = b""
+                while len(head) < 5 and (chunk := sock.recv(5 - len(head))):
+                    head += chunk
+            except OSError:
+                return False
+        return len(head) == 5 and head[4] == PROTOCOL_VERSION
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
+        deadline = time.monotonic() + self.options.start_timeout_s
+        while not self._greets():
+            status = self._proc.poll()
+            if status is not None:
+                raise self._start_failure("starting", status)
+            if time.monotonic() > deadline:
+                raise EngineError(
+                    f"{self.build.spec} was not ready after {self.options.start_timeout_s} s; "
+                    f"log {self.options.log_path}:\n{self.log_tail()}"
+                )
+            time.sleep(READY_POLL_S)
+
+    def _start_failure(self, doing: str, status: int) -> EngineError:
+        output = process.read_from(self.options.log_path, self._log_offset)
+        for line in output.decode(errors="replace").splitlines():
+            if any(marker in line.lower() for marker in CONFIG_ERRORS):
+                overrides = self.options.settings
+                extra = f" with the lab's settings {overrides}" if overrides else ""
+                return ConfigRejected(
+                    f"{self.build.spec} rejected config profile "
+                    f"{self.options.config_name!r}{extra}: {line.strip()}"
+                )
+        return EngineError(
+            f"{self.build.spec} {describe_exit(status)} while {doing}; "
+            f"log {self.options.log_path}:\n{self.log_tail()}"
+        )
+
+    # -- running ------------------------------------------------------------------------
+
+    def server_pid(self) -> int:
+        if self._proc is None:
+            raise EngineError(f"{self.build.spec} is not running")
+        return self._proc.pid
+
+    def check_alive(self) -> None:
+        if self._proc is None:
+            raise EngineCrashed(f"{self.build.spec} is not running (never started or stopped)")
+        status = self._proc.poll()
+        if status is not None:
+            raise EngineCrashed(
+                f"{self.build.spec} (pid {self._proc.pid}) {describe_exit(status)}; "
+                f"log {self.options.log_path}:\n{self.log_tail()}"
+            )
+
+    def connection(self) -> dict[str, Any]:
+        settings = self.settings_applied()
+        engine = settings.get("default_storage_engine", "InnoDB")
+        return {
+            "driver": "mysql",
+            "socket": settings["socket"],
+            "user": "root",
+            "database": "test",
+            "storage_engine": "RocksDB" if engine.lower() == "rocksdb" else "InnoDB",
+        }
+
+    def data_size_bytes(self) -> int:
+        return process.disk_usage(self.data_dir)
+
+    # -- stop ---------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            # SIGTERM is mysqld's clean shutdown (InnoDB fast shutdown, then exit)
+            process.stop_tree(self._proc, signal.SIGTERM, self.options.stop_timeout_s)
+        process.kill_leftovers(self.data_dir, str(self.build.spec))
+        self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None

@@ -1,0 +1,201 @@
+"""What every server engine does with its processes, whatever the database.
+
+A server runs as our own child in a session of its own (as `nobody` when we are root:
+PostgreSQL and MySQL refuse to run as root), pinned to the lab's CPUs, with its output
+going to a log file we opened. Stopping it means waking a stopped tree, asking for a
+clean shutdown, and killing the whole tree, then any orphans, if that does not finish.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO, Any
+
+from dbregress.collect.proc import PROC, tree_pids
+from dbregress.errors import EngineError
+
+RUN_AS_WHEN_ROOT = "nobody"
+
+
+def run_as() -> tuple[int, int] | None:
+    """(uid, gid) to run a server as, or None to run it as ourselves."""
+    if os.geteuid() != 0:
+        return None
+    entry = pwd.getpwnam(RUN_AS_WHEN_ROOT)
+    return entry.pw_uid, entry.pw_gid
+
+
+def as_server_user() -> dict[str, Any]:
+    """subprocess keyword arguments that run a child as the server user (uid, gid, no
+    supplementary groups); empty unless we are root."""
+    ids = run_as()
+    return {"user": ids[0], "group": ids[1], "extra_groups": []} if ids else {}
+
+
+def chown_to_server(*paths: Path) -> None:
+    """Give `paths` to the user the server runs as (a no-op unless we are root)."""
+    ids = run_as()
+    if ids is not None:
+        for path in paths:
+            os.chown(path, *ids)
+
+
+def describe_exit(status: int) -> str:
+    if status < 0:
+        try:
+            return f"was killed by signal {signal.Signals(-status).name}"
+        except ValueError:
+            return f"was killed by signal {-status}"
+    return f"exited with status {status}"
+
+
+@contextmanager
+def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
+    """Pin the calling thread while it spawns, so the child (and its children) inherit."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, cpus)
+    except OSError as e:
+        raise EngineError(f"cannot pin the server to CPUs {sorted(cpus)}: {e}") from e
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def spawn(
+    args: list[str],
+    *,
+    log: IO[bytes] | None,
+    cwd: Path,
+    env: dict[str, str],
+    cpus: frozenset[int] | None,
+) -> subprocess.Popen[bytes]:
+    """Start `args` as the server user, in its own session, pinned, output to `log`."""
+    with pinned(cpus):
+        return subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            **as_server_user(),
+        )
+
+
+def prepare_workdir(workdir: Path, private_dirs: list[Path], what: str, binary_dir: Path) -> None:
+    """Create an empty private (0700) `workdir` and `private_dirs`, owned by the server user.
+
+    As root the server runs as nobody, who must be able to traverse every parent of the
+    workdir and of the build's binaries: a clear error names the directory if not.
+    """
+    if workdir.exists() and any(workdir.iterdir()):
+        raise EngineError(f"{what}: workdir {workdir} is not empty; give a new one")
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    workdir.mkdir(mode=0o700, exist_ok=True)
+    workdir.chmod(0o700)
+    for directory in private_dirs:
+        directory.mkdir(mode=0o700)
+    chown_to_server(workdir, *private_dirs)
+    if run_as() is not None:
+        check_reachable_by_others(workdir.parent, what)
+        check_reachable_by_others(binary_dir, what)
+
+
+def check_reachable_by_others(directory: Path, what: str) -> None:
+    """As root the server runs as nobody, who must be able to traverse every parent."""
+    for path in (directory.resolve(), *directory.resolve().parents):
+        if not path.stat().st_mode & 0o001:
+            raise EngineError(
+                f"{what}: {path} is not traversable by user {RUN_AS_WHEN_ROOT!r}, who runs "
+                f"the server when dbregress runs as root; `chmod o+x {path}` or use "
+                "directories under a 0755 parent"
+            )
+
+
+def read_from(path: Path, offset: int) -> bytes:
+    """The bytes of `path` from `offset` on (empty if it cannot be read)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read()
+    except OSError:
+        return b""
+
+
+def stop_tree(proc: subprocess.Popen[bytes], shutdown: signal.Signals, timeout_s: float) -> None:
+    """Wake the tree (a stopped server cannot shut down), send `shutdown` to the root,
+    wait `timeout_s`, then SIGKILL every process of the tree."""
+    if proc.poll() is not None:
+        return
+    for pid in tree_pids(proc.pid):
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+    with suppress(ProcessLookupError):
+        os.kill(proc.pid, shutdown)
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        kill_tree(proc)
+
+
+def kill_tree(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL `proc` and all its descendants, and reap it."""
+    for pid in tree_pids(proc.pid):
+        kill(pid)
+    proc.wait()
+
+
+def kill(pid: int) -> None:
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def processes_in(directory: Path) -> list[int]:
+    """Pids of live processes whose working directory is `directory` (PostgreSQL's and
+    MySQL's servers chdir into their data directory; zombies have no working directory)."""
+    target = str(directory.resolve())
+    found = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "cwd") == target:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def kill_leftovers(directory: Path, what: str) -> None:
+    """Kill server processes orphaned by a dead parent: they run in the data directory."""
+    deadline = time.monotonic() + 10.0
+    while pids := processes_in(directory):
+        if time.monotonic() > deadline:
+            raise EngineError(f"{what}: processes {pids} in {directory} survive SIGKILL")
+        for pid in pids:
+            kill(pid)
+        time.sleep(0.05)
+
+
+def disk_usage(directory: Path) -> int:
+    """Bytes the files under `directory` occupy on disk (st_blocks * 512)."""
+    total = 0
+    for dirpath, _, filenames in os.walk(directory):
+        for name in filenames:
+            try:
+                total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
+            except FileNotFoundError:  # removed by the server meanwhile
+                continue
+    return total
