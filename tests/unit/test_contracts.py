@@ -36,3 +36,14 @@ def test_engine_sizes_fit_the_data_and_the_host() -> None:
     assert small.cache_mb == 128 and small.wal_mb == 1024
     big = engine_sizes(InsertSizes(clients=8, load_rows=10_000_000), 24 * 2**30)
     assert big.cache_mb == 6 * 1024  # capped at a quarter of memory
+
+
+def test_every_micro_step_spec_is_valid() -> None:
+    from dbregress.benchmarks import micro
+    from dbregress.lab import MicroSizes
+
+    mysql = {"driver": "mysql", "socket": "/tmp/s", "user": "root", "database": "test"}
+    for p in micro.plan(MicroSizes(tables=2, rows=1000, seconds=1)):
+        for conn in (CONN, mysql):
+            spec = {**micro.step_spec(conn, p, 2, 7), "spec_version": SPEC_VERSION}
+            jsonschema.validate(spec, SCHEMA)

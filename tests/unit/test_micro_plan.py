@@ -24,6 +24,11 @@ def test_order_reads_writes_cleanup_reads_delete_insert() -> None:
     assert every <= set(names)
 
 
+def test_ranges_longer_than_the_table_are_left_out() -> None:
+    names = [p.name for p in plan(MicroSizes(rows=5000, seconds=1))]
+    assert "read-only-range10000" not in names and "read-only-range100" in names
+
+
 def test_range_sizes_and_subsets() -> None:
     plans = plan(MicroSizes(only=("read-only-range10000", "insert"), reads_before_writes=False))
     assert [(p.name, p.step) for p in plans] == [
