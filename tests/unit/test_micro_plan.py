@@ -13,7 +13,7 @@ from dbregress.lab import MicroSizes, load_lab
 
 
 def test_order_reads_writes_cleanup_reads_delete_insert() -> None:
-    names = [p.name for p in plan(MicroSizes(tables=2, rows=100, seconds=1))]
+    names = [p.name for p in plan(MicroSizes(tables=2, rows=100_000, seconds=1))]
     assert names[0] == "load"
     assert names[1 : 1 + len(READS)] == [n + ".pre" for n in READS]
     cleanup = names.index("cleanup")
