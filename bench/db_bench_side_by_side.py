@@ -2,10 +2,11 @@
 
 Debian's db_bench (rocksdb-tools, RocksDB 7.8.3) and the loadgen on the same RocksDB
 release (the rocksdbjni 7.8.3 jar's library, and Debian's librocksdb 7.8.3 that db_bench
-itself links), each run pinned to the same single CPU: 1 thread, 1M keys, 16-byte keys
-and 100-byte values (METHOD.md section 6), no compression, WAL off for fillseq; steps
-fillseq, readrandom, overwrite and readwhilewriting with the 2 MB/s writer limit on that
-step only. Prints ops/s side by side and the loadgen/db_bench ratios.
+itself links), each run pinned to the same single CPU: 1 thread, 1M keys, 20-byte keys
+and 400-byte values (METHOD.md section 4's defaults), no compression, WAL off for
+fillseq; steps fillseq, readrandom, readwhilewriting with the 2 MB/s writer limit on that
+step only, and overwrite, each followed on both sides by a flush + compaction settle so
+every step starts from the same LSM shape. Prints ops/s side by side and the ratios.
 
     uv run python bench/db_bench_side_by_side.py [--seconds 20] [--keys 1000000] [--cpu 1]
 """
@@ -29,23 +30,39 @@ from dbregress.provision import BuildSpec
 from dbregress.runner import make_engine
 from dbregress.step import collect_step
 
-STEPS = ("fillseq", "readrandom", "overwrite", "readwhilewriting")
+STEPS = ("fillseq", "readrandom", "readwhilewriting", "overwrite")
+SETTLE = "flush_mt_l0"  # between steps, on both sides: the same LSM shape to start from
+# db_bench defaults that differ from RocksDB's own (found by diffing the OPTIONS files
+# the two sides write): set them to RocksDB's, which is what the loadgen gets.
+PARITY_FLAGS = [
+    "--compression_ratio=0.5",
+    "--statistics=1",
+    "--enable_pipelined_write=0",
+    "--table_cache_numshardbits=6",
+    "--dump_malloc_stats=0",
+    "--delayed_write_rate=16777216",
+    "--hard_pending_compaction_bytes_limit=274877906944",
+    "--pin_top_level_index_and_filter=1",
+    "--index_shortening_mode=1",
+]
 OPS_LINE = re.compile(r"^(\w+)\s*:\s*[\d.]+ micros/op (\d+) ops/sec")
 
 
 def db_bench(step: str, sizes: KvSizes, options: dict[str, Any], db: Path, cpu: int) -> float:
-    args = kv.db_bench_args(step, sizes, options, db)
+    args = [*kv.db_bench_args(step, sizes, options, db), *PARITY_FLAGS]
     out = subprocess.run(
         ["taskset", "-c", str(cpu), "db_bench", *args], check=True, capture_output=True, text=True
     ).stdout
     rates = [int(m.group(2)) for line in out.splitlines() if (m := OPS_LINE.match(line))]
+    if step == SETTLE:
+        return 0.0
     if not rates:
         raise SystemExit(f"db_bench printed no ops/sec for {step}:\n{out[-2000:]}")
     return float(rates[0])
 
 
 def loadgen(engine: Any, step: str, sizes: KvSizes, cpu: int, scratch: Path) -> float:
-    seconds = 0.0 if step == "fillseq" else sizes.seconds
+    seconds = 0.0 if step in ("fillseq", SETTLE) else sizes.seconds
     plan = StepPlan(step, step, {}, duration_s=seconds, work=sizes.keys)
     spec = kv.step_spec(engine.connection(), plan, 1, seed=1)
     section = dict(spec["kv"])
@@ -81,7 +98,11 @@ def run_loadgen(build_spec: str, sizes: KvSizes, cpu: int, scratch: Path) -> dic
     engine = make_engine(build, options)
     engine.start()
     try:
-        return {step: loadgen(engine, step, sizes, cpu, scratch) for step in STEPS}
+        rates = {}
+        for step in STEPS:
+            rates[step] = loadgen(engine, step, sizes, cpu, scratch)
+            loadgen(engine, SETTLE, sizes, cpu, scratch)
+        return rates
     finally:
         engine.stop()
         shutil.rmtree(workdir, ignore_errors=True)
@@ -108,11 +129,13 @@ def main() -> None:
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--keys", type=int, default=1_000_000)
     p.add_argument("--cpu", type=int, default=1)
+    p.add_argument("--key-size", type=int, default=20)
+    p.add_argument("--value-size", type=int, default=400)
     args = p.parse_args()
     sizes = KvSizes(
         keys=args.keys,
-        key_size=16,
-        value_size=100,
+        key_size=args.key_size,
+        value_size=args.value_size,
         threads=1,
         seconds=args.seconds,
         writer_mb_per_s=2.0,
@@ -142,7 +165,10 @@ def main() -> None:
             flush=True,
         )
         db = scratch / "db_bench"
-        bench = {step: db_bench(step, sizes, options, db, args.cpu) for step in STEPS}
+        bench = {}
+        for step in STEPS:
+            bench[step] = db_bench(step, sizes, options, db, args.cpu)
+            db_bench(SETTLE, sizes, options, db, args.cpu)
         jni = run_loadgen("rocksdb@7.8.3", sizes, args.cpu, scratch)
         system = run_loadgen("rocksdb@system", sizes, args.cpu, scratch)
     finally:
