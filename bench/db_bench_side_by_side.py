@@ -8,7 +8,9 @@ fillseq; steps fillseq, readrandom, readwhilewriting with the 2 MB/s writer limi
 step only, and overwrite, each followed on both sides by a flush + compaction settle so
 every step starts from the same LSM shape. Prints ops/s side by side and the ratios.
 
-    uv run python bench/db_bench_side_by_side.py [--seconds 20] [--keys 1000000] [--cpu 1]
+    uv run python bench/db_bench_side_by_side.py [--seconds 20] [--keys 1000000] [--rounds 3]
+
+Rounds are interleaved (the side that goes first rotates) and medians are printed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import subprocess
 import tempfile
 from pathlib import Path
@@ -85,6 +88,16 @@ def loadgen(engine: Any, step: str, sizes: KvSizes, cpu: int, scratch: Path) -> 
     return float(out.result["q"]["value"])
 
 
+def run_db_bench(sizes: KvSizes, options: dict[str, Any], db: Path, cpu: int) -> dict[str, float]:
+    shutil.rmtree(db, ignore_errors=True)
+    rates = {}
+    for step in STEPS:
+        rates[step] = db_bench(step, sizes, options, db, cpu)
+        db_bench(SETTLE, sizes, options, db, cpu)
+    shutil.rmtree(db, ignore_errors=True)
+    return rates
+
+
 def run_loadgen(build_spec: str, sizes: KvSizes, cpu: int, scratch: Path) -> dict[str, float]:
     build = provision.fetch(BuildSpec.parse(build_spec))
     workdir = scratch / f"lg-{build_spec.replace('@', '-')}"
@@ -131,6 +144,7 @@ def main() -> None:
     p.add_argument("--cpu", type=int, default=1)
     p.add_argument("--key-size", type=int, default=20)
     p.add_argument("--value-size", type=int, default=400)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians shown")
     args = p.parse_args()
     sizes = KvSizes(
         keys=args.keys,
@@ -164,13 +178,19 @@ def main() -> None:
             f"options {options}",
             flush=True,
         )
-        db = scratch / "db_bench"
-        bench = {}
-        for step in STEPS:
-            bench[step] = db_bench(step, sizes, options, db, args.cpu)
-            db_bench(SETTLE, sizes, options, db, args.cpu)
-        jni = run_loadgen("rocksdb@7.8.3", sizes, args.cpu, scratch)
-        system = run_loadgen("rocksdb@system", sizes, args.cpu, scratch)
+        runs: dict[str, list[dict[str, float]]] = {"db_bench": [], "jni": [], "system": []}
+        sides = list(runs)
+        for r in range(args.rounds):  # rotate who goes first: no side always runs cold
+            for side in sides[r % 3 :] + sides[: r % 3]:
+                if side == "db_bench":
+                    runs[side].append(run_db_bench(sizes, options, scratch / "db", args.cpu))
+                else:
+                    spec = "rocksdb@7.8.3" if side == "jni" else "rocksdb@system"
+                    runs[side].append(run_loadgen(spec, sizes, args.cpu, scratch))
+                print(f"round {r + 1}: {side} done", flush=True)
+        bench, jni, system = (
+            {s: statistics.median(run[s] for run in runs[side]) for s in STEPS} for side in sides
+        )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(
