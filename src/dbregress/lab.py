@@ -16,6 +16,7 @@ from typing import Any
 
 from dbregress.errors import BuildNotFound, LabError
 from dbregress.provision import BuildSpec
+from dbregress.tomlreader import TableReader
 
 BENCHMARKS = ("insert", "kv", "micro")
 INSERT_STEPS = (
@@ -193,106 +194,6 @@ class Lab:
         ]
 
 
-class _Reader:
-    """Typed access to one TOML table that reports file, line and key on error."""
-
-    def __init__(
-        self, path: Path, text: str, table: str, data: dict[str, Any], scope: str = ""
-    ) -> None:
-        self.path, self.text, self.table, self.data = path, text, table, data
-        self.scope = scope  # the [[comparison]] block this table sits in, e.g. "comparison[1]"
-        self.used: set[str] = set()
-
-    def child(self, table: str, data: dict[str, Any]) -> _Reader:
-        name = f"{self.table}.{table}" if self.table else table
-        return _Reader(self.path, self.text, name, data, self.scope or self.table)
-
-    def fail(self, key: str | None, message: str) -> LabError:
-        where = f"{self.path}:{_line_of(self.text, self.table, key)}"
-        dotted = ".".join(p for p in (self.table, key) if p)
-        return LabError(f"{where}: {dotted or 'lab'}: {message}")
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any = None) -> Any:
-        self.used.add(key)
-        if key not in self.data:
-            return default
-        value = self.data[key]
-        if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
-            raise self.fail(key, f"expected {_kind_name(kind)}, got a boolean")
-        if not isinstance(value, kind):
-            raise self.fail(key, f"expected {_kind_name(kind)}, got {type(value).__name__}")
-        return value
-
-    def positive(self, key: str, default: float, integer: bool = True) -> Any:
-        value = self.get(key, int if integer else (int, float), default)
-        if value is not None and value <= 0:
-            raise self.fail(key, f"must be greater than 0, got {value}")
-        return value
-
-    def require(self, key: str, kind: type) -> Any:
-        if key not in self.data:
-            raise self.fail(None, f"missing required key {key!r}")
-        return self.get(key, kind)
-
-    def reject_unknown(self) -> None:
-        for key in self.data:
-            if key not in self.used:
-                known = ", ".join(sorted(self.used))
-                raise self.fail(key, f"unknown key {key!r} (known here: {known})")
-
-
-def _kind_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    names = {
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-        bool: "true or false",
-    }
-    return " or ".join(names.get(k, k.__name__) for k in kinds)
-
-
-def _line_of(text: str, table: str, key: str | None) -> int:
-    """Line number of `key` in the table at a path like `comparison[1].column[0]`, or of
-    the table's header; 1 if unknown."""
-    lines = text.splitlines()
-    header = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
-    names = [m.group(1) if (m := header.match(ln)) else None for ln in lines]
-    lo, hi, found, full = 0, len(lines), 0, ""
-    for segment in filter(None, table.split(".")):
-        name, _, index = segment.partition("[")
-        full = f"{full}.{name}" if full else name
-        starts = [i for i in range(lo, hi) if names[i] == full]
-        pick = int(index.rstrip("]")) if index else 0
-        if pick >= len(starts):  # an inline table: point at its `name = {...}` line
-            return _key_line(lines, names, lo, hi, name, full.rpartition(".")[0]) or found or 1
-        lo = starts[pick]
-        found = lo + 1
-        nxt = [
-            i
-            for i in range(lo + 1, hi)
-            if names[i] is not None
-            and (names[i] == full or not str(names[i]).startswith(full + "."))
-        ]
-        hi = nxt[0] if nxt else hi
-    return (_key_line(lines, names, lo, hi, key, full) if key else None) or found or 1
-
-
-def _key_line(
-    lines: list[str], names: list[str | None], lo: int, hi: int, key: str, table: str
-) -> int | None:
-    current = names[lo] if names[lo] is not None and table else ""
-    for i in range(lo, hi):
-        if names[i] is not None:
-            current = names[i] or ""
-            continue
-        if current == table and re.match(rf"^\s*{re.escape(key)}\s*=", lines[i]):
-            return i + 1
-    return None
-
-
 def load_lab(path: Path) -> Lab:
     try:
         text = path.read_text()
@@ -306,7 +207,7 @@ def load_lab(path: Path) -> Lab:
 
 
 def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
-    top = _Reader(path, text, "", data)
+    top = TableReader(path, text, "", data)
     name = top.get("name", str, path.stem)
     if not LABEL_RE.match(name):
         raise top.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
@@ -343,14 +244,14 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     return lab
 
 
-def _comparison(top: _Reader, table: str, item: Any) -> Comparison:
-    r = _Reader(top.path, top.text, table, item if isinstance(item, dict) else {}, table)
+def _comparison(top: TableReader, table: str, item: Any) -> Comparison:
+    r = TableReader(top.path, top.text, table, item if isinstance(item, dict) else {}, table)
     comparison = _comparison_body(r, r)
     r.reject_unknown()
     return comparison
 
 
-def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
+def _comparison_body(r: TableReader, parent: TableReader) -> Comparison:
     """The keys a comparison has, whether at the file's top level or in [[comparison]]."""
     benchmark = r.get("benchmark", str, "insert")
     if benchmark not in BENCHMARKS:
@@ -365,7 +266,7 @@ def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
         if other != benchmark and other in r.data:
             raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
     table = parent.child(benchmark, r.get(benchmark, dict, {}))
-    readers: dict[str, Callable[[_Reader], InsertSizes | KvSizes | MicroSizes]] = {
+    readers: dict[str, Callable[[TableReader], InsertSizes | KvSizes | MicroSizes]] = {
         "insert": _insert,
         "kv": _kv,
         "micro": _micro,
@@ -373,7 +274,7 @@ def _comparison_body(r: _Reader, parent: _Reader) -> Comparison:
     return Comparison(name, benchmark, columns, readers[benchmark](table))
 
 
-def _columns(parent: _Reader, raw: list[Any]) -> tuple[Column, ...]:
+def _columns(parent: TableReader, raw: list[Any]) -> tuple[Column, ...]:
     if not raw:
         raise parent.fail(
             "column", "a comparison needs at least one [[column]] (build, config) pair"
@@ -413,7 +314,7 @@ def _setting(value: str | int | float) -> str:
     return str(value)
 
 
-def _micro(r: _Reader) -> MicroSizes:
+def _micro(r: TableReader) -> MicroSizes:
     from dbregress.benchmarks.micro_names import GROUPS
 
     d = MicroSizes()
@@ -438,7 +339,7 @@ def _micro(r: _Reader) -> MicroSizes:
     return sizes
 
 
-def _kv(r: _Reader) -> KvSizes:
+def _kv(r: TableReader) -> KvSizes:
     d = KvSizes()
     steps = r.get("steps", list, list(d.steps))
     for step in steps:
@@ -472,7 +373,7 @@ def _kv(r: _Reader) -> KvSizes:
     return sizes
 
 
-def _insert(r: _Reader) -> InsertSizes:
+def _insert(r: TableReader) -> InsertSizes:
     d = InsertSizes()
     steps = r.get("steps", list, list(d.steps))
     for step in steps:
@@ -500,7 +401,7 @@ def _insert(r: _Reader) -> InsertSizes:
     return sizes
 
 
-def _placement(top: _Reader, value: str | dict[str, Any]) -> Placement:
+def _placement(top: TableReader, value: str | dict[str, Any]) -> Placement:
     ncpu = len(os.sched_getaffinity(0))
     if isinstance(value, str):
         if value not in PLACEMENT_MODES:
@@ -516,7 +417,7 @@ def _placement(top: _Reader, value: str | dict[str, Any]) -> Placement:
             one = frozenset(cpus[:1])
             return Placement("same", one, one)
         return Placement("separate", frozenset(cpus[:-1]), frozenset(cpus[-1:]))
-    r = _Reader(top.path, top.text, "placement", value)
+    r = TableReader(top.path, top.text, "placement", value)
     server = _cpu_set(r, "server")
     client = _cpu_set(r, "client")
     r.reject_unknown()
@@ -524,7 +425,7 @@ def _placement(top: _Reader, value: str | dict[str, Any]) -> Placement:
     return Placement(mode, server, client)
 
 
-def _cpu_set(r: _Reader, key: str) -> frozenset[int]:
+def _cpu_set(r: TableReader, key: str) -> frozenset[int]:
     text = r.require(key, str)
     cpus: set[int] = set()
     try:

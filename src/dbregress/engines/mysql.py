@@ -12,21 +12,19 @@ from __future__ import annotations
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from dbregress import configs
 from dbregress.configs import mysql as mysql_configs
 from dbregress.engines import process
-from dbregress.engines.base import Engine, EngineOptions
-from dbregress.engines.process import describe_exit
-from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.engines.base import EngineOptions
+from dbregress.engines.server import ServerEngine
+from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision import mysql as family
 from dbregress.provision.mysql import ServerVersion
 
-READY_POLL_S = 0.05
 INSTALL_TIMEOUT_S = 300.0  # old versions' mysql_install_db takes ~10 s on 2 vCPUs
 PROTOCOL_VERSION = 10  # first byte of the server's greeting packet since MySQL 3.21
 MAX_SOCKET_PATH = 107  # sun_path is 108 bytes with the terminating NUL
@@ -47,15 +45,14 @@ ROCKSDB_PLUGIN = "ha_rocksdb.so"
 PLUGIN_DIRS = ("lib/plugin", "lib/mysql/plugin", "lib64/mysql/plugin")
 
 
-class MysqlEngine(Engine):
+class MysqlEngine(ServerEngine):
     """One MySQL-family server in `options.workdir` (data/, socket/, tmp/, my.cnf)."""
+
+    CONFIG_ERRORS = CONFIG_ERRORS
+    STOP_SIGNAL = signal.SIGTERM  # mysqld's clean shutdown (InnoDB fast shutdown, then exit)
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         super().__init__(build, options)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self._log_offset = 0  # where this start's output begins in the log
-        self._settings: dict[str, str] | None = None
         parsed = family.parse_version_output(build.version_string)
         if parsed is None:
             raise EngineError(
@@ -66,10 +63,6 @@ class MysqlEngine(Engine):
         if binary is None:
             raise EngineError(f"{build.spec}: no mysqld or mariadbd under {build.basedir}")
         self.binary = binary
-
-    @property
-    def data_dir(self) -> Path:
-        return self.options.workdir / "data"
 
     @property
     def socket_path(self) -> Path:
@@ -176,7 +169,7 @@ class MysqlEngine(Engine):
             self._write_config()
             self._create_system_tables()
             self._spawn()
-            self._wait_ready()
+            self._wait_ready(self._greets)
         except BaseException:
             self.stop()
             raise
@@ -226,7 +219,7 @@ class MysqlEngine(Engine):
             process.kill_tree(proc)
             raise
         if status != 0:
-            raise self._start_failure("creating the system tables", status)
+            raise self._start_failure(status, "creating the system tables")
 
     def _spawn(self) -> None:
         self._proc = self._popen([str(self.binary), f"--defaults-file={self.config_path}"])
@@ -244,51 +237,7 @@ class MysqlEngine(Engine):
                 return False
         return len(head) == 5 and head[4] == PROTOCOL_VERSION
 
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.options.start_timeout_s
-        while not self._greets():
-            status = self._proc.poll()
-            if status is not None:
-                raise self._start_failure("starting", status)
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"{self.build.spec} was not ready after {self.options.start_timeout_s} s; "
-                    f"log {self.options.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(READY_POLL_S)
-
-    def _start_failure(self, doing: str, status: int) -> EngineError:
-        output = process.read_from(self.options.log_path, self._log_offset)
-        for line in output.decode(errors="replace").splitlines():
-            if any(marker in line.lower() for marker in CONFIG_ERRORS):
-                overrides = self.options.settings
-                extra = f" with the lab's settings {overrides}" if overrides else ""
-                return ConfigRejected(
-                    f"{self.build.spec} rejected config profile "
-                    f"{self.options.config_name!r}{extra}: {line.strip()}"
-                )
-        return EngineError(
-            f"{self.build.spec} {describe_exit(status)} while {doing}; "
-            f"log {self.options.log_path}:\n{self.log_tail()}"
-        )
-
     # -- running ------------------------------------------------------------------------
-
-    def server_pid(self) -> int:
-        if self._proc is None:
-            raise EngineError(f"{self.build.spec} is not running")
-        return self._proc.pid
-
-    def check_alive(self) -> None:
-        if self._proc is None:
-            raise EngineCrashed(f"{self.build.spec} is not running (never started or stopped)")
-        status = self._proc.poll()
-        if status is not None:
-            raise EngineCrashed(
-                f"{self.build.spec} (pid {self._proc.pid}) {describe_exit(status)}; "
-                f"log {self.options.log_path}:\n{self.log_tail()}"
-            )
 
     def connection(self) -> dict[str, Any]:
         settings = self.settings_applied()
@@ -300,18 +249,3 @@ class MysqlEngine(Engine):
             "database": "test",
             "storage_engine": "RocksDB" if engine.lower() == "rocksdb" else "InnoDB",
         }
-
-    def data_size_bytes(self) -> int:
-        return process.disk_usage(self.data_dir)
-
-    # -- stop ---------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        if self._proc is not None:
-            # SIGTERM is mysqld's clean shutdown (InnoDB fast shutdown, then exit)
-            process.stop_tree(self._proc, signal.SIGTERM, self.options.stop_timeout_s)
-        process.kill_leftovers(self.data_dir, str(self.build.spec))
-        self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None

@@ -9,28 +9,27 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from dbregress import configs
 from dbregress.engines import process
-from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.base import EngineOptions
 from dbregress.engines.process import describe_exit, processes_in
-from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.engines.server import ServerEngine
+from dbregress.errors import EngineCrashed, EngineError
 from dbregress.provision import Build
 from dbregress.provision.local import library_env
 
 __all__ = ["PostgresEngine", "processes_in"]
 
 PORT = 5432  # the socket directory is private, so a fixed port cannot collide
-READY_POLL_S = 0.05
 # the server's own words for a setting it refuses, most specific first
 CONFIG_ERRORS = (
     "unrecognized configuration parameter",
     "invalid value for parameter",
     "outside the valid range for parameter",
-    "requires a Boolean value",
+    "requires a boolean value",
     "requires a numeric value",
     "syntax error in file",
     "contains errors",
@@ -39,20 +38,15 @@ CONFIG_ERRORS = (
 CRASH_MARKS = ("was terminated by signal", "terminating any other active server processes")
 
 
-class PostgresEngine(Engine):
+class PostgresEngine(ServerEngine):
     """One PostgreSQL server in `options.workdir` (data/ and socket/), logging to log_path."""
+
+    CONFIG_ERRORS = CONFIG_ERRORS
+    STOP_SIGNAL = signal.SIGINT  # a fast shutdown: abort transactions, checkpoint, exit
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         super().__init__(build, options)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self._log_offset = 0  # where this start's server output begins in the log
         self._crash_scan_from = 0  # check_alive has seen the log up to here
-        self._settings: dict[str, str] | None = None
-
-    @property
-    def data_dir(self) -> Path:
-        return self.options.workdir / "data"
 
     @property
     def socket_dir(self) -> Path:
@@ -97,7 +91,7 @@ class PostgresEngine(Engine):
             self._initdb()
             self._write_config()
             self._spawn()
-            self._wait_ready()
+            self._wait_ready(self._is_ready)
         except BaseException:
             self.stop()
             raise
@@ -148,10 +142,6 @@ class PostgresEngine(Engine):
     def _log_bytes(self, since: int) -> bytes:
         return process.read_from(self.options.log_path, since)
 
-    def _server_output(self) -> str:
-        """What the server has logged since this start."""
-        return self._log_bytes(self._log_offset).decode(errors="replace")
-
     def _is_ready(self) -> bool:
         """What pg_ctl -w checks: line 8 of postmaster.pid says "ready" (PostgreSQL 10+).
 
@@ -163,54 +153,13 @@ class PostgresEngine(Engine):
             return False
         if len(lines) >= 8:
             return lines[7].strip() == "ready"
-        return "ready to accept connections" in self._server_output()
-
-    def _wait_ready(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.options.start_timeout_s
-        while not self._is_ready():
-            status = self._proc.poll()
-            if status is not None:
-                raise self._start_failure(status)
-            if time.monotonic() > deadline:
-                raise EngineError(
-                    f"{self.build.spec} was not ready after {self.options.start_timeout_s} s; "
-                    f"log {self.options.log_path}:\n{self.log_tail()}"
-                )
-            time.sleep(READY_POLL_S)
-
-    def _start_failure(self, status: int) -> EngineError:
-        lines = self._server_output().splitlines()
-        for marker in CONFIG_ERRORS:
-            for line in lines:
-                if marker in line:
-                    overrides = self.options.settings
-                    extra = f" with the lab's settings {overrides}" if overrides else ""
-                    return ConfigRejected(
-                        f"{self.build.spec} rejected config profile "
-                        f"{self.options.config_name!r}{extra}: {line.strip()}"
-                    )
-        return EngineError(
-            f"{self.build.spec} {describe_exit(status)} while starting; "
-            f"log {self.options.log_path}:\n{self.log_tail()}"
-        )
+        return "ready to accept connections" in self._output_since_start()
 
     # -- running ------------------------------------------------------------------------
 
-    def server_pid(self) -> int:
-        if self._proc is None:
-            raise EngineError(f"{self.build.spec} is not running")
-        return self._proc.pid
-
     def check_alive(self) -> None:
-        if self._proc is None:
-            raise EngineCrashed(f"{self.build.spec} is not running (never started or stopped)")
-        status = self._proc.poll()
-        if status is not None:
-            raise EngineCrashed(
-                f"{self.build.spec} (pid {self._proc.pid}) {describe_exit(status)}; "
-                f"log {self.options.log_path}:\n{self.log_tail()}"
-            )
+        super().check_alive()
+        # a crashed backend makes the postmaster restart everything: the step is void.
         # scan only what is new, from the start of the last line seen (it may be partial)
         new = self._log_bytes(self._crash_scan_from)
         self._crash_scan_from += new.rfind(b"\n") + 1
@@ -231,18 +180,3 @@ class PostgresEngine(Engine):
             "user": "postgres",
             "database": "postgres",
         }
-
-    def data_size_bytes(self) -> int:
-        return process.disk_usage(self.data_dir)
-
-    # -- stop ---------------------------------------------------------------------------
-
-    def stop(self) -> None:
-        if self._proc is not None:
-            # SIGINT is a fast shutdown: abort transactions, checkpoint, exit
-            process.stop_tree(self._proc, signal.SIGINT, self.options.stop_timeout_s)
-        process.kill_leftovers(self.data_dir, str(self.build.spec))
-        self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
