@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from dbregress.lab import INSERT_STEPS
 from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,
@@ -26,19 +27,7 @@ from tests.e2e.conftest import (
 
 pytestmark = pytest.mark.engine
 SCHEMA = Path(__file__).parents[2] / "schema"
-ALL_STEPS = [
-    "l.i0",
-    "l.x",
-    "l.i1",
-    "l.i2",
-    "cleanup",
-    "qr100",
-    "qp100",
-    "qr500",
-    "qp500",
-    "qr1000",
-    "qp1000",
-]
+ALL_STEPS = list(INSERT_STEPS)  # the lab default: every step
 
 
 def lab(tmp_path: Path, columns: list[tuple[str, str]], insert: str, extra: str = "") -> Path:
