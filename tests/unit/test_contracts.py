@@ -28,7 +28,7 @@ def test_every_insert_step_spec_is_valid() -> None:
         spec = {**step_spec(CONN, p, 3, 7), "spec_version": SPEC_VERSION, "wait_before_close": True}
         jsonschema.validate(spec, SCHEMA)
     q = {p.name: p for p in plans}["qp500"]
-    assert q.step == "qp" and q.insert["insert_rate"] == 500
+    assert q.step == "qp" and q.section["insert_rate"] == 500
 
 
 def test_engine_sizes_fit_the_data_and_the_host() -> None:

@@ -28,7 +28,7 @@ def test_every_kv_step_spec_is_valid() -> None:
     plans = kv.plan(SIZES)
     assert [p.name for p in plans] == list(KV_STEPS)
     for p in plans:
-        assert p.spec_section == "kv"
+        assert kv.step_spec(CONN, p, SIZES.threads, 7)["kv"] is p.section  # its own key
         spec = {**kv.step_spec(CONN, p, SIZES.threads, 7), "spec_version": SPEC_VERSION}
         jsonschema.validate(spec, SCHEMA)
         assert spec["workload"] == "kv" and spec["kv"]["keys"] == 50_000
@@ -37,22 +37,22 @@ def test_every_kv_step_spec_is_valid() -> None:
 def test_step_sizes() -> None:
     plans = {p.name: p for p in kv.plan(SIZES)}
     fill = plans["fillseq"]
-    assert (fill.work, fill.duration_s, fill.insert["disable_wal"]) == (50_000, 0.0, True)
+    assert (fill.work, fill.duration_s, fill.section["disable_wal"]) == (50_000, 0.0, True)
     assert kv.step_spec(CONN, fill, 4, 1)["clients"] == 1
-    assert plans["revrange"].duration_s == 5 and plans["revrange"].insert["duration_s"] == 5
-    assert plans["revrange"].insert["range_len"] == 10
+    assert plans["revrange"].duration_s == 5 and plans["revrange"].section["duration_s"] == 5
+    assert plans["revrange"].section["range_len"] == 10
     some = plans["overwritesome"]
-    assert some.work == 5_000 and some.insert["overwrite_fraction"] == 0.1
-    assert "duration_s" not in some.insert
+    assert some.work == 5_000 and some.section["overwrite_fraction"] == 0.1
+    assert "duration_s" not in some.section
     flush = plans["flush_mt_l0"]
     assert not flush.reported and kv.step_spec(CONN, flush, 4, 1)["clients"] == 1
     for name in ("readrandom", "fwdrange", "readwhilewriting", "overwriteandwait"):
-        assert plans[name].duration_s == 30 and plans[name].insert["duration_s"] == 30
+        assert plans[name].duration_s == 30 and plans[name].section["duration_s"] == 30
         assert plans[name].reported and kv.step_spec(CONN, plans[name], 4, 1)["clients"] == 4
-    assert plans["readwhilewriting"].insert["writer_mb_per_s"] == 2.0
-    assert "range_len" not in plans["readwhilewriting"].insert
-    assert plans["fwdrangewhilewriting"].insert["range_len"] == 10
-    assert "writer_mb_per_s" not in plans["readrandom"].insert
+    assert plans["readwhilewriting"].section["writer_mb_per_s"] == 2.0
+    assert "range_len" not in plans["readwhilewriting"].section
+    assert plans["fwdrangewhilewriting"].section["range_len"] == 10
+    assert "writer_mb_per_s" not in plans["readrandom"].section
 
 
 def test_plan_follows_the_lab_subset() -> None:

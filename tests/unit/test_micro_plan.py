@@ -37,7 +37,7 @@ def test_range_sizes_and_subsets() -> None:
         ("read-only-range10000", "read-only"),
         ("insert", "insert"),
     ]
-    assert plans[2].insert["range_size"] == 10000
+    assert plans[2].section["range_size"] == 10000
     assert not plans[0].reported and not plans[1].reported
 
 

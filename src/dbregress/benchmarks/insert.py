@@ -67,7 +67,7 @@ def step_spec(
         "step": plan.step,
         "clients": clients,
         "seed": seed,
-        "insert": plan.insert,
+        "insert": plan.section,
     }
 
 

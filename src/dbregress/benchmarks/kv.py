@@ -46,23 +46,19 @@ def _timed(sizes: KvSizes, step: str, seconds: float, reported: bool = True) -> 
         _section(sizes, step, seconds),
         reported=reported,
         duration_s=seconds,
-        spec_section="kv",
     )
 
 
 def plan(sizes: KvSizes) -> list[StepPlan]:
     """The steps of `sizes.steps`, in METHOD.md order (the lab keeps them in that order)."""
     steps: dict[str, StepPlan] = {
-        "fillseq": StepPlan(
-            "fillseq", "fillseq", _section(sizes, "fillseq"), work=sizes.keys, spec_section="kv"
-        ),
+        "fillseq": StepPlan("fillseq", "fillseq", _section(sizes, "fillseq"), work=sizes.keys),
         "revrange": _timed(sizes, "revrange", sizes.short_seconds),
         "overwritesome": StepPlan(
             "overwritesome",
             "overwritesome",
             _section(sizes, "overwritesome"),
             work=math.ceil(sizes.overwrite_fraction * sizes.keys),
-            spec_section="kv",
         ),
         # flush the memtable, compact L0 into L1, wait: a level start, not a measurement
         "flush_mt_l0": StepPlan(
@@ -71,7 +67,6 @@ def plan(sizes: KvSizes) -> list[StepPlan]:
             _section(sizes, "flush_mt_l0"),
             reported=False,
             work=sizes.keys,
-            spec_section="kv",
         ),
     }
     for step in ("readrandom", "fwdrange", *WHILE_WRITING, "overwriteandwait"):
@@ -89,7 +84,7 @@ def step_spec(
         "step": plan.step,
         "clients": 1 if plan.step in SINGLE_CLIENT else threads,
         "seed": seed,
-        "kv": plan.insert,
+        "kv": plan.section,
     }
 
 

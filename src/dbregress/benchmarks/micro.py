@@ -66,7 +66,7 @@ def step_spec(
         "step": plan.step,
         "clients": clients,
         "seed": seed,
-        "micro": plan.insert,
+        "micro": plan.section,
     }
 
 

@@ -10,12 +10,11 @@ from typing import Any
 class StepPlan:
     name: str  # as reported: l.i0, qr100, ...
     step: str  # as the loadgen knows it: l.i0, qr, ...
-    insert: dict[str, Any] = field(default_factory=dict)  # the step's sizes, see spec_section
+    section: dict[str, Any] = field(default_factory=dict)  # the spec's benchmark section
     reported: bool = True  # the cleanup has no Q of its own
     wait_after_s: float = 0.0  # quiet time after the step (post-write cleanup)
     work: int = 0  # rows to insert, or 0 for timed steps; for progress
     duration_s: float = 0.0  # timed steps
-    spec_section: str = "insert"  # the step spec key `insert` goes under: insert, kv
 
     def expected_s(self, rows_per_s: float = 20_000.0) -> float:
         """A generous guess of the step's length, for progress and hang detection."""
