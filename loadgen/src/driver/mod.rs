@@ -18,6 +18,7 @@ mod rocksdb_api;
 mod rocksdb_session;
 mod rocksdb_stats;
 mod sockwait;
+mod sql;
 
 use crate::spec::{EngineSpec, Step, StepSpec};
 use kv::KvStore;

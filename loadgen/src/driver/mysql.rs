@@ -5,6 +5,7 @@
 
 use super::micro::{MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
+use super::sql;
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -307,15 +308,11 @@ impl Conn for MyConn {
     }
 
     fn count_rows(&mut self, table: &str) -> DbResult<u64> {
-        let v = self.query_ints(&format!("SELECT COUNT(*) FROM {table}"))?;
-        Ok(v[0].unwrap_or(0) as u64)
+        sql::count_rows(self, table)
     }
 
     fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
-        let v = self.query_ints(&format!(
-            "SELECT MIN(transactionid), MAX(transactionid) FROM {table}"
-        ))?;
-        Ok(v[0].zip(v[1]))
+        sql::id_bounds(self, table)
     }
 
     fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
@@ -353,5 +350,11 @@ impl Conn for MyConn {
 
     fn micro(&mut self) -> Option<&mut dyn MicroConn> {
         Some(self)
+    }
+}
+
+impl sql::QueryInts for MyConn {
+    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+        MyConn::query_ints(self, sql)
     }
 }

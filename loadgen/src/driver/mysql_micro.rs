@@ -3,6 +3,7 @@
 
 use super::micro::{Arg, MicroConn, SbRow, Stmt, Table};
 use super::mysql::{classify, values, MyConn, MAX_PARAMS};
+use super::sql;
 use super::{DbError, DbResult};
 
 impl MicroConn for MyConn {
@@ -86,15 +87,10 @@ impl MicroConn for MyConn {
     }
 
     fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
-        let sql = format!(
-            "SELECT COUNT(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
-            table.name
-        );
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
+        sql::count_ids(self, table.name, lo, hi)
     }
 
     fn max_id(&mut self, table: Table) -> DbResult<i64> {
-        let sql = format!("SELECT MAX(id) FROM {}", table.name);
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
+        sql::max_id(self, table.name)
     }
 }

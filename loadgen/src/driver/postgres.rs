@@ -3,6 +3,7 @@
 //! command tag, never decoded.
 
 use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
+use super::sql;
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -284,15 +285,11 @@ impl Conn for PgConn {
     }
 
     fn count_rows(&mut self, table: &str) -> DbResult<u64> {
-        let v = self.query_ints(&format!("SELECT count(*) FROM {table}"))?;
-        Ok(v[0].unwrap_or(0) as u64)
+        sql::count_rows(self, table)
     }
 
     fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
-        let v = self.query_ints(&format!(
-            "SELECT min(transactionid), max(transactionid) FROM {table}"
-        ))?;
-        Ok(v[0].zip(v[1]))
+        sql::id_bounds(self, table)
     }
 
     fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
@@ -325,5 +322,11 @@ impl Conn for PgConn {
 
     fn micro(&mut self) -> Option<&mut dyn super::micro::MicroConn> {
         Some(self)
+    }
+}
+
+impl sql::QueryInts for PgConn {
+    fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
+        PgConn::query_ints(self, sql)
     }
 }

@@ -4,6 +4,7 @@
 use super::micro::{Arg, MicroConn, SbRow, Stmt, Table};
 use super::pgwire::{INT4, VARCHAR};
 use super::postgres::{classify, PgConn};
+use super::sql;
 use super::{DbError, DbResult};
 
 /// Parameters per Bind are an i16 here; an sbtest row takes 4.
@@ -107,15 +108,10 @@ impl MicroConn for PgConn {
     }
 
     fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
-        let sql = format!(
-            "SELECT count(*) FROM {} WHERE id BETWEEN {lo} AND {hi}",
-            table.name
-        );
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0) as u64)
+        sql::count_ids(self, table.name, lo, hi)
     }
 
     fn max_id(&mut self, table: Table) -> DbResult<i64> {
-        let sql = format!("SELECT max(id) FROM {}", table.name);
-        Ok(self.query_ints(&sql)?[0].unwrap_or(0))
+        sql::max_id(self, table.name)
     }
 }
