@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,3 +96,17 @@ def wait_for(condition: Callable[[], object], timeout_s: float, what: str) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.2)
+
+
+def run_record(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
+    """The one run folder under tmp_path/results, and its run.json."""
+    runs = list((tmp_path / "results").glob("*/run.json"))
+    assert len(runs) == 1, runs
+    return runs[0].parent, json.loads(runs[0].read_text())
+
+
+def step_results(run: Path, job: str) -> dict[str, dict[str, Any]]:
+    """A job's stored step results by step name, in step order."""
+    files = sorted((run / job / "steps").glob("[0-9][0-9]-*.json"))
+    loaded = [json.loads(f.read_text()) for f in files if not f.name.endswith(".spec.json")]
+    return {r["step"]: r for r in loaded}

@@ -21,7 +21,9 @@ from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,
     processes_mentioning,
+    run_record,
     start_dbregress,
+    step_results,
     wait_for,
 )
 
@@ -39,18 +41,6 @@ def lab(tmp_path: Path, columns: list[tuple[str, str]], insert: str, extra: str 
     return path
 
 
-def run_json(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    runs = list((tmp_path / "results").glob("*/run.json"))
-    assert len(runs) == 1, runs
-    return runs[0].parent, json.loads(runs[0].read_text())
-
-
-def step_files(run: Path, job: str) -> dict[str, dict[str, Any]]:
-    files = sorted((run / job / "steps").glob("[0-9][0-9]-*.json"))
-    results = [json.loads(f.read_text()) for f in files if not f.name.endswith(".spec.json")]
-    return {r["step"]: r for r in results}
-
-
 def test_two_versions_every_step(tmp_path: Path, workdir: Path) -> None:
     path = lab(
         tmp_path,
@@ -59,13 +49,13 @@ def test_two_versions_every_step(tmp_path: Path, workdir: Path) -> None:
     )
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
     assert out.returncode == 0, out.stderr
-    run, record = run_json(tmp_path)
+    run, record = run_record(tmp_path)
     assert record["status"] == "ok" and not record["failures"]
     assert "12.20" in record["builds"]["pg12"]["version_string"]
     assert "17.2" in record["builds"]["pg17"]["version_string"]
     schema = json.loads((SCHEMA / "step-result.schema.json").read_text())
     for job in ("pg12/r1", "pg17/r1"):
-        steps = step_files(run, job)
+        steps = step_results(run, job)
         assert list(steps) == ALL_STEPS
         for name, r in steps.items():
             jsonschema.validate(r, schema)
@@ -120,11 +110,11 @@ def test_rejected_setting_is_recorded_and_the_next_column_runs(
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
     assert out.returncode == 1
     assert "shared_bufers" in out.stderr and "'ci'" in out.stderr, out.stderr
-    run, record = run_json(tmp_path)
+    run, record = run_record(tmp_path)
     assert record["failures"][0]["type"] == "ConfigRejected"
-    failed = step_files(run, "bad/r1")["start"]
+    failed = step_results(run, "bad/r1")["start"]
     assert failed["status"] == "failed" and "shared_bufers" in failed["error"]["message"]
-    assert step_files(run, "good/r1")["l.i0"]["status"] == "ok"
+    assert step_results(run, "good/r1")["l.i0"]["status"] == "ok"
 
 
 def _long_run(tmp_path: Path, workdir: Path, launched: Any, extra: str = "") -> Any:
@@ -156,8 +146,8 @@ def _postmaster_pid(workdir: Path) -> int:
 
 
 def _assert_failed_step(tmp_path: Path, error_type: str) -> dict[str, Any]:
-    run, record = run_json(tmp_path)
-    steps = step_files(run, "pg17/r1")
+    run, record = run_record(tmp_path)
+    steps = step_results(run, "pg17/r1")
     assert steps["l.i0"]["status"] == "ok"  # the finished step is kept
     failed = steps["qr100"]
     assert failed["status"] == "failed" and failed["error"]["type"] == error_type, failed
@@ -206,5 +196,5 @@ def test_ctrl_c_keeps_finished_steps(tmp_path: Path, workdir: Path, launched: An
     assert "interrupted" in err
     failed = _assert_failed_step(tmp_path, "Interrupted")
     assert failed["error"]["message"] == "interrupted by Ctrl-C"
-    _, record = run_json(tmp_path)
+    _, record = run_record(tmp_path)
     assert record["status"] == "interrupted"

@@ -4,7 +4,6 @@ microbenchmarks, and the faults issue 4 names."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -15,7 +14,14 @@ import pytest
 
 from dbregress.benchmarks.micro import plan
 from dbregress.lab import MicroSizes
-from tests.e2e.conftest import assert_no_process_mentions, dbregress, start_dbregress, wait_for
+from tests.e2e.conftest import (
+    assert_no_process_mentions,
+    dbregress,
+    run_record,
+    start_dbregress,
+    step_results,
+    wait_for,
+)
 
 pytestmark = pytest.mark.engine
 MICRO = "tables = 2\nrows = 2000\nseconds = 0.3\ncleanup_wait_s = 0\n"
@@ -63,31 +69,20 @@ config = "ci"
 {MICRO}"""
 
 
-def results(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    (run_json,) = (tmp_path / "results").glob("*/run.json")
-    return run_json.parent, json.loads(run_json.read_text())
-
-
-def steps(run: Path, job: str) -> dict[str, dict[str, Any]]:
-    files = sorted((run / job / "steps").glob("[0-9][0-9]-*.json"))
-    loaded = [json.loads(f.read_text()) for f in files if not f.name.endswith(".spec.json")]
-    return {r["step"]: r for r in loaded}
-
-
 def test_mariadb_versions_and_postgres(tmp_path: Path, workdir: Path) -> None:
     (tmp_path / "lab.toml").write_text(LAB)
     out = dbregress("run", "lab.toml", cwd=tmp_path, workdir=workdir)
     assert out.returncode == 0, out.stderr
-    run, record = results(tmp_path)
+    run, record = run_record(tmp_path)
     assert "10.2.11" in record["builds"]["ma10.2"]["version_string"]
     assert "11.4.5" in record["builds"]["ma11.4"]["version_string"]
     for job in ("ma10.2/r1", "ma11.4/r1"):
-        by_step = steps(run, job)
+        by_step = step_results(run, job)
         assert len(by_step) == 11 and all(r["status"] == "ok" for r in by_step.values())
         assert by_step["l.i1"]["checks"]["rows_found"] == 3000
     expected = [p.name for p in plan(MicroSizes(tables=2, rows=2000, seconds=0.3))]
     for job in ("ma10.2-micro/r1", "ma11.4-micro/r1", "pg17-micro/r1"):
-        by_step = steps(run, job)
+        by_step = step_results(run, job)
         assert list(by_step) == expected, job
         for name, r in by_step.items():
             assert r["status"] == "ok", (job, name)
@@ -117,8 +112,8 @@ def test_rejected_mycnf_option(tmp_path: Path, workdir: Path) -> None:
     out = dbregress("run", "lab.toml", cwd=tmp_path, workdir=workdir)
     assert out.returncode == 1
     assert "innodb_bogus_option" in out.stderr and "'ci'" in out.stderr, out.stderr
-    run, _ = results(tmp_path)
-    assert steps(run, "m/r1")["start"]["error"]["type"] == "ConfigRejected"
+    run, _ = run_record(tmp_path)
+    assert step_results(run, "m/r1")["start"]["error"]["type"] == "ConfigRejected"
 
 
 def _micro_run(tmp_path: Path, workdir: Path, launched: Any, extra: str = "") -> Any:
@@ -147,8 +142,8 @@ def test_server_dies_mid_microbenchmark(tmp_path: Path, workdir: Path, launched:
     os.kill(_mysqld_pid(workdir), signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "EngineCrashed" in err, err
-    run, _ = results(tmp_path)
-    by_step = steps(run, "m/r1")
+    run, _ = run_record(tmp_path)
+    by_step = step_results(run, "m/r1")
     assert by_step["load"]["status"] == "ok"
     failed = [r for r in by_step.values() if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["error"]["server_log_tail"]
@@ -160,8 +155,8 @@ def test_server_hangs_mid_microbenchmark(tmp_path: Path, workdir: Path, launched
     os.kill(_mysqld_pid(workdir), signal.SIGSTOP)
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 1 and "still running after 8 s" in err, err
-    run, _ = results(tmp_path)
-    assert [r["error"]["type"] for r in steps(run, "m/r1").values() if r["status"] == "failed"] == [
-        "StepTimeout"
-    ]
+    run, _ = run_record(tmp_path)
+    assert [
+        r["error"]["type"] for r in step_results(run, "m/r1").values() if r["status"] == "failed"
+    ] == ["StepTimeout"]
     assert_no_process_mentions(str(tmp_path))

@@ -3,7 +3,6 @@ step, and the faults issue 3 names. Each keeps finished steps and leaves no proc
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -17,7 +16,9 @@ from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,
     processes_mentioning,
+    run_record,
     start_dbregress,
+    step_results,
     wait_for,
 )
 
@@ -33,17 +34,6 @@ def kv_lab(tmp_path: Path, columns: list[tuple[str, str, str]], kv: str) -> Path
     return path
 
 
-def results(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
-    (run_json,) = (tmp_path / "results").glob("*/run.json")
-    return run_json.parent, json.loads(run_json.read_text())
-
-
-def steps(run: Path, job: str) -> dict[str, dict[str, Any]]:
-    files = sorted((run / job / "steps").glob("[0-9][0-9]-*.json"))
-    loaded = [json.loads(f.read_text()) for f in files if not f.name.endswith(".spec.json")]
-    return {r["step"]: r for r in loaded}
-
-
 def test_three_versions_every_step(tmp_path: Path, workdir: Path) -> None:
     builds = [
         ("r6.22", "rocksdb@6.22.1", ""),
@@ -53,10 +43,10 @@ def test_three_versions_every_step(tmp_path: Path, workdir: Path) -> None:
     path = kv_lab(tmp_path, builds, "keys = 20000\nseconds = 0.5\nshort_seconds = 0.5\n")
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
     assert out.returncode == 0, out.stderr
-    run, record = results(tmp_path)
+    run, record = run_record(tmp_path)
     assert record["status"] == "ok"
     for label, _, _ in builds:
-        by_step = steps(run, f"{label}/r1")
+        by_step = step_results(run, f"{label}/r1")
         assert list(by_step) == list(KV_STEPS)
         for name, r in by_step.items():
             assert r["status"] == "ok", (label, name)
@@ -94,8 +84,8 @@ def test_corrupted_database(tmp_path: Path, workdir: Path, launched: Any) -> Non
         current.write_text("MANIFEST-999999\n")
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err
-    run, _ = results(tmp_path)
-    by_step = steps(run, "r10/r1")
+    run, _ = run_record(tmp_path)
+    by_step = step_results(run, "r10/r1")
     assert by_step["fillseq"]["status"] == "ok"
     failed = [r for r in by_step.values() if r["status"] == "failed"]
     assert len(failed) == 1 and failed[0]["step"] in ("revrange", "overwritesome"), by_step
@@ -120,9 +110,9 @@ def test_loadgen_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) -
     os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1 and "killed by signal SIGKILL" in err, err
-    run, record = results(tmp_path)
-    assert steps(run, "r10/r1")["fillseq"]["status"] == "ok"
-    assert steps(run, "r10/r1")["revrange"]["error"]["type"] == "LoadgenError"
+    run, record = run_record(tmp_path)
+    assert step_results(run, "r10/r1")["fillseq"]["status"] == "ok"
+    assert step_results(run, "r10/r1")["revrange"]["error"]["type"] == "LoadgenError"
     assert record["status"] == "failed"
     assert_no_process_mentions(str(tmp_path))
 
@@ -137,5 +127,5 @@ def test_read_only_filesystem(tmp_path: Path, workdir: Path) -> None:
         os.system(f"umount {workdir}")
     assert out.returncode == 1
     assert "read-only" in out.stderr.lower() or "writable" in out.stderr.lower(), out.stderr
-    run, _ = results(tmp_path)
-    assert steps(run, "r10/r1")["start"]["status"] == "failed"
+    run, _ = run_record(tmp_path)
+    assert step_results(run, "r10/r1")["start"]["status"] == "failed"
