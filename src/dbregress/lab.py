@@ -323,32 +323,44 @@ def _micro(r: TableReader) -> MicroSizes:
     for name in only:
         if name not in known:
             raise r.fail("only", f"unknown microbenchmark {name!r}; known: {', '.join(known)}")
-    wait = r.get("cleanup_wait_s", (int, float), None)
-    if wait is not None and wait < 0:
-        raise r.fail("cleanup_wait_s", "must be 0 or more")
+    wait = _cleanup_wait(r)
     sizes = MicroSizes(
         tables=r.positive("tables", d.tables),
         rows=r.positive("rows", d.rows),
         clients=r.positive("clients", d.clients),
         seconds=float(r.positive("seconds", d.seconds, integer=False)),
         reads_before_writes=r.get("reads_before_writes", bool, d.reads_before_writes),
-        cleanup_wait_s=None if wait is None else float(wait),
+        cleanup_wait_s=wait,
         only=tuple(only),
     )
     r.reject_unknown()
     return sizes
 
 
+def _steps(r: TableReader, known: tuple[str, ...], why_first: str) -> list[str]:
+    """A subset of a benchmark's steps, in its order, starting with its first step."""
+    steps: list[str] = r.get("steps", list, list(known))
+    for step in steps:
+        if step not in known:
+            raise r.fail("steps", f"unknown step {step!r}; steps are {', '.join(known)}")
+    order = sorted(steps, key=known.index)
+    if order != steps:
+        raise r.fail("steps", f"steps must keep the benchmark's order: {', '.join(order)}")
+    if steps and steps[0] != known[0]:
+        raise r.fail("steps", f"the step list must start with {known[0]}, {why_first}")
+    return steps
+
+
+def _cleanup_wait(r: TableReader) -> float | None:
+    wait = r.get("cleanup_wait_s", (int, float), None)
+    if wait is not None and wait < 0:
+        raise r.fail("cleanup_wait_s", "must be 0 or more")
+    return None if wait is None else float(wait)
+
+
 def _kv(r: TableReader) -> KvSizes:
     d = KvSizes()
-    steps = r.get("steps", list, list(d.steps))
-    for step in steps:
-        if step not in KV_STEPS:
-            raise r.fail("steps", f"unknown step {step!r}; steps are {', '.join(KV_STEPS)}")
-    if sorted(steps, key=KV_STEPS.index) != steps:
-        raise r.fail("steps", f"steps must keep the benchmark's order: {', '.join(KV_STEPS)}")
-    if steps and steps[0] != "fillseq":
-        raise r.fail("steps", "the step list must start with fillseq, which creates the database")
+    steps = _steps(r, KV_STEPS, "which creates the database")
     fraction = r.get("overwrite_fraction", (int, float), d.overwrite_fraction)
     if not 0 < fraction <= 1:
         raise r.fail("overwrite_fraction", f"must be in (0, 1], got {fraction}")
@@ -375,24 +387,14 @@ def _kv(r: TableReader) -> KvSizes:
 
 def _insert(r: TableReader) -> InsertSizes:
     d = InsertSizes()
-    steps = r.get("steps", list, list(d.steps))
-    for step in steps:
-        if step not in INSERT_STEPS:
-            raise r.fail("steps", f"unknown step {step!r}; steps are {', '.join(INSERT_STEPS)}")
-    order = sorted(steps, key=INSERT_STEPS.index)
-    if order != steps:
-        raise r.fail("steps", f"steps must keep the benchmark's order: {', '.join(order)}")
-    if steps and steps[0] != "l.i0":
-        raise r.fail("steps", "the step list must start with l.i0, which creates the tables")
-    wait = r.get("cleanup_wait_s", (int, float), None)
-    if wait is not None and wait < 0:
-        raise r.fail("cleanup_wait_s", "must be 0 or more")
+    steps = _steps(r, INSERT_STEPS, "which creates the tables")
+    wait = _cleanup_wait(r)
     sizes = InsertSizes(
         clients=r.positive("clients", d.clients),
         load_rows=r.positive("load_rows", d.load_rows),
         write_rows=r.positive("write_rows", d.write_rows),
         query_seconds=float(r.positive("query_seconds", d.query_seconds, integer=False)),
-        cleanup_wait_s=None if wait is None else float(wait),
+        cleanup_wait_s=wait,
         steps=tuple(steps),
     )
     if sizes.write_rows < 4:
