@@ -7,6 +7,7 @@ Every error names the file, the line and the key to fix (docs/lab-file.md).
 from __future__ import annotations
 
 import os
+import random
 import re
 import tomllib
 from collections.abc import Callable
@@ -33,6 +34,8 @@ INSERT_STEPS = (
     "qp1000",
 )
 PLACEMENT_MODES = ("same", "separate", "unpinned")
+ORDERS = ("random", "fixed")
+REPEATS_RE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
 LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -63,6 +66,16 @@ class Column:
     build: BuildSpec
     config: str
     settings: dict[str, str] = field(default_factory=dict)
+    # A self-test: the loadgen busy-waits this fraction of each operation's own latency
+    # after it, so QPS falls by about F/(1+F) whatever the engine (docs/verdicts.md).
+    inject_slowdown: float = 0.0
+
+
+def default_warmup(seconds: float) -> float:
+    """A duration-based step first runs this long, kept out of its figures: a fifth of
+    its measured length, at most 10 s (caches fill and rates ramp up in the first
+    seconds of a step)."""
+    return round(min(10.0, seconds / 5), 3)
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,10 @@ class InsertSizes:
     query_seconds: float = 60.0  # per q-step
     cleanup_wait_s: float | None = None  # None: 5 s + 1 s per million rows
     steps: tuple[str, ...] = INSERT_STEPS
+    warmup_s: float | None = None  # before each q-step's measured seconds; see warmup()
+
+    def warmup(self) -> float:
+        return default_warmup(self.query_seconds) if self.warmup_s is None else self.warmup_s
 
     @property
     def total_rows(self) -> int:
@@ -112,6 +129,10 @@ class KvSizes:
     overwrite_fraction: float = 0.1  # overwritesome
     range_len: int = 10
     steps: tuple[str, ...] = KV_STEPS
+    warmup_s: float | None = None  # before each timed step's measured seconds; see warmup()
+
+    def warmup(self) -> float:
+        return default_warmup(self.seconds) if self.warmup_s is None else self.warmup_s
 
     @property
     def data_mb(self) -> int:
@@ -129,6 +150,10 @@ class MicroSizes:
     reads_before_writes: bool = True  # METHOD.md's order runs the reads on both sides
     cleanup_wait_s: float | None = None  # after the writes; None: 5 s + 1 s per million rows
     only: tuple[str, ...] = ()  # a subset of microbenchmarks; () = all
+    warmup_s: float | None = None  # before each microbenchmark's measured seconds
+
+    def warmup(self) -> float:
+        return default_warmup(self.seconds) if self.warmup_s is None else self.warmup_s
 
     @property
     def total_rows(self) -> int:
@@ -156,7 +181,10 @@ class Comparison:
 
 @dataclass(frozen=True)
 class Job:
-    """One column, one repeat: a fresh engine running every step of the benchmark."""
+    """One column, one repeat: a fresh engine running every step of the benchmark.
+
+    Repeat 0 is the discarded warm-up job that runs before the first round: the first
+    job of a lab is often an outlier (cold caches, first start of a build)."""
 
     comparison: Comparison
     column: Column
@@ -166,6 +194,32 @@ class Job:
     def name(self) -> str:
         return f"{self.column.label}/r{self.repeat}"
 
+    @property
+    def warmup(self) -> bool:
+        return self.repeat == 0
+
+
+@dataclass(frozen=True)
+class Repeats:
+    """`repeats = 5` or `repeats = "3..10"`: after `minimum` rounds the runner adds rounds
+    while a step is undecided, up to `maximum`."""
+
+    minimum: int
+    maximum: int
+
+    def __str__(self) -> str:
+        return (
+            str(self.minimum) if self.minimum == self.maximum else f"{self.minimum}..{self.maximum}"
+        )
+
+
+@dataclass(frozen=True)
+class VerdictPolicy:
+    """How sure a verdict must be (docs/verdicts.md)."""
+
+    alpha: float = 0.05  # false-alarm rate over the whole lab (Benjamini-Hochberg)
+    band: float = 0.05  # `same` means the ratio's interval lies within 1 ± band
+
 
 @dataclass(frozen=True)
 class Lab:
@@ -174,23 +228,40 @@ class Lab:
     text: str
     comparisons: tuple[Comparison, ...]
     placement: Placement
-    repeats: int = 1
+    repeats: Repeats = Repeats(1, 1)
     sleep_between_s: float = 0.0
     step_timeout_s: float | None = None  # None: derived per step from its size
     seed: int = 1
+    order: str = "random"  # columns within a round: random (seeded) or as listed
+    warmup_job: bool = True
+    drop_caches: bool | None = None  # None: only for configs that read from storage
+    verdict: VerdictPolicy = VerdictPolicy()
 
     @property
     def columns(self) -> tuple[Column, ...]:
         return tuple(c for comp in self.comparisons for c in comp.columns)
 
+    def round(self, comparison: Comparison, number: int) -> list[Job]:
+        """Round `number` (1-based) of a comparison: every column once, in an order drawn
+        from the lab's seed, so drift and neighbours hit every column alike."""
+        columns = list(comparison.columns)
+        if self.order == "random":
+            index = self.comparisons.index(comparison)
+            random.Random(f"{self.seed}/{index}/{number}").shuffle(columns)
+        return [Job(comparison, col, number) for col in columns]
+
+    def warmup_jobs(self, comparison: Comparison) -> list[Job]:
+        return [Job(comparison, comparison.base, 0)] if self.warmup_job else []
+
     def jobs(self) -> list[Job]:
-        """Comparisons in order; within one, repeat-major, so repeats of a column are
-        interleaved with the other columns."""
+        """The jobs of the minimum number of rounds, in the order they run."""
         return [
-            Job(comp, col, r)
+            job
             for comp in self.comparisons
-            for r in range(1, self.repeats + 1)
-            for col in comp.columns
+            for job in [
+                *self.warmup_jobs(comp),
+                *(j for r in range(1, self.repeats.minimum + 1) for j in self.round(comp, r)),
+            ]
         ]
 
 
@@ -212,7 +283,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     if not LABEL_RE.match(name):
         raise top.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
     if "comparison" in data:
-        for key in ("column", "benchmark", "insert", "kv"):
+        for key in ("column", "benchmark", "insert", "kv", "micro"):
             if key in data:
                 raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
         raw = top.get("comparison", list)
@@ -235,13 +306,64 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         text=text,
         comparisons=tuple(comparisons),
         placement=_placement(top, top.get("placement", (str, dict), "separate")),
-        repeats=top.positive("repeats", 1),
+        repeats=_repeats(top),
         sleep_between_s=float(top.get("sleep_between_s", (int, float), 0.0)),
         step_timeout_s=top.positive("step_timeout_s", None, integer=False),  # type: ignore[arg-type]
         seed=top.get("seed", int, 1),
+        order=_choice(top, "order", ORDERS, "random"),
+        warmup_job=top.get("warmup_job", bool, True),
+        drop_caches=top.get("drop_caches", bool, None),
+        verdict=_verdict(top),
     )
     top.reject_unknown()
     return lab
+
+
+def _repeats(top: TableReader) -> Repeats:
+    value = top.get("repeats", (int, str), 1)
+    if isinstance(value, int):
+        if value <= 0:
+            raise top.fail("repeats", f"must be greater than 0, got {value}")
+        return Repeats(value, value)
+    m = REPEATS_RE.match(value)
+    if not m:
+        raise top.fail("repeats", f'{value!r} is neither a number nor a range like "3..10"')
+    low, high = int(m.group(1)), int(m.group(2))
+    if not 0 < low <= high:
+        raise top.fail("repeats", f'the range {value!r} must be "MIN..MAX" with 0 < MIN <= MAX')
+    return Repeats(low, high)
+
+
+def _choice(r: TableReader, key: str, choices: tuple[str, ...], default: str) -> str:
+    value: str = r.get(key, str, default)
+    if value not in choices:
+        raise r.fail(key, f"unknown value {value!r}; use one of {', '.join(choices)}")
+    return value
+
+
+def _fraction(r: TableReader, key: str, default: float, low: float, high: float) -> float:
+    value = float(r.get(key, (int, float), default))
+    if not low < value < high:
+        raise r.fail(key, f"must be between {low} and {high} (exclusive), got {value}")
+    return value
+
+
+def _verdict(top: TableReader) -> VerdictPolicy:
+    r = top.child("verdict", top.get("verdict", dict, {}))
+    d = VerdictPolicy()
+    policy = VerdictPolicy(
+        alpha=_fraction(r, "alpha", d.alpha, 0.0, 0.5),
+        band=_fraction(r, "band", d.band, 0.0, 1.0),
+    )
+    r.reject_unknown()
+    return policy
+
+
+def _warmup(r: TableReader, default: float | None) -> float | None:
+    value = r.get("warmup_s", (int, float), default)
+    if value is not None and value < 0:
+        raise r.fail("warmup_s", "must be 0 or more")
+    return None if value is None else float(value)
 
 
 def _comparison(top: TableReader, table: str, item: Any) -> Comparison:
@@ -296,12 +418,16 @@ def _columns(parent: TableReader, raw: list[Any]) -> tuple[Column, ...]:
             if not isinstance(value, (str, int, float)):
                 raise r.fail("settings", f"setting {key!r} must be a string, a number or a boolean")
         default_config = "default" if build.engine != "rocksdb" else "byrx"
+        inject = float(r.get("inject_slowdown", (int, float), 0.0))
+        if not 0 <= inject <= 10:
+            raise r.fail("inject_slowdown", f"must be a fraction from 0 to 10, got {inject}")
         columns.append(
             Column(
                 label,
                 build,
                 r.get("config", str, default_config),
                 {k: _setting(v) for k, v in settings.items()},
+                inject,
             )
         )
         r.reject_unknown()
@@ -332,6 +458,7 @@ def _micro(r: TableReader) -> MicroSizes:
         reads_before_writes=r.get("reads_before_writes", bool, d.reads_before_writes),
         cleanup_wait_s=wait,
         only=tuple(only),
+        warmup_s=_warmup(r, d.warmup_s),
     )
     r.reject_unknown()
     return sizes
@@ -378,6 +505,7 @@ def _kv(r: TableReader) -> KvSizes:
         overwrite_fraction=float(fraction),
         range_len=r.positive("range_len", d.range_len),
         steps=tuple(steps),
+        warmup_s=_warmup(r, d.warmup_s),
     )
     if sizes.key_size < 8:
         raise r.fail("key_size", "must be at least 8 (keys hold an 8-byte number)")
@@ -396,6 +524,7 @@ def _insert(r: TableReader) -> InsertSizes:
         query_seconds=float(r.positive("query_seconds", d.query_seconds, integer=False)),
         cleanup_wait_s=wait,
         steps=tuple(steps),
+        warmup_s=_warmup(r, d.warmup_s),
     )
     if sizes.write_rows < 4:
         raise r.fail("write_rows", "must be at least 4 (l.i2 inserts a quarter of it)")
@@ -404,7 +533,6 @@ def _insert(r: TableReader) -> InsertSizes:
 
 
 def _placement(top: TableReader, value: str | dict[str, Any]) -> Placement:
-    ncpu = len(os.sched_getaffinity(0))
     if isinstance(value, str):
         if value not in PLACEMENT_MODES:
             raise top.fail(
@@ -412,19 +540,24 @@ def _placement(top: TableReader, value: str | dict[str, Any]) -> Placement:
                 f"unknown placement {value!r}; use one of "
                 f'{", ".join(PLACEMENT_MODES)} or {{ server = "0", client = "1" }}',
             )
-        if value == "unpinned":
-            return Placement("unpinned", None, None)
-        cpus = sorted(os.sched_getaffinity(0))
-        if value == "same" or ncpu < 2:
-            one = frozenset(cpus[:1])
-            return Placement("same", one, one)
-        return Placement("separate", frozenset(cpus[:-1]), frozenset(cpus[-1:]))
+        return placement_for(value)
     r = TableReader(top.path, top.text, "placement", value)
     server = _cpu_set(r, "server")
     client = _cpu_set(r, "client")
     r.reject_unknown()
     mode = "same" if server == client else "separate" if not (server & client) else "custom"
     return Placement(mode, server, client)
+
+
+def placement_for(mode: str) -> Placement:
+    """The CPU sets of a named placement on this machine (one of PLACEMENT_MODES)."""
+    if mode == "unpinned":
+        return Placement("unpinned", None, None)
+    cpus = sorted(os.sched_getaffinity(0))
+    if mode == "same" or len(cpus) < 2:
+        one = frozenset(cpus[:1])
+        return Placement("same", one, one)
+    return Placement("separate", frozenset(cpus[:-1]), frozenset(cpus[-1:]))
 
 
 def _cpu_set(r: TableReader, key: str) -> frozenset[int]:

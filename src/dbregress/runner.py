@@ -7,6 +7,7 @@ server log's tail; the engine and the loadgen are always stopped.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, provision
+from dbregress.analysis.compare import compare_run
 from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.collect.host import host_facts
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.errors import (
@@ -28,10 +31,14 @@ from dbregress.errors import (
     LoadgenError,
     StepTimeout,
 )
-from dbregress.lab import Job, Lab
+from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import StepOutcome, collect_step
-from dbregress.store.run import RunWriter
+from dbregress.store.run import RunWriter, read_run
+
+# Configs whose data is read from storage (or the OS cache): the page cache is dropped
+# before each of their jobs so every job starts from the same cold state.
+STORAGE_BOUND_CONFIGS = ("iobuf", "iodir")
 
 
 @dataclass(frozen=True)
@@ -72,11 +79,20 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
 
 
 class Runner:
-    def __init__(self, lab: Lab, results_root: Path, progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self,
+        lab: Lab,
+        results_root: Path,
+        progress: ProgressFn | None = None,
+        notify: Callable[[str], None] | None = None,
+    ) -> None:
         self.lab = lab
         self.memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         self.writer = RunWriter(results_root, lab, host_facts())
         self.progress = progress or (lambda p: None)
+        self.notify = notify or (lambda line: None)
+        self._jobs_run = 0
+        self._jobs_planned = len(lab.jobs())
 
     @property
     def path(self) -> Path:
@@ -87,14 +103,8 @@ class Runner:
         status = "failed"
         try:
             builds = self._provision()
-            jobs = self.lab.jobs()
-            for i, job in enumerate(jobs):
-                if i and self.lab.sleep_between_s:
-                    time.sleep(self.lab.sleep_between_s)
-                try:
-                    self._run_job(job, builds[job.column.label], i, len(jobs))
-                except _JobFailed:
-                    continue  # recorded; the other columns still run
+            for comparison in self.lab.comparisons:
+                self._run_comparison(comparison, builds)
             failures = self.writer.record["failures"]
             status = "ok" if not failures else "failed"
             if failures:
@@ -108,6 +118,55 @@ class Runner:
         finally:
             self.writer.finish(status)
         return self.path
+
+    def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
+        """The warm-up job, then rounds of every column in a seeded random order: the
+        minimum number of rounds, then more while a step is undecided (up to the maximum)."""
+        for job in self.lab.warmup_jobs(comparison):
+            self._job(job, builds)
+        repeats = self.lab.repeats
+        number = 0
+        while number < repeats.maximum:
+            number += 1
+            order = self.lab.round(comparison, number)
+            self.writer.add_round(comparison.name, number, [j.column.label for j in order])
+            for job in order:
+                self._job(job, builds)
+            if number < repeats.minimum or number == repeats.maximum:
+                continue
+            undecided = self._undecided(comparison)
+            if not undecided:
+                break
+            shown = ", ".join(undecided[:6]) + (", ..." if len(undecided) > 6 else "")
+            self.notify(
+                f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
+                f"{len(undecided)} undecided: {shown}"
+            )
+
+    def _undecided(self, comparison: Comparison) -> list[str]:
+        """`step (column)` of every undecided QPS verdict of the comparison so far."""
+        data = read_run(self.path)
+        found = compare_run(data.record, data.steps, self.lab.verdict)
+        return [
+            f"{step} ({column})"
+            for (comp, column, step), c in found.qps.items()
+            if comp == comparison.name and c.verdict == "undecided"
+        ]
+
+    def _job(self, job: Job, builds: dict[str, Build]) -> None:
+        if self._jobs_run and self.lab.sleep_between_s:
+            time.sleep(self.lab.sleep_between_s)
+        self._jobs_run += 1
+        if self._drop_caches(job):
+            self.writer.note_cache_drop(drop_page_cache())
+        with contextlib.suppress(_JobFailed):  # recorded; the other columns still run
+            jobs = max(self._jobs_planned, self._jobs_run)
+            self._run_job(job, builds[job.column.label], self._jobs_run - 1, jobs)
+
+    def _drop_caches(self, job: Job) -> bool:
+        if self.lab.drop_caches is not None:
+            return self.lab.drop_caches
+        return job.column.config in STORAGE_BOUND_CONFIGS
 
     def _provision(self) -> dict[str, Build]:
         builds: dict[str, Build] = {}
@@ -189,7 +248,9 @@ class Runner:
         spec = benchmarks.step_spec(
             job.comparison, engine.connection(), plan, self.lab.seed * 1000 + index
         )
-        timeout = self.lab.step_timeout_s or plan.expected_s() * 10 + 120
+        warmup = job.comparison.sizes.warmup() if plan.duration_s else 0.0
+        spec.update(warmup_s=warmup, inject_slowdown=job.column.inject_slowdown)
+        timeout = self.lab.step_timeout_s or (plan.expected_s() + warmup) * 10 + 120
         try:
             outcome: StepOutcome = collect_step(
                 engine, spec, stem, plan, timeout, self.lab.placement, report

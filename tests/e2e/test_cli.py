@@ -83,14 +83,14 @@ def test_two_versions_every_step(tmp_path: Path, workdir: Path) -> None:
 def test_unknown_version_lists_the_closest(tmp_path: Path, workdir: Path) -> None:
     path = lab(tmp_path, [("a", "postgres@17.99.0")], "load_rows = 100\n")
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "17.99.0" in out.stderr and "17.2.0" in out.stderr, out.stderr
 
 
 def test_malformed_lab_names_the_line(tmp_path: Path, workdir: Path) -> None:
     path = lab(tmp_path, [("a", "postgres@17.2.0")], "load_rows = -5\n")
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "lab.toml:9: insert.load_rows: must be greater than 0" in out.stderr
     assert not (tmp_path / "results").exists()
 
@@ -108,7 +108,7 @@ def test_rejected_setting_is_recorded_and_the_next_column_runs(
     )
     path.write_text(text)
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "shared_bufers" in out.stderr and "'ci'" in out.stderr, out.stderr
     run, record = run_record(tmp_path)
     assert record["failures"][0]["type"] == "ConfigRejected"
@@ -160,7 +160,7 @@ def test_server_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) ->
     proc = _long_run(tmp_path, workdir, launched)
     os.kill(_postmaster_pid(workdir), signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "EngineCrashed" in err or "server" in err, err
     failed = _assert_failed_step(tmp_path, "EngineCrashed")
     assert failed["error"]["server_log_tail"]
@@ -173,7 +173,7 @@ def test_loadgen_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) -
     assert len(pids) == 1
     os.kill(pids[0], signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "killed by signal SIGKILL" in err, err
     _assert_failed_step(tmp_path, "LoadgenError")
 
@@ -183,7 +183,7 @@ def test_hung_server_times_out(tmp_path: Path, workdir: Path, launched: Any) -> 
     postmaster = _postmaster_pid(workdir)
     os.killpg(os.getpgid(postmaster), signal.SIGSTOP)
     _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 1
+    assert proc.returncode == 2
     assert "still running after 8 s" in err, err
     _assert_failed_step(tmp_path, "StepTimeout")
 

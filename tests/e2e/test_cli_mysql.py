@@ -100,7 +100,7 @@ def test_not_a_mysql_build(tmp_path: Path, workdir: Path) -> None:
         f'[[column]]\nlabel = "x"\nbuild = "mysql@{fake}"\n[insert]\nload_rows = 10\n'
     )
     out = dbregress("run", "lab.toml", cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "mysqld" in out.stderr and str(fake) in out.stderr, out.stderr
 
 
@@ -110,7 +110,7 @@ def test_rejected_mycnf_option(tmp_path: Path, workdir: Path) -> None:
         "settings = { innodb_bogus_option = 1 }\n[insert]\nload_rows = 10\n"
     )
     out = dbregress("run", "lab.toml", cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "innodb_bogus_option" in out.stderr and "'ci'" in out.stderr, out.stderr
     run, _ = run_record(tmp_path)
     assert step_results(run, "m/r1")["start"]["error"]["type"] == "ConfigRejected"
@@ -141,7 +141,7 @@ def test_server_dies_mid_microbenchmark(tmp_path: Path, workdir: Path, launched:
     proc = _micro_run(tmp_path, workdir, launched)
     os.kill(_mysqld_pid(workdir), signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "EngineCrashed" in err, err
+    assert proc.returncode == 2 and "EngineCrashed" in err, err
     run, _ = run_record(tmp_path)
     by_step = step_results(run, "m/r1")
     assert by_step["load"]["status"] == "ok"
@@ -154,7 +154,7 @@ def test_server_hangs_mid_microbenchmark(tmp_path: Path, workdir: Path, launched
     proc = _micro_run(tmp_path, workdir, launched, extra="step_timeout_s = 8")
     os.kill(_mysqld_pid(workdir), signal.SIGSTOP)
     _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 1 and "still running after 8 s" in err, err
+    assert proc.returncode == 2 and "still running after 8 s" in err, err
     run, _ = run_record(tmp_path)
     assert [
         r["error"]["type"] for r in step_results(run, "m/r1").values() if r["status"] == "failed"

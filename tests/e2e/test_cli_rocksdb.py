@@ -64,7 +64,7 @@ def test_option_the_build_lacks(tmp_path: Path, workdir: Path) -> None:
         "keys = 1000\nseconds = 0.5\n",
     )
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "hyper_clock" in out.stderr and "7.10" in out.stderr, out.stderr
 
 
@@ -83,7 +83,7 @@ def test_corrupted_database(tmp_path: Path, workdir: Path, launched: Any) -> Non
     for current in workdir.glob("**/CURRENT"):  # the next step to open it finds no manifest
         current.write_text("MANIFEST-999999\n")
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1, err
+    assert proc.returncode == 2, err
     run, _ = run_record(tmp_path)
     by_step = step_results(run, "r10/r1")
     assert by_step["fillseq"]["status"] == "ok"
@@ -109,7 +109,7 @@ def test_loadgen_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) -
     (pid,) = [p for p in processes_mentioning("02-revrange.spec.json") if p != proc.pid]
     os.kill(pid, signal.SIGKILL)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 1 and "killed by signal SIGKILL" in err, err
+    assert proc.returncode == 2 and "killed by signal SIGKILL" in err, err
     run, record = run_record(tmp_path)
     assert step_results(run, "r10/r1")["fillseq"]["status"] == "ok"
     assert step_results(run, "r10/r1")["revrange"]["error"]["type"] == "LoadgenError"
@@ -125,7 +125,7 @@ def test_read_only_filesystem(tmp_path: Path, workdir: Path) -> None:
         out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
     finally:
         os.system(f"umount {workdir}")
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "read-only" in out.stderr.lower() or "writable" in out.stderr.lower(), out.stderr
     run, _ = run_record(tmp_path)
     assert step_results(run, "r10/r1")["start"]["status"] == "failed"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from dbregress.errors import LabError
-from dbregress.lab import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, load_lab
+from dbregress.lab import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, Lab, load_lab
 
 GOOD = """\
 name = "t"
@@ -44,8 +44,14 @@ def test_good_lab(tmp_path: Path) -> None:
     assert comparison.base.label == "old" and comparison.benchmark == "insert"
     assert isinstance(comparison.sizes, InsertSizes)
     assert comparison.sizes.clients == 2 and comparison.sizes.steps == INSERT_STEPS
-    assert [j.name for j in lab.jobs()] == ["old/r1", "new/r1"]
+    assert [j.name for j in lab.jobs()] == ["old/r0", *lab_round(lab, 1)]
+    assert lab.jobs()[0].warmup and not lab.jobs()[1].warmup
     assert lab.placement.mode in ("separate", "same")
+    assert str(lab.repeats) == "1" and lab.verdict.band == 0.05 and lab.order == "random"
+
+
+def lab_round(lab: Lab, number: int) -> list[str]:
+    return [j.name for j in lab.round(lab.comparisons[0], number)]
 
 
 def test_same_build_twice_is_an_aa_comparison(tmp_path: Path) -> None:
@@ -54,9 +60,62 @@ def test_same_build_twice_is_an_aa_comparison(tmp_path: Path) -> None:
     assert lab.columns[0].build == lab.columns[1].build
 
 
-def test_repeats_interleave(tmp_path: Path) -> None:
-    lab = load_lab(write(tmp_path, "repeats = 2\n" + GOOD))
-    assert [j.name for j in lab.jobs()] == ["old/r1", "new/r1", "old/r2", "new/r2"]
+def test_repeats_interleave_in_seeded_random_rounds(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, "repeats = 8\nwarmup_job = false\n" + GOOD))
+    names = [j.name for j in lab.jobs()]
+    assert len(names) == 16
+    for r in range(1, 9):  # every round runs every column once
+        assert sorted(names[2 * r - 2 : 2 * r]) == [f"new/r{r}", f"old/r{r}"]
+    firsts = {names[2 * r - 2].split("/")[0] for r in range(1, 9)}
+    assert firsts == {"old", "new"}  # the order varies between rounds
+    again = load_lab(write(tmp_path, "repeats = 8\nwarmup_job = false\n" + GOOD))
+    assert [j.name for j in again.jobs()] == names  # and is the same for the same seed
+    other = load_lab(write(tmp_path, "seed = 2\nrepeats = 8\nwarmup_job = false\n" + GOOD))
+    assert [j.name for j in other.jobs()] != names
+
+
+def test_fixed_order_keeps_the_lab_order(tmp_path: Path) -> None:
+    lab = load_lab(write(tmp_path, 'order = "fixed"\nrepeats = 3\n' + GOOD))
+    assert [j.name for j in lab.jobs()][1:] == [
+        f"{c}/r{r}" for r in (1, 2, 3) for c in ("old", "new")
+    ]
+
+
+def test_repeat_ranges_and_verdict_policy(tmp_path: Path) -> None:
+    text = 'repeats = "3..10"\n' + GOOD.replace(
+        "[insert]", "[verdict]\nalpha = 0.01\nband = 0.03\n[insert]"
+    )
+    lab = load_lab(write(tmp_path, text))
+    assert (lab.repeats.minimum, lab.repeats.maximum) == (3, 10)
+    assert str(lab.repeats) == "3..10"
+    assert (lab.verdict.alpha, lab.verdict.band) == (0.01, 0.03)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('repeats = "3-10"', "neither a number nor a range"),
+        ('repeats = "5..3"', "0 < MIN <= MAX"),
+        ("repeats = 0", "greater than 0"),
+        ('order = "sorted"', "unknown value 'sorted'; use one of random, fixed"),
+        ("[verdict]\nband = 1.5", "verdict.band: must be between 0.0 and 1.0"),
+        ("[verdict]\nalphaa = 0.1", "unknown key 'alphaa'"),
+    ],
+)
+def test_bad_repeats_and_policy(tmp_path: Path, line: str, message: str) -> None:
+    with pytest.raises(LabError, match=message):
+        load_lab(write(tmp_path, line + "\n" + GOOD.split("\n", 1)[1]))
+
+
+def test_inject_slowdown_and_warmup(tmp_path: Path) -> None:
+    text = GOOD.replace('config = "ci"', 'config = "ci"\ninject_slowdown = 0.1')
+    text = text.replace("query_seconds = 2", "query_seconds = 2\nwarmup_s = 1.5")
+    lab = load_lab(write(tmp_path, text))
+    assert lab.columns[1].inject_slowdown == 0.1 and lab.columns[0].inject_slowdown == 0
+    assert lab.comparisons[0].sizes.warmup_s == 1.5
+    bad = GOOD.replace('config = "ci"', 'config = "ci"\ninject_slowdown = -1')
+    with pytest.raises(LabError, match="inject_slowdown: must be a fraction"):
+        load_lab(write(tmp_path, bad))
 
 
 @pytest.mark.parametrize(
@@ -144,7 +203,9 @@ def test_several_comparisons(tmp_path: Path) -> None:
     assert kv.sizes.steps == KV_STEPS
     assert kv.columns[0].config == "byrx"  # RocksDB's default preset
     assert kv.columns[1].settings == {"cache_type": "hyper_clock", "block_align": "false"}
-    assert [j.name for j in lab.jobs()] == ["r7/r1", "r10/r1", "pg12/r1"]
+    names = [j.name for j in lab.jobs()]
+    assert names[0] == "r7/r0" and sorted(names[1:3]) == ["r10/r1", "r7/r1"]
+    assert names[3:] == ["pg12/r0", "pg12/r1"]  # each comparison has its warm-up job
 
 
 @pytest.mark.parametrize(

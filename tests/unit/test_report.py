@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dbregress.analysis.relative import change, relative
+from dbregress.analysis.compare import compare_run
+from dbregress.analysis.relative import relative
 from dbregress.analysis.summary import matrices
 from dbregress.errors import StoreError
 from dbregress.lab import load_lab
@@ -19,6 +20,8 @@ from dbregress.store.run import RunWriter, read_run, resolve_run
 GOLDEN = Path(__file__).parents[1] / "golden" / "report-basic.md"
 LAB = """\
 name = "fixture"
+repeats = 6
+order = "fixed"
 placement = { server = "0", client = "0" }
 [[column]]
 label = "pg12"
@@ -40,30 +43,19 @@ def test_relative_rules() -> None:
     assert relative(None, 1.0) is None
 
 
-@pytest.mark.parametrize(
-    ("rel", "better", "mark"),
-    [
-        (0.95, "higher", "regression"),
-        (0.951, "higher", ""),
-        (1.05, "higher", "improvement"),
-        (1.06, "lower", "regression"),
-        (0.9, "lower", "improvement"),
-        (1.02, "lower", ""),
-        (math.inf, "lower", "regression"),
-        (math.inf, "higher", "improvement"),
-    ],
-)
-def test_marks_follow_the_metric_direction(rel: float, better: Any, mark: str) -> None:
-    assert change(rel, better) == mark
-
-
 def step(
-    label: str, name: str, q: float, unit: str, cpu: float, sla: dict[str, Any] | None = None
+    label: str,
+    name: str,
+    q: float,
+    unit: str,
+    cpu: float,
+    sla: dict[str, Any] | None = None,
+    repeat: int = 1,
 ) -> dict[str, Any]:
     return {
         "kind": "step",
         "column": label,
-        "repeat": 1,
+        "repeat": repeat,
         "step": name,
         "status": "ok",
         "reported": True,
@@ -103,6 +95,9 @@ def step(
     }
 
 
+JITTER = (1.0, 0.99, 1.01, 0.995, 1.005, 1.002)  # between-repeat noise, CV well under 1%
+
+
 def fixture_run(tmp_path: Path) -> Path:
     lab_path = tmp_path / "lab.toml"
     lab_path.write_text(LAB)
@@ -112,55 +107,60 @@ def fixture_run(tmp_path: Path) -> Path:
     )
     writer.record.update(run_id="fixture-run", status="ok")
     for job in lab.jobs():
+        if job.warmup:
+            continue
         new = job.column.label == "pg17"
+        r = job.repeat
+        jitter = JITTER[r - 1] if not new else JITTER[-r]  # the same spread, other order
+
+        def put(index: int, name: str, q: float, unit: str, cpu: float, **kw: Any) -> None:
+            result = step(job.column.label, name, q * jitter, unit, cpu, repeat=r, **kw)
+            writer.write_step(job, index, result, [], "")
+
         writer.set_job(job, {})
         writer.set_build(job.column.label, {"version_string": f"postgres {job.column.label}"})
-        writer.write_step(
-            job,
-            1,
-            step(job.column.label, "l.i0", 90000 if new else 100000, "rows", 11.0 if new else 10.0),
-            [],
-            "",
-        )
-        writer.write_step(job, 2, step(job.column.label, "l.i1", 30000, "rows", 20.0), [], "")
+        put(1, "l.i0", 90000 if new else 100000, "rows", 11.0 if new else 10.0)
+        put(2, "l.i1", 30000, "rows", 20.0)
         sla = {
             "target_rows_per_s": 100.0,
             "achieved_rows_per_s": 80.0 if new else 99.9,
             "ok": not new,
         }
-        writer.write_step(
-            job,
-            3,
-            step(
-                job.column.label,
-                "qp100",
-                20000 if new else 18000,
-                "ops",
-                0.0 if not new else 3.0,
-                sla,
-            ),
-            [],
-            "",
-        )
+        put(3, "qp100", 20000 if new else 18000, "ops", 3.0 if new else 0.0, sla=sla)
     writer.add_failure("pg17/r1 qr500", RuntimeError("server crashed\nlog tail"))
     return writer.path
 
 
+def render(path: Path) -> str:
+    data = read_run(path)
+    verdicts = compare_run(data.record, data.steps)
+    results = [r for rs in data.steps.values() for r in rs]
+    return markdown.render(data.record, matrices(data.record, data.steps), verdicts, results)
+
+
 def test_report_matches_golden(tmp_path: Path) -> None:
-    data = read_run(fixture_run(tmp_path))
-    text = markdown.render(data.record, matrices(data.record, data.steps))
+    text = render(fixture_run(tmp_path))
     if os.environ.get("UPDATE_GOLDEN"):
         GOLDEN.write_text(text)
     assert text == GOLDEN.read_text()
 
 
-def test_report_marks(tmp_path: Path) -> None:
-    data = read_run(fixture_run(tmp_path))
-    text = markdown.render(data.record, matrices(data.record, data.steps))
-    assert "| l.i0 | 0.90 (-) |" in text  # a regression
-    assert "| qp100 | 1.11 (+) † |" in text  # improvement, but the SLA failed
-    assert "| qp100 | pg17 | 100 | 80.0 | **failed** |" in text
-    assert "| pg17/pg12 | inf (-) |" in text  # base 0, value not: inf, and worse
+def test_report_marks_come_from_verdicts(tmp_path: Path) -> None:
+    text = render(fixture_run(tmp_path))
+    assert "| l.i0 | 0.90 (-) [0.89, 0.91] |" in text  # slower, beyond chance
+    assert "| l.i1 | 1.00 = [0.99, 1.01] |" in text  # the same within ±5%
+    assert "| qp100 | 1.11 (+) [1.10, 1.12] |" in text  # faster
+    assert "| qp100 | pg17 | 100 | 80.0 | **failed** |" in text  # ... but it failed its SLA
+    assert "Verdicts: 1 slower, 1 faster, 1 same, 0 undecided." in text
+
+
+def test_one_repeat_decides_nothing(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    for job in path.glob("*/r[2-6]"):
+        for f in job.glob("steps/*"):
+            f.unlink()
+    text = render(path)
+    assert "| l.i0 | 0.90 ? |" in text and "only 1 repeat" in text
 
 
 def test_store_refuses_other_schema_versions(tmp_path: Path) -> None:
@@ -190,6 +190,8 @@ def test_engine_statistics_section(tmp_path: Path) -> None:
                 "lsm_bytes": 1048576,
                 "statistics": {},
             }
-    text = markdown.render(data.record, matrices(data.record, data.steps))
+    verdicts = compare_run(data.record, data.steps)
+    results = [r for rs in data.steps.values() for r in rs]
+    text = markdown.render(data.record, matrices(data.record, data.steps), verdicts, results)
     assert "### Engine statistics" in text
     assert "| l.i0 | pg12 | 3.50 | 0.00 | 1,048,576 |" in text

@@ -103,7 +103,7 @@ def matrix(
         for r in results:
             if r["column"] not in labels or r.get("reported", True) is False:
                 continue
-            if r["step"] == "start":
+            if r["step"] == "start" or r.get("repeat") == 0:  # repeat 0: the warm-up job
                 continue
             if r["step"] not in order:
                 order.append(r["step"])

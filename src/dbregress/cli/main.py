@@ -8,10 +8,12 @@ import sys
 from collections.abc import Sequence
 
 from dbregress import __version__
-from dbregress.cli import fetch, report, run, versions
+from dbregress.cli import calibrate, fetch, report, run, versions
 from dbregress.errors import DbregressError, Interrupted
 
-VERBS = (fetch, versions, run, report)
+VERBS = (fetch, versions, run, report, calibrate)
+# 0: fine; 1: --fail-on found what it was told to fail on; 2: an error; 130: Ctrl-C.
+EXIT_ERROR = 2
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except DbregressError as e:
         print(f"Error: {e}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("Error: interrupted", file=sys.stderr)
         return 130

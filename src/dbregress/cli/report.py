@@ -1,38 +1,89 @@
-"""dbregress report RUN: print and write the Markdown report of a run."""
+"""dbregress report RUN: print and write a run's report, with its verdicts."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
+from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
-from dbregress.report import markdown
-from dbregress.store.files import write_atomic
-from dbregress.store.run import read_run, resolve_run
+from dbregress.errors import DbregressError
+from dbregress.report import json_report, markdown
+from dbregress.store.calibration import load_calibration
+from dbregress.store.files import write_atomic, write_json
+from dbregress.store.run import RunData, read_run, resolve_run
+
+FORMATS = ("md", "json")
+FAIL_ON = ("slower",)
+EXIT_SLOWER = 1  # --fail-on slower found a confirmed regression; errors exit 2
+
+
+def add_fail_on(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        help="exit 1 when any step has a confirmed `slower` verdict (for CI); errors exit 2",
+    )
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report",
         help="print and write a run's report",
-        description="Print a run's Markdown report and write it to <run>/report.md.",
+        description="Print a run's report (Markdown, or the verdicts as JSON) and write "
+        "report.md and verdicts.json into the run folder.",
     )
     p.add_argument("run", help="run folder, run id under --results, or 'latest'")
     p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    add_fail_on(p)
     p.set_defaults(func=run)
 
 
-def write_report(path: Path, summary: bool = False) -> str:
-    """Writes report.md into the run folder; returns the text to print."""
+def _results(data: RunData) -> list[dict[str, Any]]:
+    return [r for rs in data.steps.values() for r in rs]
+
+
+def write_report(path: Path, summary: bool = False, fmt: str = "md") -> tuple[str, RunVerdicts]:
+    """Writes report.md and verdicts.json into the run folder; returns the text to print
+    and the verdicts."""
     data = read_run(path)
+    verdicts = compare_run(data.record, data.steps)
     m = matrices(data.record, data.steps)
-    full = markdown.render(data.record, m)
+    host = data.record.get("host", {}).get("hostname", "")
+    cal = load_calibration(path.parent, host) if host else None
+    full = markdown.render(data.record, m, verdicts, _results(data), cal)
     write_atomic(path / "report.md", full)
-    shown = markdown.summary_tables(data.record, m) if summary else full
-    return f"{shown}\nReport: {path / 'report.md'}"
+    as_json = json_report.render(data.record, verdicts)
+    write_json(path / "verdicts.json", as_json)
+    if fmt == "json":
+        return json.dumps(as_json, indent=1), verdicts
+    shown = markdown.summary_tables(data.record, m, verdicts) if summary else full
+    return f"{shown}\nReport: {path / 'report.md'}", verdicts
+
+
+def gate(verdicts: RunVerdicts, fail_on: str | None) -> int:
+    """The exit status --fail-on asks for, with a one-line summary on stderr."""
+    if fail_on != "slower":
+        return 0
+    slower = verdicts.slower()
+    if not slower:
+        print("fail-on slower: passed, no step is confirmed slower", file=sys.stderr)
+        return 0
+    shown = ", ".join(f"{comp}/{step} ({col})" for comp, col, step in slower[:8])
+    more = f" and {len(slower) - 8} more" if len(slower) > 8 else ""
+    print(f"fail-on slower: FAILED, {len(slower)} step(s) slower: {shown}{more}", file=sys.stderr)
+    return EXIT_SLOWER
 
 
 def run(args: argparse.Namespace) -> int:
-    print(write_report(resolve_run(args.run, args.results)))
-    return 0
+    path = resolve_run(args.run, args.results)
+    try:
+        text, verdicts = write_report(path, fmt=args.format)
+    except (KeyError, TypeError, ValueError) as e:
+        raise DbregressError(f"{path}: cannot build the report ({type(e).__name__}: {e})") from e
+    print(text)
+    return gate(verdicts, args.fail_on)

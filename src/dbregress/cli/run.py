@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress.cli.report import write_report
+from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.errors import DbregressError
 from dbregress.lab import load_lab
 from dbregress.runner import Progress, Runner
@@ -27,6 +27,7 @@ def add_parser(sub: Any) -> None:
         default=Path("results"),
         help="folder that receives the run folder (default: results)",
     )
+    add_fail_on(p)
     p.set_defaults(func=run)
 
 
@@ -56,6 +57,11 @@ class ProgressLine:
             print(text.split(":")[0], file=sys.stderr, flush=True)
         self.last = p.step
 
+    def line(self, text: str) -> None:
+        """A message between progress updates (e.g. why the runner adds a round)."""
+        self.done()
+        print(text, file=sys.stderr, flush=True)
+
     def done(self) -> None:
         if self.tty:
             sys.stderr.write("\r\033[K")
@@ -64,8 +70,12 @@ class ProgressLine:
 def run(args: argparse.Namespace) -> int:
     lab = load_lab(args.lab)
     progress = ProgressLine()
-    runner = Runner(lab, args.results, progress)
-    print(f"run {runner.path.name}: {len(lab.jobs())} job(s)", file=sys.stderr)
+    runner = Runner(lab, args.results, progress, notify=progress.line)
+    print(
+        f"run {runner.path.name}: {len(lab.jobs())} job(s) "
+        f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",
+        file=sys.stderr,
+    )
     failed: DbregressError | None = None
     try:
         runner.run()
@@ -73,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         failed = e
     finally:
         progress.done()
-    print(write_report(runner.path, summary=True))
+    text, verdicts = write_report(runner.path, summary=True)
+    print(text)
     if failed:
         raise failed
-    return 0
+    return gate(verdicts, args.fail_on)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
-from dbregress.analysis.metrics import ENGINE, LATENCY, PER_OP, Metric
-from dbregress.analysis.relative import change, relative
+from dbregress.analysis.metrics import ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
+from dbregress.report import verdict_tables as vt
 
-MARKS = {"regression": " (-)", "improvement": " (+)", "": ""}
 SLA_MARK = " †"
+# Per-op costs: a verdict says higher or lower; the mark says whether that is worse.
+WORSE_BETTER = {"worse": "(-)", "better": "(+)", "same": "=", "undecided": "?"}
 
 
 def fmt(value: float | None, digits: int = 0) -> str:
@@ -22,12 +24,6 @@ def fmt(value: float | None, digits: int = 0) -> str:
     if abs(value) >= 100:
         return f"{value:,.0f}"
     return f"{value:.{max(digits, 2) if abs(value) < 10 else 1}f}"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return [*out, ""]
 
 
 def _q(cell: Cell) -> str:
@@ -48,31 +44,7 @@ def throughput(m: Matrix) -> list[str]:
         "Q per step: rows/s for inserts and indexing, "
         "queries/s for q-steps. † failed its insert-rate SLA.",
         "",
-        *_table(["step", "unit", *m.labels], rows),
-    ]
-
-
-def relative_qps(m: Matrix) -> list[str]:
-    others = m.labels[1:]
-    if not others:
-        return []
-    rows = []
-    for s in m.steps:
-        base = m.cell(m.base, s)
-        row = [s]
-        for lb in others:
-            cell = m.cell(lb, s)
-            rel = relative(cell.qps, base.qps) if cell.status == base.status == "ok" else None
-            sla = SLA_MARK if cell.sla is not None and not cell.sla["ok"] else ""
-            row.append(fmt(rel, 2) + MARKS[change(rel)] + sla if rel is not None else "-")
-        rows.append(row)
-    return [
-        f"### Relative QPS (vs {m.base})",
-        "",
-        "(-) regression: rQPS <= 0.95; (+) improvement: rQPS >= 1.05; unmarked values "
-        "are within 5% and might be noise.",
-        "",
-        *_table(["step", *others], rows),
+        *vt.table(["step", "unit", *m.labels], rows),
     ]
 
 
@@ -103,7 +75,7 @@ def sla(m: Matrix) -> list[str]:
         "held to a target rate. Below 95% of it the step failed its SLA and its Q is "
         "marked †.",
         "",
-        *_table(["step", "build", "target rows/s", "achieved rows/s", "SLA", "Q"], rows),
+        *vt.table(["step", "build", "target rows/s", "achieved rows/s", "SLA", "Q"], rows),
     ]
 
 
@@ -130,7 +102,7 @@ def groups(m: Matrix) -> list[str]:
         "",
         "Over the group's microbenchmarks (the reads run before the writes included).",
         "",
-        *_table(["group", "build", "n", "average", "median", "min", "max", "stddev"], rows),
+        *vt.table(["group", "build", "n", "average", "median", "min", "max", "stddev"], rows),
     ]
 
 
@@ -150,7 +122,7 @@ def engine_stats(m: Matrix) -> list[str]:
         "From the engine's own counters over the step: write amplification, the share of "
         "time writes stalled, and the LSM tree's size at the end.",
         "",
-        *_table(["step", "build", *(f"{mt.label} ({mt.unit})" for mt in ENGINE)], rows),
+        *vt.table(["step", "build", *(f"{mt.label} ({mt.unit})" for mt in ENGINE)], rows),
     ]
 
 
@@ -171,7 +143,7 @@ def cpu_per_op(m: Matrix) -> list[str]:
         "key-value operation. An embedded engine (RocksDB) runs inside the loadgen, so "
         "its CPU is the first figure and the second is -.",
         "",
-        *_table(["step", *m.labels], rows),
+        *vt.table(["step", *m.labels], rows),
     ]
 
 
@@ -179,28 +151,40 @@ def _metric_value(cell: Cell, metric: Metric) -> float | None:
     return cell.per_op.get(metric.key) if cell.status == "ok" else None
 
 
-def per_operation(m: Matrix) -> list[str]:
+def per_operation(m: Matrix, v: RunVerdicts) -> list[str]:
     out = [
         "### Per-operation metrics",
         "",
-        "Per operation of the step's Q. srv = the server's process tree, cli = "
-        "dbregress-loadgen. Relative rows divide by the base: inf when the base is 0, "
-        "1 when both are. (-) marks a cost at least 5% worse, (+) 5% better.",
+        "Per operation of the step's Q, over the measured window only. srv = the server's "
+        "process tree, cli = dbregress-loadgen. Relative rows: the ratio to the base over "
+        "repeats with its interval; (-) costs more, (+) costs less, = the same within the "
+        "band, ? undecided.",
         "",
     ]
-    header = ["build", *(f"{mt.label} ({mt.unit})" for mt in PER_OP)]
+    header = ["build", *(f"{mt.label} ({mt.unit})" for mt in VERDICT_METRICS)]
     for s in m.steps:
-        base = m.cell(m.base, s)
-        rows = [[lb, *(fmt(_metric_value(m.cell(lb, s), mt)) for mt in PER_OP)] for lb in m.labels]
+        rows = [
+            [lb, *(fmt(_metric_value(m.cell(lb, s), mt)) for mt in VERDICT_METRICS)]
+            for lb in m.labels
+        ]
         for lb in m.labels[1:]:
-            cell = m.cell(lb, s)
-            rels = []
-            for mt in PER_OP:
-                rel = relative(_metric_value(cell, mt), _metric_value(base, mt))
-                rels.append(fmt(rel, 2) + MARKS[change(rel, mt.better)] if rel is not None else "-")
+            rels = [_metric_ratio(v, m, lb, s, mt) for mt in VERDICT_METRICS]
             rows.append([f"{lb}/{m.base}", *rels])
-        out += [f"#### {s}", "", *_table(header, rows)]
+        out += [f"#### {s}", "", *vt.table(header, rows)]
     return out
+
+
+def _metric_ratio(v: RunVerdicts, m: Matrix, label: str, step: str, mt: Metric) -> str:
+    c = v.metrics.get(mt.key, {}).get((m.comparison, label, step))
+    if c is None or c.ratio is None:
+        return "-"
+    marks = {
+        "higher": WORSE_BETTER["worse" if mt.better == "lower" else "better"],
+        "lower": WORSE_BETTER["better" if mt.better == "lower" else "worse"],
+        "same": "=",
+        "undecided": "?",
+    }
+    return vt.ratio_text(c, marks)
 
 
 def latency(m: Matrix) -> list[str]:
@@ -217,7 +201,7 @@ def latency(m: Matrix) -> list[str]:
         "Microseconds from each operation's intended start "
         "(paced operations include time spent waiting behind slow ones).",
         "",
-        *_table(header, rows),
+        *vt.table(header, rows),
     ]
 
 
@@ -230,7 +214,7 @@ def failures(record: dict[str, Any]) -> list[str]:
         "",
         "Each failed step is stored with its full message and the server log's tail.",
         "",
-        *_table(["where", "error", "message"], rows),
+        *vt.table(["where", "error", "message"], rows),
     ]
 
 
@@ -256,7 +240,7 @@ def header(record: dict[str, Any]) -> list[str]:
         ]
         for c in record["columns"]
     ]
-    return lines + _table(["comparison", "column", "build", "version", "config"], rows)
+    return lines + vt.table(["comparison", "column", "build", "version", "config"], rows)
 
 
 BENCHMARK_NAMES = {
@@ -274,27 +258,35 @@ def _join(parts: list[list[str]]) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
-def render(record: dict[str, Any], ms: list[Matrix]) -> str:
+def render(
+    record: dict[str, Any],
+    ms: list[Matrix],
+    v: RunVerdicts,
+    results: list[dict[str, Any]],
+    calibration: dict[str, Any] | None = None,
+) -> str:
     parts = [header(record)]
     for m in ms:
         parts += [
             _title(m),
             throughput(m),
-            relative_qps(m),
+            vt.relative_qps(m, v),
+            vt.verdicts(m, v),
             groups(m),
             sla(m),
             cpu_per_op(m),
             engine_stats(m),
-            per_operation(m),
+            per_operation(m, v),
             latency(m),
         ]
-    return _join([*parts, failures(record)])
+    extra = [vt.host_noise(results, v), vt.calibration(calibration), failures(record)]
+    return _join([*parts, *extra])
 
 
-def summary_tables(record: dict[str, Any], ms: list[Matrix]) -> str:
+def summary_tables(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
     """The short version printed at the end of `dbregress run`."""
     parts = []
     for m in ms:
-        parts += [_title(m), throughput(m), relative_qps(m), groups(m), sla(m), cpu_per_op(m)]
-        parts += [engine_stats(m)]
+        parts += [_title(m), throughput(m), vt.relative_qps(m, v), groups(m), sla(m)]
+        parts += [cpu_per_op(m)]
     return _join([*parts, failures(record)])

@@ -74,6 +74,16 @@ class RunWriter:
             "builds": {},
             "jobs": {},
             "failures": [],
+            "repeats": {"min": lab.repeats.minimum, "max": lab.repeats.maximum},
+            "order": lab.order,
+            "seed": lab.seed,
+            "warmup_job": lab.warmup_job,
+            "verdict_policy": {"alpha": lab.verdict.alpha, "band": lab.verdict.band},
+            "inject_slowdown": {
+                c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown
+            },
+            "rounds": [],
+            "page_cache": {"dropped": 0, "failed": None},
         }
         write_atomic(path / "lab.toml", lab.text)
         self._save()
@@ -89,6 +99,19 @@ class RunWriter:
 
     def set_job(self, job: Job, info: dict[str, Any]) -> None:
         self.record["jobs"][job.name] = info
+        self._save()
+
+    def add_round(self, comparison: str, number: int, order: list[str]) -> None:
+        """The columns of one round in the order they run (drawn from the lab's seed)."""
+        self.record["rounds"].append({"comparison": comparison, "round": number, "order": order})
+        self._save()
+
+    def note_cache_drop(self, failure: str | None) -> None:
+        cache = self.record["page_cache"]
+        if failure is None:
+            cache["dropped"] += 1
+        else:
+            cache["failed"] = failure
         self._save()
 
     def add_failure(self, where: str, error: BaseException) -> None:

@@ -1,0 +1,123 @@
+"""A run's step results -> one verdict per (comparison, column, step), for QPS and for
+each per-operation metric (docs/verdicts.md).
+
+The unit of evidence is the repeat: one fresh engine running the benchmark. The samples
+of a cell are its repeats' values; the warm-up job (repeat 0), failed steps and repeats
+disturbed by other work on the host are left out, and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dbregress.analysis.metrics import PER_OP, Metric
+from dbregress.analysis.verdict import Comparison, Policy, compare_all
+from dbregress.lab import VerdictPolicy
+
+Key = tuple[str, str, str]  # (comparison, column, step)
+
+# A repeat is disturbed when, during its measured window, processes other than the
+# engine and the loadgen used more than this share of the host's CPUs, or the
+# hypervisor stole more than this share: it is reported and left out of verdicts.
+DISTURBED_OTHER_CPU = 0.10
+DISTURBED_STEAL = 0.05
+
+# Per-op metrics that get verdicts: every one but o/s, which is QPS again.
+VERDICT_METRICS: tuple[Metric, ...] = tuple(m for m in PER_OP if m.key != "ops_per_s")
+
+
+@dataclass(frozen=True)
+class Disturbed:
+    column: str
+    repeat: int
+    step: str
+    why: str
+
+
+@dataclass(frozen=True)
+class RunVerdicts:
+    policy: VerdictPolicy
+    qps: dict[Key, Comparison]
+    metrics: dict[str, dict[Key, Comparison]]  # metric key -> verdicts
+    disturbed: list[Disturbed] = field(default_factory=list)
+
+    def for_comparison(self, name: str) -> dict[tuple[str, str], Comparison]:
+        """(column, step) -> QPS verdict of one comparison."""
+        return {(col, step): c for (comp, col, step), c in self.qps.items() if comp == name}
+
+    def slower(self) -> list[Key]:
+        return [k for k, c in self.qps.items() if c.verdict == "slower"]
+
+
+def disturbance(result: dict[str, Any]) -> str | None:
+    """Why a step's measured window was disturbed by the host, or None."""
+    host = result.get("host") or {}
+    other, steal = host.get("other_cpu_frac"), host.get("steal_frac")
+    if other is not None and other > DISTURBED_OTHER_CPU:
+        return f"other processes used {other:.0%} of the host's CPU"
+    if steal is not None and steal > DISTURBED_STEAL:
+        return f"the hypervisor stole {steal:.0%} of the CPU"
+    return None
+
+
+def _usable(results: Iterable[dict[str, Any]], disturbed: list[Disturbed]) -> list[dict[str, Any]]:
+    out = []
+    for r in results:
+        if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
+            continue
+        why = disturbance(r)
+        if why is not None:
+            disturbed.append(Disturbed(r["column"], r["repeat"], r["step"], why))
+            continue
+        out.append(r)
+    return out
+
+
+def _samples(
+    record: dict[str, Any], results: list[dict[str, Any]], value: Any
+) -> dict[Key, tuple[list[float], list[float]]]:
+    """(comparison, column, step) -> (base samples, column samples) for every non-base
+    column and every step the base ran."""
+    by_cell: dict[tuple[str, str], list[float]] = {}
+    for r in results:
+        v = value(r)
+        if v is not None:
+            by_cell.setdefault((r["column"], r["step"]), []).append(float(v))
+    out: dict[Key, tuple[list[float], list[float]]] = {}
+    for comp in record["comparisons"]:
+        base, *others = comp["labels"]
+        steps = [s for (col, s) in by_cell if col == base]
+        for label in others:
+            for step in steps:
+                out[(comp["name"], label, step)] = (
+                    by_cell[(base, step)],
+                    by_cell.get((label, step), []),
+                )
+    return out
+
+
+def compare_run(
+    record: dict[str, Any],
+    steps_by_job: dict[str, list[dict[str, Any]]],
+    policy: VerdictPolicy | None = None,
+) -> RunVerdicts:
+    """Verdicts for every comparison of a run (pure: step results in, verdicts out)."""
+    if policy is None:
+        stored = record.get("verdict_policy") or {}
+        policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+    rule = Policy(alpha=policy.alpha, band=policy.band)
+    disturbed: list[Disturbed] = []
+    results = _usable((r for rs in steps_by_job.values() for r in rs), disturbed)
+    qps = compare_all(_samples(record, results, lambda r: r["q"]["value"]), rule, "higher")
+    metrics = {
+        m.key: compare_all(
+            _samples(record, results, lambda r, k=m.key: r["per_op"].get(k)),
+            rule,
+            m.better,
+            metric=True,
+        )
+        for m in VERDICT_METRICS
+    }
+    return RunVerdicts(policy, qps, metrics, disturbed)

@@ -1,0 +1,161 @@
+"""Markdown sections built on verdicts: relative QPS with its interval and mark, the
+verdict table with reasons, and what the host did during the measured windows."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.summary import Matrix
+from dbregress.analysis.verdict import Comparison
+
+# A mark says what the verdict claims, never what a single number looks like.
+QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
+LEGEND = (
+    "(-) slower and (+) faster: the change is beyond chance at the lab's false-alarm "
+    "rate; = the same: the interval lies within the equivalence band; ? undecided: "
+    "more repeats needed. Ratio: Hodges-Lehmann estimate over repeats; [interval]: "
+    "its confidence interval (docs/verdicts.md)."
+)
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return [*out, ""]
+
+
+def ratio_text(c: Comparison | None, marks: dict[str, str] = QPS_MARKS) -> str:
+    if c is None or c.ratio is None:
+        return "-"
+    text = f"{c.ratio:.2f} {marks.get(c.verdict, '?')}"
+    if c.ci is not None:
+        text += f" [{c.ci[0]:.2f}, {c.ci[1]:.2f}]"
+    return text
+
+
+def policy_line(v: RunVerdicts) -> str:
+    p = v.policy
+    return (
+        f"False-alarm rate {p.alpha:.0%} over the whole lab (Benjamini-Hochberg), "
+        f"equivalence band ±{p.band:.0%}."
+    )
+
+
+def counts_line(found: dict[tuple[str, str], Comparison]) -> str:
+    counts = {k: 0 for k in QPS_MARKS}
+    for c in found.values():
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    return ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
+def relative_qps(m: Matrix, v: RunVerdicts) -> list[str]:
+    others = m.labels[1:]
+    if not others:
+        return []
+    found = v.for_comparison(m.comparison)
+    rows = [[s, *(ratio_text(found.get((lb, s))) for lb in others)] for s in m.steps]
+    return [
+        f"### Relative QPS (vs {m.base})",
+        "",
+        f"Verdicts: {counts_line(found)}. {policy_line(v)}",
+        "",
+        LEGEND,
+        "",
+        *table(["step", *others], rows),
+    ]
+
+
+def verdicts(m: Matrix, v: RunVerdicts) -> list[str]:
+    """Every (step, column) verdict with the figures behind it."""
+    found = v.for_comparison(m.comparison)
+    rows = []
+    for s in m.steps:
+        for lb in m.labels[1:]:
+            c = found.get((lb, s))
+            if c is None:
+                continue
+            more = f"+{c.more_repeats}" if c.more_repeats is not None else "-"
+            rows.append(
+                [
+                    s,
+                    lb,
+                    ratio_text(c),
+                    c.verdict,
+                    f"{c.n_base}/{c.n_other}",
+                    more if c.verdict == "undecided" else "",
+                    c.reason,
+                ]
+            )
+    if not rows:
+        return []
+    header = ["step", "column", "ratio [CI]", "verdict", "repeats", "more", "why"]
+    return [
+        f"### Verdicts (vs {m.base})",
+        "",
+        "repeats: base/column repeats used; more: repeats per side that would probably "
+        "decide an undecided step.",
+        "",
+        *table(header, rows),
+    ]
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def host_noise(results: list[dict[str, Any]], v: RunVerdicts) -> list[str]:
+    """What else used the host during the measured windows, and which repeats it spoiled."""
+    hosts = [r["host"] for r in results if r.get("status") == "ok" and r.get("host")]
+    if not hosts:
+        return []
+    steal = _median([h["steal_frac"] for h in hosts if h.get("steal_frac") is not None])
+    other = _median([h["other_cpu_frac"] for h in hosts if h.get("other_cpu_frac") is not None])
+    out = [
+        "## Host noise",
+        "",
+        f"Over {len(hosts)} measured windows, median steal {_pct(steal)} and median CPU "
+        f"used by other processes {_pct(other)} of the host. ",
+    ]
+    if v.disturbed:
+        rows = [[d.column, str(d.repeat), d.step, d.why] for d in v.disturbed]
+        out += [
+            f"{len(v.disturbed)} disturbed repeat(s) were left out of the verdicts:",
+            "",
+            *table(["column", "repeat", "step", "why"], rows),
+        ]
+    else:
+        out += ["No repeat was disturbed.", ""]
+    return out
+
+
+def calibration(cal: dict[str, Any] | None) -> list[str]:
+    """The host's last calibration, so a reader knows what change these repeats can see."""
+    if not cal:
+        return []
+    out = [
+        "## This host's calibration",
+        "",
+        f"`dbregress calibrate {cal.get('lab', '?')}` on {cal.get('measured_at', '?')}: ",
+    ]
+    rows = []
+    for mode, p in cal.get("placements", {}).items():
+        steps = p.get("steps", [])
+        changes = [s["min_change"] for s in steps if s.get("min_change") is not None]
+        rows.append(
+            [
+                mode,
+                _pct(p.get("median_cv")),
+                _pct(_median(changes)),
+                p.get("run_id", "?"),
+            ]
+        )
+    out += table(["placement", "median CV", "median detectable change", "A/A run"], rows)
+    if cal.get("steadiest"):
+        out += [f"Steadiest placement: {cal['steadiest']}.", ""]
+    return out
