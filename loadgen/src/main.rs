@@ -1,20 +1,25 @@
 //! dbregress-loadgen: drives one step of a workload against one running engine and
 //! prints what happened as JSON lines (schema/events.schema.json).
 
+mod control;
 mod driver;
+mod insert_spec;
 mod kvspec;
 mod micro_spec;
 mod output;
 mod pace;
+mod reporter;
 mod runner;
 mod spec;
 mod stats;
+mod timeline;
 mod workload;
 
 use anyhow::{bail, Context, Result};
 use std::io::Read;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::Instant;
 
 const USAGE: &str = "\
 Usage: dbregress-loadgen <SPEC>
@@ -24,7 +29,8 @@ event stream (schema/events.schema.json) on stdout, one JSON object per line.
 
 Arguments:
   <SPEC>  path of the step spec JSON file, or - to read it from stdin
-          (with wait_before_close, give a file: closing stdin ends the wait)
+          (with handshake or wait_before_close, give a file: stdin is then the
+          caller's: the lines go and check, and its end)
 
 Options:
   -h, --help     print this help
@@ -45,6 +51,7 @@ fn main() {
 }
 
 fn run() -> Result<()> {
+    let launched = Instant::now();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let path = match args.as_slice() {
         [a] if a == "-h" || a == "--help" => {
@@ -77,5 +84,8 @@ fn run() -> Result<()> {
     if spec.wait_before_close && path == "-" {
         bail!("invalid step spec: wait_before_close needs the spec in a file, since closing stdin ends the wait");
     }
-    runner::run(spec, interrupted)
+    if spec.handshake && path == "-" {
+        bail!("invalid step spec: handshake needs the spec in a file, since go and check come on stdin");
+    }
+    runner::run(spec, interrupted, launched)
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-pub const EVENT_VERSION: u32 = 1;
+pub const EVENT_VERSION: u32 = 2;
 
 /// Error lines printed per op kind before only counts are kept.
 const ERRORS_PRINTED_PER_KIND: u64 = 5;
@@ -26,9 +26,25 @@ pub enum Event<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         capabilities: Option<Vec<&'a str>>,
     },
+    /// Every client is set up; with the handshake, the loadgen now waits for `go`.
+    Ready {
+        process: ProcessUsage,
+    },
     Interval {
         t_s: f64,
         ops: BTreeMap<OpKind, IntervalOps>,
+    },
+    /// The warm-up is over (or there is none): the measured window begins.
+    Measuring {
+        t_s: f64,
+        process: ProcessUsage,
+    },
+    /// The last timed operation ended; with the handshake, the loadgen now waits for
+    /// `check` before its checks.
+    Stopped {
+        t_s: f64,
+        elapsed_s: f64,
+        process: ProcessUsage,
     },
     Error {
         t_s: f64,
@@ -78,14 +94,34 @@ pub struct Summary {
     pub ops: BTreeMap<OpKind, OpSummary>,
     pub checks: Checks,
     pub process: ProcessUsage,
+    pub phases: Phases,
     /// kv steps only: what the engine says about itself over the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_stats: Option<EngineStats>,
 }
 
+/// Wall time and this process's usage in each phase of the step.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct Phases {
+    /// Process start to `ready`: connections, statements, tables, an engine's open.
+    pub setup: Phase,
+    /// `go` to `measuring`.
+    pub warmup: Phase,
+    /// `measuring` to the last timed operation's end (usage: to `stopped`).
+    pub measured: Phase,
+    /// `check` (or `stopped`, without the handshake) to the summary.
+    pub checks: Phase,
+}
+
+#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+pub struct Phase {
+    pub wall_s: f64,
+    pub process: ProcessUsage,
+}
+
 /// What this process has spent so far, from getrusage(2): microsecond resolution, where
 /// /proc's clock ticks (10 ms) would round a short step's client CPU to zero.
-#[derive(Serialize, Debug, Clone, Copy, PartialEq)]
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Default)]
 pub struct ProcessUsage {
     pub user_s: f64,
     pub system_s: f64,
@@ -104,6 +140,16 @@ impl ProcessUsage {
             system_s: secs(ru.ru_stime),
             voluntary_cs: ru.ru_nvcsw as u64,
             involuntary_cs: ru.ru_nivcsw as u64,
+        }
+    }
+
+    /// What was spent from `earlier` to this.
+    pub fn since(&self, earlier: &ProcessUsage) -> ProcessUsage {
+        ProcessUsage {
+            user_s: (self.user_s - earlier.user_s).max(0.0),
+            system_s: (self.system_s - earlier.system_s).max(0.0),
+            voluntary_cs: self.voluntary_cs.saturating_sub(earlier.voluntary_cs),
+            involuntary_cs: self.involuntary_cs.saturating_sub(earlier.involuntary_cs),
         }
     }
 }

@@ -1,20 +1,23 @@
-//! Runs one step: one thread per client, a start gate once every client is set up, one
-//! reporter (this thread) printing intervals, then the summary. The first fatal error
-//! from any thread, or a signal, ends the step at once.
+//! Runs one step: one thread per client, a start gate once every client is set up, a
+//! check gate once every client's timed part has ended, and one reporter (this thread,
+//! reporter.rs) in between. The first fatal error from any thread, or a signal, ends
+//! the step at once.
 
+use crate::control::Control;
 use crate::driver::{self, Conn, DbResult, Driver};
 use crate::output::{self, ErrorLimiter, Event};
+use crate::reporter::{Msg, Reporter};
 use crate::spec::StepSpec;
 use crate::stats::{OpKind, Recorder, Stats};
-use crate::workload::{self, ClientOutcome, StepPlan};
+use crate::workload;
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// How often the reporter looks at signals and messages while waiting.
-const POLL: Duration = Duration::from_millis(50);
+/// How often waiting threads look at signals, messages and the stop flag.
+pub const POLL: Duration = Duration::from_millis(50);
 
 /// An operation failed with an error that ends the step.
 #[derive(Debug)]
@@ -43,10 +46,33 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-enum Msg {
-    Ready,
-    Done(Box<ClientOutcome>),
-    Fatal(anyhow::Error),
+/// A point every client waits at until the reporter opens it with a value.
+pub struct Gate<T> {
+    value: Mutex<Option<T>>,
+    cv: Condvar,
+}
+
+impl<T: Copy> Gate<T> {
+    fn new() -> Self {
+        Gate {
+            value: Mutex::new(None),
+            cv: Condvar::new(),
+        }
+    }
+
+    pub fn open(&self, value: T) {
+        *self.value.lock().unwrap() = Some(value);
+        self.cv.notify_all();
+    }
+
+    /// The gate's value once open; None if the step stops first.
+    fn wait(&self, stop: &AtomicBool) -> Option<T> {
+        let mut value = self.value.lock().unwrap();
+        while value.is_none() && !stop.load(Relaxed) {
+            value = self.cv.wait_timeout(value, POLL).unwrap().0;
+        }
+        *value
+    }
 }
 
 /// What every thread of the step shares.
@@ -58,8 +84,11 @@ pub struct StepContext {
     pub stop: AtomicBool,
     errors: ErrorLimiter,
     arrived: AtomicU32,
-    gate: (Mutex<Option<Instant>>, Condvar),
-    tx: Sender<Msg>,
+    /// Opens with the step's start (t = 0).
+    pub start: Gate<Instant>,
+    /// Opens when the end-of-step checks may run.
+    pub checks: Gate<()>,
+    pub(crate) tx: Sender<Msg>,
 }
 
 impl StepContext {
@@ -70,12 +99,17 @@ impl StepContext {
     /// Tell the reporter this client is set up, then wait for the common start.
     pub fn ready_and_wait(&self) -> Option<Instant> {
         let _ = self.tx.send(Msg::Ready);
-        let (lock, cv) = &self.gate;
-        let mut start = lock.lock().unwrap();
-        while start.is_none() && !self.stop.load(Relaxed) {
-            start = cv.wait_timeout(start, POLL).unwrap().0;
-        }
-        *start
+        self.start.wait(&self.stop)
+    }
+
+    /// Client `client`'s timed part ended at `end`: wait until the checks may run, so
+    /// no check runs while another client is still timed, nor before the caller says.
+    /// A client without checks need not call this: its outcome tells the same.
+    pub fn stop_timing(&self, client: u32, end: Instant) -> Result<()> {
+        let _ = self.tx.send(Msg::Timed(client, end));
+        self.checks
+            .wait(&self.stop)
+            .ok_or_else(|| anyhow!("stopped before the checks"))
     }
 
     /// Report a thread's fatal error at once rather than when its client finishes.
@@ -89,10 +123,14 @@ impl StepContext {
 
     /// A thread's recorder and timer; `start` is the step's common start.
     pub fn worker(&self, start: Instant) -> Worker<'_> {
+        let warmup = self.spec.warmup();
         Worker {
             ctx: self,
             rec: self.stats.recorder(),
             start,
+            measure_from: start + warmup,
+            measuring: warmup.is_zero(),
+            slowdown: self.spec.inject_slowdown,
         }
     }
 
@@ -111,6 +149,11 @@ pub struct Worker<'a> {
     pub ctx: &'a StepContext,
     rec: Recorder,
     start: Instant,
+    /// The end of the warm-up: operations ending before it are not summarized.
+    measure_from: Instant,
+    measuring: bool,
+    /// inject_slowdown: the busy-wait after each call, as a fraction of the call.
+    slowdown: f64,
 }
 
 impl Worker<'_> {
@@ -119,47 +162,77 @@ impl Worker<'_> {
     }
 
     /// Run one driver call intended to start at `intended`; latency counts from there.
-    /// Returns the rows it reported (None after an ignorable error) and when it ended.
+    /// Returns the rows it reported (None after an ignorable error) and when the next
+    /// operation may start: the call's end, or the end of the injected busy-wait.
     pub fn call(
         &mut self,
         op: OpKind,
         intended: Instant,
         f: impl FnOnce() -> DbResult<u64>,
     ) -> Result<(Option<u64>, Instant)> {
+        // The call's own start, read only when a slowdown needs it.
+        let began = (self.slowdown > 0.0).then(Instant::now);
         let result = f();
         let done = Instant::now();
-        match result {
+        if !self.measuring && done >= self.measure_from {
+            self.rec.rebase();
+            self.measuring = true;
+        }
+        let rows = match result {
             Ok(rows) => {
                 let us = done.saturating_duration_since(intended).as_micros() as u64;
                 self.rec.record_ok(op, us, rows);
-                Ok((Some(rows), done))
+                Some(rows)
             }
             Err(e) if e.class == driver::ErrorClass::Ignorable => {
                 self.rec.record_error(op);
                 self.ctx
                     .errors
                     .report(self.ctx.t_s(self.start), op, &e.message);
-                Ok((None, done))
+                None
             }
-            Err(e) => Err(OpFailed {
-                op,
-                message: e.message,
+            Err(e) => {
+                return Err(OpFailed {
+                    op,
+                    message: e.message,
+                }
+                .into())
             }
-            .into()),
+        };
+        Ok((rows, self.slow_down(began, done)))
+    }
+
+    /// Spin (no sleep: a sleeping thread would free its CPU for the engine) for
+    /// `slowdown` times the call's own duration; returns when it ends.
+    fn slow_down(&self, began: Option<Instant>, done: Instant) -> Instant {
+        let Some(began) = began else {
+            return done;
+        };
+        let until = done + (done - began).mul_f64(self.slowdown);
+        let mut now = Instant::now();
+        while now < until && !self.stopped() {
+            std::hint::spin_loop();
+            now = Instant::now();
         }
+        now
     }
 
     pub fn stopped(&self) -> bool {
         self.ctx.stop.load(Relaxed)
     }
 
-    pub fn finish(self) -> Vec<Option<hdrhistogram::Histogram<u64>>> {
+    pub fn finish(mut self) -> Vec<Option<hdrhistogram::Histogram<u64>>> {
+        if !self.measuring {
+            // No operation of this thread ended after the warm-up: all of it was warm-up.
+            self.rec.rebase();
+        }
         self.rec.into_histograms()
     }
 }
 
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
-pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
+/// `launched` is when the process started, for the setup phase.
+pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>, launched: Instant) -> Result<()> {
     let plan = workload::plan(&spec);
     let driver = driver::open(&spec)?;
     output::emit(&Event::Start {
@@ -179,7 +252,8 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
         stop: AtomicBool::new(false),
         errors: ErrorLimiter::default(),
         arrived: AtomicU32::new(0),
-        gate: (Mutex::new(None), Condvar::new()),
+        start: Gate::new(),
+        checks: Gate::new(),
         tx,
     });
     let mut threads = Vec::new();
@@ -190,23 +264,22 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
             .spawn(move || {
                 let r = workload::run_client(&ctx, client);
                 let _ = ctx.tx.send(match r {
-                    Ok(outcome) => Msg::Done(Box::new(outcome)),
+                    Ok(outcome) => Msg::Done(client, Box::new(outcome)),
                     Err(e) => Msg::Fatal(e),
                 });
             })?;
         threads.push(t);
     }
-    let reporter = Reporter {
-        ctx: &ctx,
-        rx,
-        interrupted: &interrupted,
-    };
-    let outcomes = reporter.run(&plan)?;
+    let (reported, control) = Reporter::new(&ctx, rx, &interrupted, launched).run(&plan)?;
+    workload::summarize(&ctx, &plan, &reported)?;
     if ctx.spec.wait_before_close {
-        wait_for_stdin_eof(&interrupted)?;
+        // Keep every connection open until the caller closes our stdin.
+        control
+            .unwrap_or_else(Control::listen)
+            .wait_closed(&interrupted)?;
     }
     // Close the sessions only now, so the server's backends lived until here.
-    for o in outcomes {
+    for o in reported.outcomes {
         drop(o.conns);
     }
     // Every client has finished: the last reference to an embedded engine goes here,
@@ -216,94 +289,4 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>) -> Result<()> {
     }
     drop(ctx);
     Ok(())
-}
-
-struct Reporter<'a> {
-    ctx: &'a StepContext,
-    rx: Receiver<Msg>,
-    interrupted: &'a AtomicBool,
-}
-
-impl Reporter<'_> {
-    fn run(&self, plan: &StepPlan) -> Result<Vec<ClientOutcome>> {
-        let clients = self.ctx.spec.clients as usize;
-        let mut ready = 0;
-        while ready < clients {
-            if let Some(Msg::Ready) = self.next(POLL)? {
-                ready += 1;
-            }
-        }
-        let start = Instant::now();
-        *self.ctx.gate.0.lock().unwrap() = Some(start);
-        self.ctx.gate.1.notify_all();
-        let outcomes = self.report_until_done(plan, start)?;
-        let end = outcomes.iter().map(|o| o.end).max().unwrap_or(start);
-        workload::summarize(self.ctx, plan, end - start, &outcomes)?;
-        Ok(outcomes)
-    }
-
-    /// The next message within `wait`; a fatal message or a signal becomes the error.
-    fn next(&self, wait: Duration) -> Result<Option<Msg>> {
-        if self.interrupted.load(Relaxed) {
-            self.ctx.stop.store(true, Relaxed);
-            return Err(Interrupted.into());
-        }
-        match self.rx.recv_timeout(wait) {
-            Ok(Msg::Fatal(e)) => Err(e),
-            Ok(m) => Ok(Some(m)),
-            Err(RecvTimeoutError::Timeout) => Ok(None),
-            Err(RecvTimeoutError::Disconnected) => Err(anyhow!("every client thread ended")),
-        }
-    }
-
-    fn report_until_done(&self, plan: &StepPlan, start: Instant) -> Result<Vec<ClientOutcome>> {
-        let interval = Duration::from_millis(self.ctx.spec.report_interval_ms);
-        let mut next_tick = start + interval;
-        let mut outcomes = Vec::new();
-        while outcomes.len() < self.ctx.spec.clients as usize {
-            let now = Instant::now();
-            if now >= next_tick {
-                self.emit_interval(plan, next_tick - start);
-                next_tick += interval;
-                continue;
-            }
-            if let Some(Msg::Done(o)) = self.next((next_tick - now).min(POLL))? {
-                outcomes.push(*o);
-            }
-        }
-        let end = outcomes.iter().map(|o| o.end).max().unwrap_or(start);
-        self.emit_interval(plan, end.saturating_duration_since(start));
-        Ok(outcomes)
-    }
-
-    fn emit_interval(&self, plan: &StepPlan, t: Duration) {
-        let counts = self.ctx.stats.interval();
-        let ops = plan
-            .kinds
-            .iter()
-            .map(|&k| (k, counts[k as usize].into()))
-            .collect();
-        output::emit(&Event::Interval {
-            t_s: t.as_secs_f64(),
-            ops,
-        });
-    }
-}
-
-/// Keep every connection open until the caller closes our stdin.
-fn wait_for_stdin_eof(interrupted: &AtomicBool) -> Result<()> {
-    let (tx, rx) = mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        let _ = tx.send(());
-    });
-    loop {
-        if interrupted.load(Relaxed) {
-            return Err(Interrupted.into());
-        }
-        match rx.recv_timeout(POLL) {
-            Err(RecvTimeoutError::Timeout) => continue,
-            _ => return Ok(()),
-        }
-    }
 }

@@ -1,11 +1,15 @@
 //! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
 //! then cross-validate what the schema alone cannot say.
 
+pub use crate::insert_spec::{CleanupSpec, InsertSpec};
 use crate::kvspec::{KvSpec, RocksOptions};
 pub use crate::micro_spec::{MicroSpec, MicroStep};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The spec versions this loadgen reads: 2 added handshake, warmup_s and inject_slowdown.
+const SPEC_VERSIONS: [u32; 2] = [1, 2];
 
 /// One step of one workload against one running engine.
 #[derive(Debug, Clone, Deserialize)]
@@ -27,6 +31,15 @@ pub struct StepSpec {
     pub cleanup: Option<CleanupSpec>,
     #[serde(default)]
     pub wait_before_close: bool,
+    /// Print `ready` and wait for `go` on stdin, print `stopped` and wait for `check`.
+    #[serde(default)]
+    pub handshake: bool,
+    /// Seconds a duration-based step runs before its measured window (0: none).
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// After each timed call, busy-wait this fraction of the call's own duration.
+    #[serde(default)]
+    pub inject_slowdown: f64,
     #[serde(default)]
     pub micro: MicroSpec,
     /// The `kv` section as given; `kv` holds it with the defaults applied.
@@ -207,7 +220,7 @@ impl Step {
         )
     }
 
-    fn is_load(self) -> bool {
+    pub fn is_load(self) -> bool {
         matches!(self, Step::LoadI0 | Step::LoadI1 | Step::LoadI2)
     }
 
@@ -215,8 +228,15 @@ impl Step {
         matches!(self, Step::RangeQueries | Step::PointQueries)
     }
 
+    /// Steps that run for a duration, rather than until a fixed amount of work is done:
+    /// the only ones a warm-up applies to.
+    pub fn runs_for_a_duration(self) -> bool {
+        let micro_timed = matches!(self, Step::Micro(m) if m != MicroStep::Load);
+        self.is_query() || self.is_timed_kv() || micro_timed
+    }
+
     /// Rows per insert statement and commit when the spec does not say.
-    fn default_rows_per_commit(self) -> Option<u64> {
+    pub fn default_rows_per_commit(self) -> Option<u64> {
         match self {
             Step::LoadI0 => Some(100),
             Step::LoadI1 => Some(50),
@@ -225,23 +245,6 @@ impl Step {
             _ => None,
         }
     }
-}
-
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct InsertSpec {
-    pub rows: Option<u64>,
-    pub rows_per_commit: Option<u64>,
-    pub duration_s: Option<f64>,
-    pub insert_rate: Option<u64>,
-    pub expected_rows: Option<Vec<u64>>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CleanupSpec {
-    #[serde(default = "default_statements_timeout_s")]
-    pub statements_timeout_s: f64,
 }
 
 /// A step of the enum above, else a micro step; the error names the unknown step.
@@ -262,10 +265,6 @@ fn step_or_micro<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::Erro
 
 fn default_report_interval_ms() -> u64 {
     1000
-}
-
-fn default_statements_timeout_s() -> f64 {
-    3600.0
 }
 
 impl StepSpec {
@@ -291,17 +290,35 @@ impl StepSpec {
         let s = self
             .cleanup
             .as_ref()
-            .map_or(default_statements_timeout_s(), |c| c.statements_timeout_s);
+            .map_or(crate::insert_spec::default_statements_timeout_s(), |c| {
+                c.statements_timeout_s
+            });
         Duration::from_secs_f64(s)
     }
 
+    /// The warm-up this step runs before its measured window: warmup_s for steps that
+    /// run for a duration, none for fixed-work steps (which ignore warmup_s).
+    pub fn warmup(&self) -> Duration {
+        if self.step.runs_for_a_duration() {
+            Duration::from_secs_f64(self.warmup_s)
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// When a step that started at `start` and measures for `duration` ends.
+    pub fn deadline(&self, start: Instant, duration: Duration) -> Instant {
+        start + self.warmup() + duration
+    }
+
     fn validate(&self) -> Result<()> {
-        if self.spec_version != 1 {
+        if !SPEC_VERSIONS.contains(&self.spec_version) {
             bail!(
-                "spec_version is {}, this loadgen reads version 1",
+                "spec_version is {}, this loadgen reads versions {SPEC_VERSIONS:?}",
                 self.spec_version
             );
         }
+        self.validate_timing()?;
         if self.clients == 0 {
             bail!("clients must be at least 1");
         }
@@ -321,19 +338,25 @@ impl StepSpec {
         if let EngineSpec::Rocksdb { options, .. } = &self.engine {
             options.validate()?;
         }
-        self.validate_insert()?;
+        self.insert.validate(self.step, self.clients)?;
         if let Some(c) = &self.cleanup {
-            if self.step != Step::Cleanup {
-                bail!(
-                    "cleanup applies only to step cleanup, not {}",
-                    self.step.name()
-                );
-            }
-            if !(c.statements_timeout_s > 0.0 && c.statements_timeout_s.is_finite()) {
-                bail!(
-                    "cleanup.statements_timeout_s must be > 0, got {}",
-                    c.statements_timeout_s
-                );
+            c.validate(self.step)?;
+        }
+        Ok(())
+    }
+
+    /// The version 2 fields: the handshake, the warm-up and the injected slowdown.
+    fn validate_timing(&self) -> Result<()> {
+        let v2 = self.handshake || self.warmup_s != 0.0 || self.inject_slowdown != 0.0;
+        if v2 && self.spec_version < 2 {
+            bail!("handshake, warmup_s and inject_slowdown need spec_version 2");
+        }
+        for (name, v) in [
+            ("warmup_s", self.warmup_s),
+            ("inject_slowdown", self.inject_slowdown),
+        ] {
+            if !(v >= 0.0 && v.is_finite()) {
+                bail!("{name} must be a number >= 0, got {v}");
             }
         }
         Ok(())
@@ -369,44 +392,6 @@ impl StepSpec {
         }
         Ok(())
     }
-
-    fn validate_insert(&self) -> Result<()> {
-        let ins = &self.insert;
-        let step = self.step.name();
-        let needs_rows = self.step.is_load();
-        match (needs_rows, ins.rows) {
-            (true, None) => bail!("insert.rows is required for step {step}"),
-            (false, Some(_)) => bail!("insert.rows does not apply to step {step}"),
-            _ => {}
-        }
-        match (self.step.is_query(), ins.duration_s, ins.insert_rate) {
-            (true, None, _) => bail!("insert.duration_s is required for step {step}"),
-            (true, _, None) => {
-                bail!("insert.insert_rate is required for step {step} (0 = no background writes)")
-            }
-            (true, Some(d), _) if !(d > 0.0 && d.is_finite()) => {
-                bail!("insert.duration_s must be > 0, got {d}")
-            }
-            (false, Some(_), _) => bail!("insert.duration_s does not apply to step {step}"),
-            (false, _, Some(_)) => bail!("insert.insert_rate does not apply to step {step}"),
-            _ => {}
-        }
-        match (self.step.default_rows_per_commit(), ins.rows_per_commit) {
-            (_, Some(0)) => bail!("insert.rows_per_commit must be at least 1"),
-            (None, Some(_)) => bail!("insert.rows_per_commit does not apply to step {step}"),
-            _ => {}
-        }
-        if let Some(expected) = &ins.expected_rows {
-            if expected.len() != self.clients as usize {
-                bail!(
-                    "insert.expected_rows has {} entries, one per client is needed ({})",
-                    expected.len(),
-                    self.clients
-                );
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -415,7 +400,7 @@ mod tests {
 
     fn spec(step: &str, insert: &str) -> Result<StepSpec> {
         StepSpec::from_json(&format!(
-            r#"{{"spec_version": 1, "engine": {{"driver": "null"}}, "workload": "insert",
+            r#"{{"spec_version": 2, "engine": {{"driver": "null"}}, "workload": "insert",
                 "step": "{step}", "clients": 2, "seed": 7, "insert": {insert}}}"#
         ))
     }
@@ -439,6 +424,54 @@ mod tests {
         assert_eq!(q.rows_per_commit(), 10);
         assert_eq!(q.duration(), Duration::from_millis(1500));
         assert_eq!(q.cleanup_timeout(), Duration::from_secs(3600));
+        assert!(!q.handshake);
+        assert_eq!((q.warmup(), q.inject_slowdown), (Duration::ZERO, 0.0));
+    }
+
+    fn with(step: &str, insert: &str, extra: &str) -> Result<StepSpec> {
+        let base = r#""engine": {"driver": "null"}, "workload": "insert", "clients": 1, "seed": 7"#;
+        StepSpec::from_json(&format!(
+            r#"{{{base}, "step": "{step}", "insert": {insert}, {extra}}}"#
+        ))
+    }
+
+    #[test]
+    fn warmup_applies_to_duration_steps_only() {
+        let q = r#"{"duration_s": 2, "insert_rate": 0}"#;
+        let extra = r#""spec_version": 2, "warmup_s": 1.5, "handshake": true"#;
+        let s = with("qr", q, extra).unwrap();
+        assert!(s.handshake);
+        assert_eq!(s.warmup(), Duration::from_millis(1500));
+        let t0 = Instant::now();
+        assert_eq!(
+            s.deadline(t0, s.duration()),
+            t0 + Duration::from_millis(3500)
+        );
+        let load = with("l.i0", r#"{"rows": 5}"#, extra).unwrap();
+        assert_eq!(
+            load.warmup(),
+            Duration::ZERO,
+            "fixed-work steps ignore warmup_s"
+        );
+    }
+
+    #[test]
+    fn version_2_fields_are_checked() {
+        let q = r#"{"duration_s": 2, "insert_rate": 0}"#;
+        let e = error_of(with("qr", q, r#""spec_version": 1, "warmup_s": 1"#));
+        assert!(e.contains("need spec_version 2"), "{e}");
+        let e = error_of(with(
+            "qr",
+            q,
+            r#""spec_version": 2, "inject_slowdown": -0.1"#,
+        ));
+        assert!(e.contains("inject_slowdown must be a number >= 0"), "{e}");
+        let e = error_of(with("qr", q, r#""spec_version": 3"#));
+        assert!(e.contains("reads versions [1, 2]"), "{e}");
+        assert!(
+            with("qr", q, r#""spec_version": 1"#).is_ok(),
+            "version 1 still reads"
+        );
     }
 
     #[test]
@@ -470,14 +503,14 @@ mod tests {
     #[test]
     fn engine_variants_parse() {
         let s = StepSpec::from_json(
-            r#"{"spec_version": 1, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
+            r#"{"spec_version": 2, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
                 "engine": {"driver": "postgres", "socket_dir": "/tmp/x", "port": 5432,
                            "user": "u", "database": "d"}}"#,
         )
         .unwrap();
         assert!(matches!(s.engine, EngineSpec::Postgres { port: 5432, .. }));
         let bad = StepSpec::from_json(
-            r#"{"spec_version": 1, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
+            r#"{"spec_version": 2, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
                 "engine": {"driver": "null", "port": 1}}"#,
         );
         assert!(error_of(bad).contains("port"));

@@ -1,6 +1,10 @@
 //! Latency and rate accounting. Each thread owns a `Recorder`: full-step histograms
 //! (merged once at the end) and interval counters that only its thread writes, read by
 //! one reporter. No lock and no shared cache line on the hot path.
+//!
+//! A warm-up is cut by each thread itself (`Recorder::rebase`): it notes its counters'
+//! values at the cut and empties its histograms, so the summary's totals (`measured`)
+//! are differences while the intervals keep counting through the warm-up.
 
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
@@ -71,6 +75,14 @@ struct KindCounters {
     errors: AtomicU64,
     /// Largest latency since the reporter last took it.
     max_us: AtomicU64,
+    /// ops, rows, errors when the measured window began (0 without a warm-up).
+    base: [AtomicU64; 3],
+}
+
+impl KindCounters {
+    fn counts(&self) -> [u64; 3] {
+        [&self.ops, &self.rows, &self.errors].map(|a| a.load(Relaxed))
+    }
 }
 
 /// Cumulative counters of one thread. Only the owning thread writes ops/rows/errors
@@ -115,6 +127,16 @@ impl Recorder {
         bump(&self.counters.kinds[kind as usize].errors, 1);
     }
 
+    /// The measured window begins: what was recorded so far was warm-up.
+    pub fn rebase(&mut self) {
+        for c in &self.counters.kinds {
+            for (b, v) in c.base.iter().zip(c.counts()) {
+                b.store(v, Relaxed);
+            }
+        }
+        self.hists.iter_mut().for_each(|h| *h = None);
+    }
+
     /// Hand the histograms over at the end of the thread's work.
     pub fn into_histograms(self) -> Vec<Option<Histogram<u64>>> {
         self.hists
@@ -138,14 +160,28 @@ impl Stats {
         }
     }
 
-    /// Totals since the step began, per op kind.
+    /// Totals since the step began (warm-up included), per op kind.
     pub fn totals(&self) -> [Counts; OpKind::COUNT] {
+        self.sum(|c| c.counts())
+    }
+
+    /// Totals of the measured window (after each thread's rebase), per op kind.
+    pub fn measured(&self) -> [Counts; OpKind::COUNT] {
+        self.sum(|c| {
+            let base = c.base.each_ref().map(|b| b.load(Relaxed));
+            let now = c.counts();
+            [0, 1, 2].map(|i| now[i].saturating_sub(base[i]))
+        })
+    }
+
+    fn sum(&self, f: impl Fn(&KindCounters) -> [u64; 3]) -> [Counts; OpKind::COUNT] {
         let mut out = [Counts::default(); OpKind::COUNT];
         for t in self.threads.lock().unwrap().iter() {
             for (o, c) in out.iter_mut().zip(&t.kinds) {
-                o.ops += c.ops.load(Relaxed);
-                o.rows += c.rows.load(Relaxed);
-                o.errors += c.errors.load(Relaxed);
+                let [ops, rows, errors] = f(c);
+                o.ops += ops;
+                o.rows += rows;
+                o.errors += errors;
             }
         }
         out
@@ -262,6 +298,31 @@ mod tests {
         );
         assert_eq!(stats.totals()[OpKind::Insert as usize].ops, 3);
         assert_eq!(stats.interval()[OpKind::Delete as usize], Counts::default());
+    }
+
+    #[test]
+    fn a_rebase_cuts_the_warmup_from_the_measured_totals_only() {
+        let stats = Stats::default();
+        let mut a = stats.recorder();
+        let mut b = stats.recorder();
+        a.record_ok(OpKind::Get, 100, 1);
+        a.record_error(OpKind::Get);
+        b.record_ok(OpKind::Get, 200, 1);
+        a.rebase();
+        a.record_ok(OpKind::Get, 7, 1);
+        let m = stats.measured()[OpKind::Get as usize];
+        assert_eq!(
+            (m.ops, m.rows, m.errors),
+            (2, 2, 0),
+            "b has not rebased yet"
+        );
+        b.rebase();
+        let m = stats.measured()[OpKind::Get as usize];
+        assert_eq!((m.ops, m.errors), (1, 0));
+        assert_eq!(stats.totals()[OpKind::Get as usize].ops, 3);
+        let merged = merge(vec![a.into_histograms(), b.into_histograms()]);
+        assert_eq!(merged[OpKind::Get as usize].len(), 1);
+        assert_eq!(merged[OpKind::Get as usize].max(), 7);
     }
 
     #[test]

@@ -26,7 +26,7 @@ fn timed(step: &str) -> bool {
 }
 
 fn kv_spec(step: &str, engine: &Value, clients: u32, kv: Value) -> Value {
-    let s = json!({"spec_version": 1, "engine": engine, "workload": "kv", "step": step,
+    let s = json!({"spec_version": 2, "engine": engine, "workload": "kv", "step": step,
                    "clients": clients, "seed": 3, "report_interval_ms": 100, "kv": kv});
     assert!(
         spec_schema().is_valid(&s),

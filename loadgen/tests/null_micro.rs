@@ -53,7 +53,7 @@ fn validator(name: &str) -> &'static jsonschema::Validator {
 }
 
 fn spec(step: &str, engine: Value, micro: Value) -> Value {
-    json!({"spec_version": 1, "engine": engine, "workload": "micro", "step": step,
+    json!({"spec_version": 2, "engine": engine, "workload": "micro", "step": step,
            "clients": 3, "seed": 9, "report_interval_ms": 100, "micro": micro})
 }
 

@@ -8,7 +8,7 @@ use common::{run, validator};
 use serde_json::{json, Value};
 
 fn spec(step: &str, engine: Value, insert: Value) -> Value {
-    json!({"spec_version": 1, "engine": engine, "workload": "insert", "step": step,
+    json!({"spec_version": 2, "engine": engine, "workload": "insert", "step": step,
            "clients": 2, "seed": 42, "report_interval_ms": 100, "insert": insert})
 }
 

@@ -16,8 +16,8 @@ from typing import IO, Any
 
 from dbregress.errors import LoadgenError
 
-SPEC_VERSION = 1
-EVENT_VERSION = 1
+SPEC_VERSION = 2
+EVENT_VERSION = 2
 BINARY = "dbregress-loadgen"
 
 
@@ -38,16 +38,24 @@ def find_binary() -> Path:
 
 
 class Loadgen:
-    """One loadgen process running one step.
+    """One loadgen process running one step, under the caller's control on its stdin.
 
-    The spec asks the loadgen to hold its connections open after the summary until
-    stdin closes, so the caller can read the server's counters while its backends live.
+    The spec asks for the handshake: the loadgen prints `ready` once set up and waits
+    for `go()`; it prints `stopped` when its timed part ends and waits for `check()`
+    before its end-of-step checks. So the caller reads the counters at exactly those
+    boundaries. It also holds its connections open after the summary until stdin closes
+    (`release()`), so the caller can read the server's counters while its backends live.
     """
 
     def __init__(
         self, spec: dict[str, Any], spec_path: Path, stderr_path: Path, cpus: frozenset[int] | None
     ) -> None:
-        spec = {**spec, "spec_version": SPEC_VERSION, "wait_before_close": True}
+        spec = {
+            **spec,
+            "spec_version": SPEC_VERSION,
+            "handshake": True,
+            "wait_before_close": True,
+        }
         spec_path.write_text(json.dumps(spec, indent=1) + "\n")
         self.stderr_path = stderr_path
         self._stderr = stderr_path.open("wb")
@@ -104,6 +112,21 @@ class Loadgen:
             if not isinstance(event, dict) or "type" not in event:
                 raise LoadgenError(f"{BINARY} printed an event without a type: {line[:200]!r}")
             yield event
+
+    def go(self) -> None:
+        """Starts the step's clock (after `ready`)."""
+        self._say("go")
+
+    def check(self) -> None:
+        """Lets the end-of-step checks run (after `stopped`)."""
+        self._say("check")
+
+    def _say(self, line: str) -> None:
+        # A loadgen that died cannot hear it; its event stream's end reports that.
+        if self.proc.stdin and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.write(line.encode() + b"\n")
+                self.proc.stdin.flush()
 
     def release(self, timeout_s: float = 30.0) -> int:
         """Closes stdin (the loadgen then disconnects and exits) and waits for it."""

@@ -1,12 +1,18 @@
-"""One step, measured: server and loadgen counters around one loadgen run.
+"""One step, measured over exactly its timed window.
 
-The server's counters are read while the loadgen still holds its connections (it
-waits after its summary), so backends that exit at disconnect are counted whole.
+The loadgen reports each boundary of the step (schema/events.schema.json) and, with
+the handshake, waits at two of them: after `ready` (set up, nothing timed yet) until
+`go`, and after `stopped` (the last timed operation ended) until `check`. The counters
+are read at those boundaries (collect/window.py), so connecting, preparing, creating
+tables and the end-of-step checks are not charged to the step's operations. The
+server's counters are read once more after the summary, while the loadgen still holds
+its connections, so backends that exit at disconnect are counted whole.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,14 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.benchmarks.plan import StepPlan
-from dbregress.collect.proc import Usage, snapshot_tree
+from dbregress.collect import window
+from dbregress.collect.hostcpu import cpu_clock
+from dbregress.collect.proc import Usage
 from dbregress.engines.base import Engine
 from dbregress.errors import LoadgenError, StepTimeout
 from dbregress.lab import Placement
-from dbregress.loadgen import Loadgen
+from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
 from dbregress.store.files import sibling
 
-SLA_FRACTION = 0.95  # METHOD.md: a q-step below 95% of its insert target failed its SLA
+SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
 MAX_ERROR_MESSAGES = 20
 
 
@@ -34,13 +42,16 @@ class StepOutcome:
 
 @dataclass
 class _Stream:
-    """What the event stream said, gathered as it arrives."""
+    """What the event stream said, and the counters read at its boundaries."""
 
+    warmup_s: float  # as asked; a fixed-work step ignores it
+    cpus: set[int]  # where the server and the loadgen may run: the host noise that matters
     series: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     summary: dict[str, Any] | None = None
-    fatal: dict[str, Any] | None = None
     rows_done: int = 0
+    marks: dict[str, window.Mark] = field(default_factory=dict)
+    clock: dict[str, Any] | None = None  # the CPUs' governor and MHz, read in the window
 
 
 def collect_step(
@@ -54,15 +65,16 @@ def collect_step(
 ) -> StepOutcome:
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # An embedded engine runs inside the loadgen: its process is the one measured.
-    server_before = None if engine.embedded else snapshot_tree(engine.server_pid())
+    server_pid = None if engine.embedded else engine.server_pid()
+    stream = _Stream(float(spec.get("warmup_s", 0)), _cpus(placement))
+    stream.marks["spawn"] = window.take_mark(server_pid, None, cpus=stream.cpus)
     loadgen = Loadgen(
         spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
     )
-    client_before = snapshot_tree(loadgen.pid)
-    stream = _Stream()
     t0 = time.monotonic()
     try:
-        server_after, client_after = _follow(engine, loadgen, plan, stream, t0, timeout_s, report)
+        follow = _Follower(engine, loadgen, plan, stream, server_pid)
+        follow.run(t0, timeout_s, report)
         loadgen.release()
     except BaseException:
         loadgen.kill()
@@ -70,70 +82,159 @@ def collect_step(
     finally:
         loadgen.close()
     assert stream.summary is not None
-    loadgen_usage = _loadgen_usage(client_before.delta(client_after), stream.summary["process"])
-    if server_before is None or server_after is None:
-        server, client = loadgen_usage, None
-    else:
-        server, client = server_before.delta(server_after), loadgen_usage
-    result = step_result(plan, stream.summary, server, client)
+    result = _result(plan, stream, stream.summary)
     result.update(
         {
             "started_at": started_at,
             "wall_s": round(time.monotonic() - t0, 3),
             "db_size_bytes": engine.data_size_bytes(),
             "placement": placement.to_json(),
+            "inject_slowdown": float(spec.get("inject_slowdown", 0)),
             "error_samples": stream.errors,
         }
     )
     return StepOutcome(result, stream.series, _hlog(stream.summary))
 
 
-def _follow(
-    engine: Engine,
-    loadgen: Loadgen,
-    plan: StepPlan,
-    stream: _Stream,
-    t0: float,
-    timeout_s: float,
-    report: Callable[[float, float | None], None],
-) -> tuple[Any, Any]:
-    """Reads events until the summary; returns the server and client counters read then."""
-    checked = t0
-    for event in loadgen.events():
-        now = time.monotonic()
-        elapsed = now - t0
-        if now - checked >= 1.0:  # a killed postmaster can leave backends serving on
-            engine.check_alive()
-            checked = now
-        if elapsed > timeout_s:
-            raise StepTimeout(
-                f"step {plan.name} still running after {timeout_s:.0f} s (a hang?); "
-                f"server log tail:\n{engine.log_tail(20)}"
+def _cpus(placement: Placement) -> set[int]:
+    """The CPUs the server and the loadgen may run on; unpinned, they inherit ours."""
+    ours = os.sched_getaffinity(0)
+    return set(placement.server_cpus or ours) | set(placement.client_cpus or ours)
+
+
+def _result(plan: StepPlan, stream: _Stream, summary: dict[str, Any]) -> dict[str, Any]:
+    """The StepResult: per-operation figures over the measured window, plus the phases
+    around it and the host's noise during it."""
+    marks = stream.marks
+    start, end = marks["measuring"], marks["stopped"]
+    server, client = window.window_usage(start, end)
+    result = step_result(plan, summary, server, client)
+    result["phases"] = window.phases(marks, summary["phases"])
+    result["window"] = {
+        "warmup_s": summary["phases"]["warmup"]["wall_s"],
+        "measured_s": summary["elapsed_s"],
+    }
+    clock = stream.clock or cpu_clock(stream.cpus)
+    result["host"] = window.host(start, end, server, client) | clock
+    return result
+
+
+class _Follower:
+    """Reads the event stream, reads the counters at each boundary and answers the
+    loadgen's handshake, until the summary."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        loadgen: Loadgen,
+        plan: StepPlan,
+        stream: _Stream,
+        server_pid: int | None,
+    ) -> None:
+        self.engine, self.loadgen, self.plan, self.stream = engine, loadgen, plan, stream
+        self.server_pid = server_pid
+
+    def run(
+        self, t0: float, timeout_s: float, report: Callable[[float, float | None], None]
+    ) -> None:
+        checked = t0
+        for event in self.loadgen.events():
+            now = time.monotonic()
+            if now - checked >= 1.0:  # a killed postmaster can leave backends serving on
+                self.engine.check_alive()
+                checked = now
+            if now - t0 > timeout_s:
+                raise StepTimeout(
+                    f"step {self.plan.name} still running after {timeout_s:.0f} s (a hang?); "
+                    f"server log tail:\n{self.engine.log_tail(20)}"
+                )
+            if event is None:
+                continue
+            if self.on_event(event):
+                return
+            if event["type"] == "interval":
+                report(now - t0, self.remaining(event["t_s"]))
+        self.loadgen.release(timeout_s=10)
+        _blame_engine_first(self.engine)
+        tail = self.loadgen.stderr_tail()
+        raise LoadgenError(
+            f"step {self.plan.name}: {BINARY} {self.loadgen.exit_description()} "
+            f"before the step finished" + (f"; its last words:\n{tail}" if tail else "")
+        )
+
+    def mark(self, name: str, event: dict[str, Any]) -> None:
+        stream = self.stream
+        # The measured window ends at `stopped`: the host's counters are read first.
+        stream.marks[name] = window.take_mark(
+            self.server_pid,
+            self.loadgen.pid,
+            event["process"],
+            stream.cpus,
+            host_first=name == "stopped",
+        )
+
+    def on_event(self, event: dict[str, Any]) -> bool:
+        """Handles one event; True at the summary."""
+        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
+            "start": self._start,
+            "ready": self._ready,
+            "measuring": self._measuring,
+            "interval": lambda e: _on_interval(e, self.stream),
+            "error": self._error,
+            "stopped": self._stopped,
+            "summary": self._summary,
+            "fatal": self._fatal,
+        }
+        kind: str = event["type"]
+        if kind not in handlers:
+            raise LoadgenError(f"{BINARY} printed an unknown event {kind!r}: run `make build`")
+        handlers[kind](event)
+        return kind == "summary"
+
+    def _start(self, event: dict[str, Any]) -> None:
+        if event["event_version"] != EVENT_VERSION:
+            raise LoadgenError(
+                f"{BINARY} speaks event version {event['event_version']}, this dbregress "
+                f"reads {EVENT_VERSION}: rebuild it with `make build`"
             )
-        if event is None:
-            continue
-        kind = event["type"]
-        if kind == "interval":
-            _on_interval(event, stream)
-            report(elapsed, _remaining(plan, elapsed, stream.rows_done))
-        elif kind == "error":
-            if len(stream.errors) < MAX_ERROR_MESSAGES:
-                stream.errors.append(event)
-        elif kind == "summary":
-            stream.summary = event
-            server = None if engine.embedded else snapshot_tree(engine.server_pid())
-            return server, snapshot_tree(loadgen.pid)
-        elif kind == "fatal":
-            loadgen.release(timeout_s=10)
-            _blame_engine_first(engine)
-            raise LoadgenError(f"step {plan.name}: {event['message']}")
-    loadgen.release(timeout_s=10)
-    _blame_engine_first(engine)
-    tail = loadgen.stderr_tail()
-    raise LoadgenError(
-        f"step {plan.name}: dbregress-loadgen {loadgen.exit_description()} "
-        f"before the step finished" + (f"; its last words:\n{tail}" if tail else "")
-    )
+
+    def _ready(self, event: dict[str, Any]) -> None:
+        self.mark("ready", event)
+        self.loadgen.go()
+
+    def _measuring(self, event: dict[str, Any]) -> None:
+        if event["t_s"] > 0:
+            self.mark("measuring", event)
+        else:  # no warm-up: the window began at go, right after the ready mark
+            ready = self.stream.marks["ready"]
+            self.stream.marks["measuring"] = dataclasses.replace(ready, process=event["process"])
+
+    def _error(self, event: dict[str, Any]) -> None:
+        if len(self.stream.errors) < MAX_ERROR_MESSAGES:
+            self.stream.errors.append(event)
+
+    def _stopped(self, event: dict[str, Any]) -> None:
+        self.mark("stopped", event)
+        self.stream.clock = self.stream.clock or cpu_clock(self.stream.cpus)
+        self.loadgen.check()
+
+    def _summary(self, event: dict[str, Any]) -> None:
+        self.stream.summary = event
+        self.mark("end", event)
+
+    def _fatal(self, event: dict[str, Any]) -> None:
+        self.loadgen.release(timeout_s=10)
+        _blame_engine_first(self.engine)
+        raise LoadgenError(f"step {self.plan.name}: {event['message']}")
+
+    def remaining(self, t_s: float) -> float | None:
+        """Seconds left, from the loadgen's clock (t_s counts from go)."""
+        if self.plan.duration_s:
+            return max(0.0, self.plan.duration_s + self.stream.warmup_s - t_s)
+        rows = self.stream.rows_done
+        if self.plan.work and rows:
+            return max(0.0, (self.plan.work - rows) * t_s / rows)
+        return None
 
 
 def _blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:
@@ -148,30 +249,13 @@ def _blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:
         time.sleep(0.1)
 
 
-def _loadgen_usage(from_proc: Usage, process: dict[str, Any]) -> Usage:
-    """The loadgen's CPU and switches from its own getrusage (µs resolution; /proc has
-    10 ms ticks, which round a short step to zero); its IO from /proc."""
-    return dataclasses.replace(
-        from_proc,
-        user_s=process["user_s"],
-        system_s=process["system_s"],
-        ctx_switches=process["voluntary_cs"] + process["involuntary_cs"],
-    )
-
-
 def _on_interval(event: dict[str, Any], stream: _Stream) -> None:
     for op, c in event["ops"].items():
         stream.series.append({"t_s": event["t_s"], "op": op, **c})
         if op in ("insert", "delete", "create_index"):
             stream.rows_done += c["rows"]
-
-
-def _remaining(plan: StepPlan, elapsed: float, rows_done: int) -> float | None:
-    if plan.duration_s:
-        return max(0.0, plan.duration_s - elapsed)
-    if plan.work and rows_done:
-        return max(0.0, (plan.work - rows_done) * elapsed / rows_done)
-    return None
+    if stream.clock is None and "measuring" in stream.marks:
+        stream.clock = cpu_clock(stream.cpus)  # inside the window, while the CPUs work
 
 
 def step_result(
@@ -227,7 +311,7 @@ def step_result(
 def per_op_metrics(
     count: int, elapsed: float, server: Usage, client: Usage | None
 ) -> dict[str, float | None]:
-    """METHOD.md section 5: cost per operation of the step's Q (None when Q is 0)."""
+    """Cost per operation of the step's Q over the measured window (None when Q is 0)."""
     if not count:
         return {
             k: None

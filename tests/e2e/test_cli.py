@@ -33,7 +33,7 @@ ALL_STEPS = list(INSERT_STEPS)  # the lab default: every step
 
 
 def lab(tmp_path: Path, columns: list[tuple[str, str]], insert: str, extra: str = "") -> Path:
-    text = f'name = "t"\nplacement = "same"\n{extra}\n'
+    text = f'name = "t"\nplacement = "same"\nwarmup_job = false\n{extra}\n'
     for label, build in columns:
         text += f'[[column]]\nlabel = "{label}"\nbuild = "{build}"\nconfig = "ci"\n'
     path = tmp_path / "lab.toml"

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.engine
 MICRO = "tables = 2\nrows = 2000\nseconds = 0.3\ncleanup_wait_s = 0\n"
 LAB = f"""name = "family"
 placement = "same"
+warmup_job = false
 
 [[comparison]]
 name = "maria-insert"
@@ -118,7 +119,7 @@ def test_rejected_mycnf_option(tmp_path: Path, workdir: Path) -> None:
 
 def _micro_run(tmp_path: Path, workdir: Path, launched: Any, extra: str = "") -> Any:
     (tmp_path / "lab.toml").write_text(
-        f'placement = "same"\n{extra}\nbenchmark = "micro"\n'
+        f'placement = "same"\nwarmup_job = false\n{extra}\nbenchmark = "micro"\n'
         '[[column]]\nlabel = "m"\nbuild = "mariadb@11.4.5"\nconfig = "ci"\n'
         "[micro]\ntables = 1\nrows = 2000\nseconds = 60\nreads_before_writes = false\n"
     )

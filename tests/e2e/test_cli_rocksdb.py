@@ -26,7 +26,7 @@ pytestmark = pytest.mark.engine
 
 
 def kv_lab(tmp_path: Path, columns: list[tuple[str, str, str]], kv: str) -> Path:
-    text = 'name = "k"\nplacement = "same"\nbenchmark = "kv"\n'
+    text = 'name = "k"\nplacement = "same"\nwarmup_job = false\nbenchmark = "kv"\n'
     for label, build, extra in columns:
         text += f'[[column]]\nlabel = "{label}"\nbuild = "{build}"\n{extra}\n'
     path = tmp_path / "lab.toml"

@@ -1,17 +1,30 @@
-"""The step specs the Python side writes validate against the loadgen's schema."""
+"""The contracts between the two programs, on both sides: the step specs the Python
+side writes, the events the real loadgen prints (null driver) and the step results
+built from them validate against the schemas."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import jsonschema
+import pytest
 
 from dbregress.benchmarks.insert import engine_sizes, plan, step_spec
-from dbregress.lab import InsertSizes
-from dbregress.loadgen import SPEC_VERSION
+from dbregress.benchmarks.plan import StepPlan
+from dbregress.engines.base import Engine
+from dbregress.errors import LoadgenError
+from dbregress.lab import InsertSizes, Placement
+from dbregress.loadgen import EVENT_VERSION, SPEC_VERSION, Loadgen, find_binary
+from dbregress.step import collect_step
 
-SCHEMA = json.loads((Path(__file__).parents[2] / "schema/step-spec.schema.json").read_text())
+SCHEMAS = Path(__file__).parents[2] / "schema"
+SCHEMA = json.loads((SCHEMAS / "step-spec.schema.json").read_text())
+EVENTS = json.loads((SCHEMAS / "events.schema.json").read_text())
+RESULT = json.loads((SCHEMAS / "step-result.schema.json").read_text())
 CONN = {
     "driver": "postgres",
     "socket_dir": "/tmp/x",
@@ -26,6 +39,7 @@ def test_every_insert_step_spec_is_valid() -> None:
     assert [p.name for p in plans][:5] == ["l.i0", "l.x", "l.i1", "l.i2", "cleanup"]
     for p in plans:
         spec = {**step_spec(CONN, p, 3, 7), "spec_version": SPEC_VERSION, "wait_before_close": True}
+        spec |= {"handshake": True, "warmup_s": 2.5, "inject_slowdown": 0.1}
         jsonschema.validate(spec, SCHEMA)
     q = {p.name: p for p in plans}["qp500"]
     assert q.step == "qp" and q.section["insert_rate"] == 500
@@ -47,3 +61,144 @@ def test_every_micro_step_spec_is_valid() -> None:
         for conn in (CONN, mysql):
             spec = {**micro.step_spec(conn, p, 2, 7), "spec_version": SPEC_VERSION}
             jsonschema.validate(spec, SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def loadgen_built() -> None:
+    try:
+        find_binary()
+    except LoadgenError as e:
+        pytest.skip(str(e))
+
+
+def null_spec(step: str, insert: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "engine": {"driver": "null", "latency_us": 200},
+        "workload": "insert",
+        "step": step,
+        "clients": 2,
+        "seed": 3,
+        "report_interval_ms": 100,
+        "insert": insert,
+        **extra,
+    }
+
+
+def follow(spec: dict[str, Any], tmp_path: Path) -> list[dict[str, Any]]:
+    """Runs the loadgen through its handshake; every event, each checked on arrival."""
+    lg = Loadgen(spec, tmp_path / "s.spec.json", tmp_path / "s.stderr", None)
+    events: list[dict[str, Any]] = []
+    try:
+        for event in lg.events(poll_s=30):
+            assert event is not None, f"no event for 30 s after {events[-1:]}"
+            jsonschema.validate(event, EVENTS)
+            events.append(event)
+            if event["type"] == "ready":
+                lg.go()
+            elif event["type"] == "stopped":
+                lg.check()
+            elif event["type"] in ("summary", "fatal"):
+                assert lg.release() == (0 if event["type"] == "summary" else 1)
+    finally:
+        lg.kill()
+    return events
+
+
+def kinds(events: list[dict[str, Any]]) -> list[str]:
+    out: list[str] = []
+    for e in events:
+        if not out or out[-1] != e["type"]:
+            out.append(e["type"])
+    return out
+
+
+@pytest.mark.usefixtures("loadgen_built")
+def test_the_event_stream_of_a_warmed_up_step(tmp_path: Path) -> None:
+    spec = null_spec("qr", {"duration_s": 0.4, "insert_rate": 100}, warmup_s=0.3)
+    events = follow(spec, tmp_path)
+    assert events[0]["event_version"] == EVENT_VERSION
+    assert kinds(events) == [
+        "start",
+        "ready",
+        "interval",
+        "measuring",
+        "interval",
+        "stopped",
+        "summary",
+    ]
+    measuring = next(e for e in events if e["type"] == "measuring")
+    summary = events[-1]
+    assert measuring["t_s"] == pytest.approx(0.3, abs=0.05)
+    assert summary["phases"]["warmup"]["wall_s"] == pytest.approx(0.3, abs=0.05)
+    assert set(summary["phases"]) == {"setup", "warmup", "measured", "checks"}
+    assert summary["elapsed_s"] == pytest.approx(0.4, abs=0.2)
+
+
+@pytest.mark.usefixtures("loadgen_built")
+def test_the_event_stream_of_a_fixed_work_step(tmp_path: Path) -> None:
+    events = follow(null_spec("l.i0", {"rows": 200}, warmup_s=5), tmp_path)
+    order = kinds(events)
+    assert order[:3] == ["start", "ready", "measuring"] and order[-2:] == ["stopped", "summary"]
+    assert next(e for e in events if e["type"] == "measuring")["t_s"] == 0
+    assert events[-1]["checks"]["rows_found"] == 400
+
+
+class NullEngine(Engine):
+    """The null driver as an engine; its "server" is a sleeping process, or none."""
+
+    def __init__(self, embedded: bool) -> None:
+        self.embedded = embedded  # type: ignore[misc]
+        self.server = subprocess.Popen(["sleep", "60"])
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        self.server.kill()
+        self.server.wait()
+
+    def server_pid(self) -> int:
+        return self.server.pid
+
+    def check_alive(self) -> None:
+        pass
+
+    def connection(self) -> dict[str, Any]:
+        return {"driver": "null", "latency_us": 200}
+
+    def data_size_bytes(self) -> int:
+        return 0
+
+    def settings_applied(self) -> dict[str, str]:
+        return {}
+
+    def log_tail(self, lines: int = 30) -> str:
+        return ""
+
+
+@pytest.fixture(params=[False, True], ids=["server", "embedded"])
+def engine(request: pytest.FixtureRequest) -> Iterator[NullEngine]:
+    e = NullEngine(request.param)
+    yield e
+    e.stop()
+
+
+@pytest.mark.usefixtures("loadgen_built")
+def test_a_step_result_covers_the_measured_window(engine: NullEngine, tmp_path: Path) -> None:
+    insert = {"duration_s": 0.3, "insert_rate": 0}
+    spec = null_spec("qp", insert, warmup_s=0.3, inject_slowdown=0.1)
+    p = StepPlan("qp0", "qp", insert, duration_s=0.3)
+    placement = Placement("unpinned", None, None)
+    outcome = collect_step(engine, spec, tmp_path / "01-qp0", p, 60, placement, lambda e, r: None)
+    r = outcome.result
+    jsonschema.validate({"schema_version": 1, "column": "c", "repeat": 1, **r}, RESULT)
+    assert r["window"]["warmup_s"] == pytest.approx(0.3, abs=0.05)
+    assert r["window"]["measured_s"] == r["elapsed_s"] == pytest.approx(0.3, abs=0.2)
+    assert r["inject_slowdown"] == 0.1
+    assert r["q"]["value"] > 0 and r["per_op"]["server_cpu_us"] is not None
+    assert (r["client"] is None) == engine.embedded
+    assert all((ph["server_cpu_s"] is None) == engine.embedded for ph in r["phases"].values())
+    assert r["host"]["window_s"] == pytest.approx(0.3, abs=0.15)
+    assert r["host"]["cpus"] >= 1 and r["host"]["other_cpu_s"] >= 0
+    assert r["host"]["other_cpu_frac"] is None  # a window this short cannot tell
+    assert outcome.series[0]["t_s"] == pytest.approx(0.1, abs=0.05)  # warm-up intervals kept

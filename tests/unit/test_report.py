@@ -110,11 +110,13 @@ def fixture_run(tmp_path: Path) -> Path:
         if job.warmup:
             continue
         new = job.column.label == "pg17"
-        r = job.repeat
-        jitter = JITTER[r - 1] if not new else JITTER[-r]  # the same spread, other order
+        # both columns get the same spread, in another order
 
-        def put(index: int, name: str, q: float, unit: str, cpu: float, **kw: Any) -> None:
-            result = step(job.column.label, name, q * jitter, unit, cpu, repeat=r, **kw)
+        def put(
+            index: int, name: str, q: float, unit: str, cpu: float, job: Any = job, **kw: Any
+        ) -> None:
+            factor = JITTER[job.repeat - 1] if job.column.label == "pg12" else JITTER[-job.repeat]
+            result = step(job.column.label, name, q * factor, unit, cpu, repeat=job.repeat, **kw)
             writer.write_step(job, index, result, [], "")
 
         writer.set_job(job, {})

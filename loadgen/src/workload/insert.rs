@@ -1,6 +1,7 @@
 //! The Insert Benchmark (METHOD.md section 2): one table per client, pi1..piN. Each
 //! step sets its client up (connections, row counts), waits at the common start, runs
-//! its roles on scoped threads, and leaves its checks in a `ClientOutcome`.
+//! its roles on scoped threads, waits at the check gate, and leaves its checks in a
+//! `ClientOutcome`.
 
 use super::live_ids::LiveIds;
 use super::rows::{self, RowGen};
@@ -82,7 +83,6 @@ impl Client<'_> {
             conns,
             rows: None,
             point_rows: (0, 0),
-            engine_before: None,
         }
     }
 
@@ -144,6 +144,7 @@ impl Client<'_> {
             None,
         )?;
         let end = Instant::now();
+        self.ctx.stop_timing(self.client, end)?;
         let check = self.count(conn.as_mut(), 0, inserted, 0)?;
         let mut o = self.outcome(end, vec![w.finish()], vec![conn]);
         o.rows = Some(check);
@@ -213,6 +214,7 @@ impl Client<'_> {
             Ok::<_, anyhow::Error>((join(ins)?, join(del)?))
         })?;
         let end = Instant::now();
+        self.ctx.stop_timing(self.client, end)?;
         let check = self.count(ic.as_mut(), before, inserted, deleted)?;
         let mut o = self.outcome(end, vec![h1, h2], vec![ic, dc]);
         o.rows = Some(check);
@@ -239,7 +241,7 @@ impl Client<'_> {
         let batch = spec.rows_per_commit();
         let (mut qrng, mut gen) = (self.rng(1), RowGen::new(self.rng(0)));
         let start = self.start()?;
-        let stop = Stop::Deadline(start + spec.duration());
+        let stop = Stop::Deadline(spec.deadline(start, spec.duration()));
         let (ctx, table, live) = (self.ctx, self.table.as_str(), live.as_ref());
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {
             let q = spawn_role(s, ctx, start, |w| {
@@ -271,6 +273,7 @@ impl Client<'_> {
             Ok::<_, anyhow::Error>((point_rows, hists, inserted, deleted))
         })?;
         let end = Instant::now();
+        self.ctx.stop_timing(self.client, end)?;
         let check = self.count(qc.as_mut(), before, inserted, deleted)?;
         hists.shrink_to_fit();
         let mut conns = vec![qc];

@@ -78,24 +78,12 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
         client,
         mode,
     };
-    let before = if client == 1 {
-        Some(
-            store
-                .snapshot()
-                .map_err(|e| anyhow!("read the engine's statistics: {e}"))?,
-        )
-    } else {
-        None
-    };
     let single = matches!(spec.step, Step::Fillseq | Step::FlushMtL0);
-    let mut o = if single && client > 1 {
+    if single && client > 1 {
         let start = c.start()?;
-        c.outcome(start, vec![])
-    } else {
-        c.run()?
-    };
-    o.engine_before = before;
-    Ok(o)
+        return Ok(c.outcome(start, vec![]));
+    }
+    c.run()
 }
 
 struct Client<'a> {
@@ -131,12 +119,12 @@ impl Client<'_> {
             conns: vec![],
             rows: None,
             point_rows: (0, 0),
-            engine_before: None,
         }
     }
 
     fn deadline(&self, start: Instant) -> Stop {
-        Stop::Deadline(start + self.ctx.spec.kv.duration())
+        let spec = &self.ctx.spec;
+        Stop::Deadline(spec.deadline(start, spec.kv.duration()))
     }
 
     fn run(&self) -> Result<ClientOutcome> {
@@ -180,8 +168,10 @@ impl Client<'_> {
             self.timed(&mut w, OpKind::Flush, |s| s.flush())?;
         }
         let end = Instant::now();
+        self.ctx.stop_timing(self.client, end)?;
         if self.mode.disable_wal && read_kind(step).is_none() {
-            // Without a WAL the writes live only in the memtable: persist them (untimed).
+            // Without a WAL the writes live only in the memtable: persist them, untimed,
+            // with the checks.
             self.store.flush().map_err(|e| anyhow!("flush: {e}"))?;
         }
         hists.push(w.finish());

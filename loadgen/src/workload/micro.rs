@@ -112,7 +112,6 @@ impl Client<'_> {
             conns: vec![conn],
             rows: None,
             point_rows: (0, 0),
-            engine_before: None,
         }
     }
 
@@ -168,6 +167,7 @@ impl Client<'_> {
             })?;
         }
         let end = Instant::now();
+        self.ctx.stop_timing(self.client, end)?;
         let mut found = 0;
         for &n in &mine {
             let name = table_name(n);
@@ -251,7 +251,7 @@ impl Client<'_> {
         let mut ops = OpRunner::new(step, tables, (ms.rows, ms.range_size), self.rng(1), ids);
         let kind = micro_ops::op_kind(step);
         let want = micro_ops::expected_rows(step).filter(|_| survey.intact);
-        let deadline = start + ms.duration();
+        let deadline = spec.deadline(start, ms.duration());
         let mut w = self.ctx.worker(start);
         let (mut expected, mut found) = (0, 0);
         let mut now = Instant::now();
@@ -263,9 +263,13 @@ impl Client<'_> {
             }
             now = done;
         }
+        let counts = matches!(step, MicroStep::Delete | MicroStep::Insert);
+        let last = counts && self.ctx.last_to_arrive();
+        self.ctx.stop_timing(self.client, now)?;
         let mut check = None;
-        if matches!(step, MicroStep::Delete | MicroStep::Insert) && self.ctx.last_to_arrive() {
-            // Every other client has finished: the totals are final.
+        if last {
+            // Past the check gate every client's timed part has ended: the totals
+            // (warm-up included, as the table's rows are) are final.
             let totals = self.ctx.stats.totals();
             check = Some(RowCheck {
                 before: survey.rows_before,

@@ -13,10 +13,12 @@ mod rows;
 
 use crate::driver::kv::{EngineSnapshot, EngineStats};
 use crate::driver::Conn;
-use crate::output::{self, Checks, Event, OpSummary, QUnit, Summary};
+use crate::output::{Checks, Event, OpSummary, QUnit, Summary};
+use crate::reporter::Reported;
 use crate::runner::StepContext;
 use crate::spec::{Step, StepSpec, Workload};
 use crate::stats::{self, OpKind};
+use crate::timeline::Mark;
 use anyhow::{bail, Result};
 use hdrhistogram::Histogram;
 use std::time::{Duration, Instant};
@@ -56,7 +58,7 @@ impl RowCheck {
 /// What one client leaves behind.
 pub struct ClientOutcome {
     pub table: String,
-    /// When its last operation ended.
+    /// When its last timed operation ended.
     pub end: Instant,
     pub histograms: Vec<Vec<Option<Histogram<u64>>>>,
     /// Kept open until the process ends (wait_before_close).
@@ -65,8 +67,6 @@ pub struct ClientOutcome {
     pub rows: Option<RowCheck>,
     /// Rows point queries had to find, and found.
     pub point_rows: (u64, u64),
-    /// An embedded engine's counters before the step (one client takes them).
-    pub engine_before: Option<EngineSnapshot>,
 }
 
 pub fn plan(spec: &StepSpec) -> StepPlan {
@@ -120,15 +120,13 @@ fn insert_plan(spec: &StepSpec) -> StepPlan {
     }
 }
 
-/// Check the step's results, then print the summary; a failed check is fatal.
-pub fn summarize(
-    ctx: &StepContext,
-    plan: &StepPlan,
-    elapsed: Duration,
-    outcomes: &[ClientOutcome],
-) -> Result<()> {
+/// Check the step's results, then print the summary of its measured window; a failed
+/// check is fatal.
+pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Result<()> {
+    let outcomes = &reported.outcomes;
+    let elapsed = reported.timeline.elapsed();
     let checks = check(outcomes)?;
-    let totals = ctx.stats.totals();
+    let totals = ctx.stats.measured();
     let all = outcomes
         .iter()
         .flat_map(|o| o.histograms.iter().cloned())
@@ -156,7 +154,8 @@ pub fn summarize(
             (k, summary)
         })
         .collect();
-    let engine_stats = engine_stats(ctx, elapsed, outcomes)?;
+    let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref())?;
+    let done = Mark::now();
     let summary = Summary {
         engine_stats,
         elapsed_s: elapsed.as_secs_f64(),
@@ -164,17 +163,18 @@ pub fn summarize(
         q_unit: plan.q_unit,
         ops,
         checks,
-        process: output::ProcessUsage::now(),
+        process: done.usage,
+        phases: reported.timeline.phases(&done),
     };
-    output::emit(&Event::Summary(Box::new(summary)));
+    crate::output::emit(&Event::Summary(Box::new(summary)));
     Ok(())
 }
 
-/// Deltas of an embedded engine's counters over the step (kv workload only).
+/// Deltas of an embedded engine's counters over the measured window (kv workload only).
 fn engine_stats(
     ctx: &StepContext,
     elapsed: Duration,
-    outcomes: &[ClientOutcome],
+    before: Option<&EngineSnapshot>,
 ) -> Result<Option<EngineStats>> {
     let Some(kv) = ctx
         .driver
@@ -183,11 +183,10 @@ fn engine_stats(
     else {
         return Ok(None);
     };
-    let before = outcomes.iter().find_map(|o| o.engine_before.clone());
     let after = kv
         .snapshot()
         .map_err(|e| anyhow::anyhow!("read the engine's statistics: {}", e.message))?;
-    let before = before.unwrap_or_default();
+    let before = before.cloned().unwrap_or_default();
     Ok(Some(EngineStats::between(
         &before,
         &after,

@@ -74,17 +74,125 @@ pub fn run(spec: &Value) -> Run {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    for e in &events {
-        let errors: Vec<String> = events_schema()
-            .iter_errors(e)
-            .map(|x| x.to_string())
-            .collect();
-        assert!(errors.is_empty(), "event {e} breaks the schema: {errors:?}");
-    }
+    events.iter().for_each(check_event);
     let stderr = String::from_utf8(out.stderr).unwrap();
     Run {
         code: out.status.code().unwrap_or(-1),
         events,
         stderr,
+    }
+}
+
+fn check_event(e: &Value) {
+    let errors: Vec<String> = events_schema()
+        .iter_errors(e)
+        .map(|x| x.to_string())
+        .collect();
+    assert!(errors.is_empty(), "event {e} breaks the schema: {errors:?}");
+}
+
+/// A loadgen running on a spec file while the test holds its stdin (the handshake).
+/// Every event must match the schema.
+pub struct Session {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+    spec_path: PathBuf,
+    pub events: Vec<Value>,
+}
+
+impl Session {
+    pub fn start(spec: &Value, name: &str) -> Session {
+        use std::process::{Command, Stdio};
+        let spec_path = std::env::temp_dir().join(format!("lg-{name}-{}.json", std::process::id()));
+        std::fs::write(&spec_path, spec.to_string()).unwrap();
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("dbregress-loadgen"))
+            .arg(&spec_path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines() {
+                let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+                if tx.send(v).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Session {
+            child,
+            stdin,
+            lines,
+            spec_path,
+            events: Vec::new(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The next event; None when the stream ended. Panics after a minute without one.
+    pub fn next(&mut self) -> Option<Value> {
+        use std::sync::mpsc::RecvTimeoutError;
+        match self.lines.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(e) => {
+                check_event(&e);
+                self.events.push(e.clone());
+                Some(e)
+            }
+            Err(RecvTimeoutError::Disconnected) => None,
+            Err(RecvTimeoutError::Timeout) => panic!("no event for a minute: {:?}", self.events),
+        }
+    }
+
+    /// Events up to the first of type `kind`, which is returned.
+    pub fn until(&mut self, kind: &str) -> Value {
+        loop {
+            let e = self.next();
+            let e = e.unwrap_or_else(|| panic!("no {kind} in {:?}", self.events));
+            if e["type"] == kind {
+                return e;
+            }
+        }
+    }
+
+    /// True if nothing is printed for `d`.
+    pub fn quiet_for(&mut self, d: std::time::Duration) -> bool {
+        match self.lines.recv_timeout(d) {
+            Ok(e) => {
+                self.events.push(e);
+                false
+            }
+            Err(_) => true,
+        }
+    }
+
+    pub fn say(&mut self, line: &str) {
+        use std::io::Write;
+        let stdin = self.stdin.as_mut().expect("stdin still open");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Close stdin, read the rest of the stream; the exit code.
+    pub fn finish(&mut self) -> i32 {
+        self.stdin.take();
+        while self.next().is_some() {}
+        self.child.wait().unwrap().code().unwrap_or(-1)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.spec_path);
     }
 }

@@ -141,15 +141,16 @@ class TreeSample:
         )
 
 
-def snapshot_tree(root_pid: int) -> TreeSample:
-    """Totals of the tree rooted at `root_pid` now (an empty sample if the root is gone)."""
+def snapshot_tree(root_pid: int, stats: dict[int, ProcStat] | None = None) -> TreeSample:
+    """Totals of the tree rooted at `root_pid` now (an empty sample if the root is gone).
+    `stats`, from all_stats(), lets several trees share one pass over /proc."""
     taken_at = time.monotonic()
     user = system = read = write = 0
     io_complete = True
     ctx: dict[tuple[int, int], int] = {}
     # all stat files are read first, close together, so a child reaped meanwhile is
     # counted once: either in its own stat or in its parent's cutime/cstime
-    for stat in tree_stats(root_pid):
+    for stat in tree_stats(root_pid, stats):
         utime, stime, cutime, cstime = stat.cpu_ticks
         user += utime + cutime
         system += stime + cstime

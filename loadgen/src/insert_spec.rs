@@ -1,0 +1,78 @@
+//! The step spec's Insert Benchmark part: the `insert` and `cleanup` sections. Kept
+//! apart from spec.rs, as the other workloads' sections are.
+
+use crate::spec::Step;
+use anyhow::{bail, Result};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InsertSpec {
+    pub rows: Option<u64>,
+    pub rows_per_commit: Option<u64>,
+    pub duration_s: Option<f64>,
+    pub insert_rate: Option<u64>,
+    pub expected_rows: Option<Vec<u64>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CleanupSpec {
+    #[serde(default = "default_statements_timeout_s")]
+    pub statements_timeout_s: f64,
+}
+
+pub fn default_statements_timeout_s() -> f64 {
+    3600.0
+}
+
+impl InsertSpec {
+    /// Which fields `step` needs and which it refuses; `clients` sizes expected_rows.
+    pub fn validate(&self, step: Step, clients: u32) -> Result<()> {
+        let name = step.name();
+        match (step.is_load(), self.rows) {
+            (true, None) => bail!("insert.rows is required for step {name}"),
+            (false, Some(_)) => bail!("insert.rows does not apply to step {name}"),
+            _ => {}
+        }
+        match (step.is_query(), self.duration_s, self.insert_rate) {
+            (true, None, _) => bail!("insert.duration_s is required for step {name}"),
+            (true, _, None) => {
+                bail!("insert.insert_rate is required for step {name} (0 = no background writes)")
+            }
+            (true, Some(d), _) if !(d > 0.0 && d.is_finite()) => {
+                bail!("insert.duration_s must be > 0, got {d}")
+            }
+            (false, Some(_), _) => bail!("insert.duration_s does not apply to step {name}"),
+            (false, _, Some(_)) => bail!("insert.insert_rate does not apply to step {name}"),
+            _ => {}
+        }
+        match (step.default_rows_per_commit(), self.rows_per_commit) {
+            (_, Some(0)) => bail!("insert.rows_per_commit must be at least 1"),
+            (None, Some(_)) => bail!("insert.rows_per_commit does not apply to step {name}"),
+            _ => {}
+        }
+        if let Some(expected) = &self.expected_rows {
+            if expected.len() != clients as usize {
+                bail!(
+                    "insert.expected_rows has {} entries, one per client is needed ({clients})",
+                    expected.len(),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+impl CleanupSpec {
+    pub fn validate(&self, step: Step) -> Result<()> {
+        if step != Step::Cleanup {
+            bail!("cleanup applies only to step cleanup, not {}", step.name());
+        }
+        let t = self.statements_timeout_s;
+        if !(t > 0.0 && t.is_finite()) {
+            bail!("cleanup.statements_timeout_s must be > 0, got {t}");
+        }
+        Ok(())
+    }
+}

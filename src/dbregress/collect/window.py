@@ -1,0 +1,112 @@
+"""A step's boundaries as the runner sees them, and what each phase spent.
+
+The runner reads the counters (a `Mark`) when the loadgen reports each boundary
+(schema/events.schema.json): before spawning it, at `ready`, at `measuring`, at
+`stopped` and after the summary. Per-operation figures use only the measured window,
+`measuring` to `stopped`: the server's process tree from /proc, the loadgen's CPU from
+its own getrusage figures in the events (µs, where /proc has 10 ms ticks), its IO from
+/proc. For an embedded engine the loadgen is the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from dbregress.collect.hostcpu import CpuTimes, host_window, read_cpu_times
+from dbregress.collect.proc import TreeSample, Usage, all_stats, snapshot_tree
+
+# The phases outside the measured window, between the runner's marks.
+PHASES = {
+    "setup": ("spawn", "ready"),
+    "warmup": ("ready", "measuring"),
+    "checks": ("stopped", "end"),
+}
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The counters at one boundary of a step."""
+
+    at: float  # time.monotonic()
+    server: TreeSample | None  # None for an embedded engine
+    loadgen: TreeSample | None  # None before the loadgen runs
+    cpu: CpuTimes | None  # the host's CPUs; None where /proc/stat is unreadable
+    process: dict[str, Any] | None = None  # the loadgen's getrusage at this boundary
+
+
+def take_mark(
+    server_pid: int | None,
+    loadgen_pid: int | None,
+    process: dict[str, Any] | None = None,
+    cpus: set[int] | None = None,
+    host_first: bool = False,
+) -> Mark:
+    """Reads both process trees (one pass over /proc) and the counters of the host's
+    `cpus` (default: ours). The host's come last, so a window starting here does not
+    count this reading as someone else's work, or with `host_first` first, for a window
+    ending here."""
+    cpu_at = (read_cpu_times(cpus), time.monotonic()) if host_first else None
+    stats = all_stats()
+    server = None if server_pid is None else snapshot_tree(server_pid, stats)
+    loadgen = None if loadgen_pid is None else snapshot_tree(loadgen_pid, stats)
+    cpu, at = cpu_at or (read_cpu_times(cpus), time.monotonic())
+    return Mark(at, server, loadgen, cpu, process)
+
+
+def _cpu_s(p: dict[str, Any]) -> float:
+    return float(p["user_s"] + p["system_s"])
+
+
+def loadgen_usage(start: Mark, end: Mark) -> Usage:
+    """The loadgen's use between two marks: CPU and switches from its own getrusage
+    figures, IO from /proc."""
+    assert start.loadgen and end.loadgen and start.process and end.process
+    p0, p1 = start.process, end.process
+    switches = p1["voluntary_cs"] + p1["involuntary_cs"] - p0["voluntary_cs"] - p0["involuntary_cs"]
+    return dataclasses.replace(
+        start.loadgen.delta(end.loadgen),
+        user_s=max(0.0, p1["user_s"] - p0["user_s"]),
+        system_s=max(0.0, p1["system_s"] - p0["system_s"]),
+        ctx_switches=max(0, switches),
+    )
+
+
+def window_usage(start: Mark, end: Mark) -> tuple[Usage, Usage | None]:
+    """(server, client) over the window; an embedded engine's server is the loadgen."""
+    loadgen = loadgen_usage(start, end)
+    if start.server is None or end.server is None:
+        return loadgen, None
+    return start.server.delta(end.server), loadgen
+
+
+def phases(marks: dict[str, Mark], loadgen_phases: dict[str, Any]) -> dict[str, Any]:
+    """Wall time (the loadgen's clock), server CPU (null for an embedded engine) and the
+    loadgen's CPU of each phase outside the measured window."""
+    out = {}
+    for name, (a, b) in PHASES.items():
+        first, last = marks[a].server, marks[b].server
+        server = None
+        if first is not None and last is not None:
+            usage = first.delta(last)
+            server = usage.user_s + usage.system_s
+        own = loadgen_phases[name]
+        out[name] = {
+            "wall_s": own["wall_s"],
+            "server_cpu_s": server,
+            "client_cpu_s": _cpu_s(own["process"]),
+        }
+    return out
+
+
+def host(start: Mark, end: Mark, server: Usage, client: Usage | None) -> dict[str, Any]:
+    """The host's noise over the window (collect/hostcpu.py); nulls where /proc/stat
+    could not be read."""
+    window_s = end.at - start.at
+    if start.cpu is None or end.cpu is None:
+        keys = ("cpus", "steal_s", "busy_s", "other_cpu_s", "steal_frac", "other_cpu_frac")
+        return {"window_s": window_s} | dict.fromkeys(keys)
+    own = server.user_s + server.system_s + (client.user_s + client.system_s if client else 0.0)
+    return host_window(start.cpu, end.cpu, window_s, own)
