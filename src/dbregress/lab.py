@@ -325,6 +325,8 @@ def _repeats(top: TableReader) -> Repeats:
         if value <= 0:
             raise top.fail("repeats", f"must be greater than 0, got {value}")
         return Repeats(value, value)
+    if value.strip().isdigit():
+        value = f"{value.strip()}..{value.strip()}"
     m = REPEATS_RE.match(value)
     if not m:
         raise top.fail("repeats", f'{value!r} is neither a number nor a range like "3..10"')

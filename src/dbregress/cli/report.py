@@ -39,6 +39,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument("run", help="run folder, run id under --results, or 'latest'")
     p.add_argument("--results", type=Path, default=Path("results"))
     p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    p.add_argument(
+        "--columns",
+        help="comma-separated non-base columns to report (default: all); verdicts are then "
+        "judged as in a lab of only these columns and their bases (printed only, not written)",
+    )
     add_fail_on(p)
     p.set_defaults(func=run)
 
@@ -47,22 +52,53 @@ def _results(data: RunData) -> list[dict[str, Any]]:
     return [r for rs in data.steps.values() for r in rs]
 
 
-def write_report(path: Path, summary: bool = False, fmt: str = "md") -> tuple[str, RunVerdicts]:
-    """Writes report.md and verdicts.json into the run folder; returns the text to print
-    and the verdicts."""
+def only_columns(data: RunData, columns: str) -> RunData:
+    """The run as if the lab had held only these non-base columns (and their bases)."""
+    wanted = {c.strip() for c in columns.split(",") if c.strip()}
+    known = {lb for comp in data.record["comparisons"] for lb in comp["labels"][1:]}
+    if not wanted or wanted - known:
+        raise DbregressError(
+            f"--columns: unknown column(s) {', '.join(sorted(wanted - known)) or '(none)'}; "
+            f"this run's non-base columns: {', '.join(sorted(known))}"
+        )
+    comps = []
+    for comp in data.record["comparisons"]:
+        base, *others = comp["labels"]
+        kept = [lb for lb in others if lb in wanted]
+        if kept:
+            comps.append({**comp, "labels": [base, *kept]})
+    labels = {lb for comp in comps for lb in comp["labels"]}
+    record = {
+        **data.record,
+        "comparisons": comps,
+        "columns": [c for c in data.record["columns"] if c["label"] in labels],
+    }
+    steps = {j: rs for j, rs in data.steps.items() if j.rpartition("/r")[0] in labels}
+    return RunData(data.path, record, steps)
+
+
+def write_report(
+    path: Path, summary: bool = False, fmt: str = "md", columns: str | None = None
+) -> tuple[str, RunVerdicts]:
+    """Writes report.md and verdicts.json into the run folder (unless columns are picked);
+    returns the text to print and the verdicts."""
     data = read_run(path)
+    if columns:
+        data = only_columns(data, columns)
     verdicts = compare_run(data.record, data.steps)
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
     full = markdown.render(data.record, m, verdicts, _results(data), cal)
-    write_atomic(path / "report.md", full)
     as_json = json_report.render(data.record, verdicts)
-    write_json(path / "verdicts.json", as_json)
+    if not columns:
+        write_atomic(path / "report.md", full)
+        write_json(path / "verdicts.json", as_json)
     if fmt == "json":
         return json.dumps(as_json, indent=1), verdicts
     shown = markdown.summary_tables(data.record, m, verdicts) if summary else full
-    return f"{shown}\nReport: {path / 'report.md'}", verdicts
+    where = f"Report: {path / 'report.md'}" if not columns else "(columns picked: not written)"
+    return f"{shown}\n{where}", verdicts
 
 
 def gate(verdicts: RunVerdicts, fail_on: str | None) -> int:
@@ -82,7 +118,7 @@ def gate(verdicts: RunVerdicts, fail_on: str | None) -> int:
 def run(args: argparse.Namespace) -> int:
     path = resolve_run(args.run, args.results)
     try:
-        text, verdicts = write_report(path, fmt=args.format)
+        text, verdicts = write_report(path, fmt=args.format, columns=args.columns)
     except (KeyError, TypeError, ValueError) as e:
         raise DbregressError(f"{path}: cannot build the report ({type(e).__name__}: {e})") from e
     print(text)
