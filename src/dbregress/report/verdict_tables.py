@@ -16,7 +16,8 @@ LEGEND = (
     "(-) slower and (+) faster: the change is beyond chance at the lab's false-alarm "
     "rate; = the same: the interval lies within the equivalence band; ? undecided: "
     "more repeats needed. Ratio: Hodges-Lehmann estimate over repeats; [interval]: "
-    "its confidence interval (docs/verdicts.md)."
+    "its {ci:.0%} confidence interval (`same` is judged on the narrower {tost:.0%} one, so "
+    "a = can show a {ci:.0%} interval wider than the band; docs/verdicts.md)."
 )
 
 
@@ -61,7 +62,7 @@ def relative_qps(m: Matrix, v: RunVerdicts) -> list[str]:
         "",
         f"Verdicts: {counts_line(found)}. {policy_line(v)}",
         "",
-        LEGEND,
+        LEGEND.format(ci=1 - v.policy.alpha, tost=1 - 2 * v.policy.alpha),
         "",
         *table(["step", *others], rows),
     ]
