@@ -91,7 +91,7 @@ def test_malformed_lab_names_the_line(tmp_path: Path, workdir: Path) -> None:
     path = lab(tmp_path, [("a", "postgres@17.2.0")], "load_rows = -5\n")
     out = dbregress("run", str(path), cwd=tmp_path, workdir=workdir)
     assert out.returncode == 2
-    assert "lab.toml:9: insert.load_rows: must be greater than 0" in out.stderr
+    assert "lab.toml:10: insert.load_rows: must be greater than 0" in out.stderr
     assert not (tmp_path / "results").exists()
 
 
