@@ -7,10 +7,9 @@ use crate::control::{Control, Heard};
 use crate::driver::kv::EngineSnapshot;
 use crate::output::{self, Event};
 use crate::runner::{Interrupted, StepContext, POLL};
-use crate::spec::Workload;
 use crate::timeline::{Mark, Timeline};
 use crate::workload::{ClientOutcome, StepPlan};
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -255,20 +254,8 @@ impl<'a> Reporter<'a> {
         })
     }
 
-    /// An embedded engine's counters, for the kv workload's engine statistics.
     fn engine_snapshot(&self) -> Result<Option<EngineSnapshot>> {
-        let ctx = self.ctx();
-        let Some(kv) = ctx
-            .driver
-            .kv()
-            .filter(|_| ctx.spec.workload == Workload::Kv)
-        else {
-            return Ok(None);
-        };
-        let snapshot = kv.snapshot();
-        snapshot
-            .map(Some)
-            .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
+        self.ctx().engine_snapshot()
     }
 
     fn emit_interval(&self, plan: &StepPlan, t: Duration) {

@@ -4,10 +4,11 @@
 //! the step at once.
 
 use crate::control::Control;
+use crate::driver::kv::EngineSnapshot;
 use crate::driver::{self, Conn, DbResult, Driver};
 use crate::output::{self, ErrorLimiter, Event};
 use crate::reporter::{Msg, Reporter};
-use crate::spec::StepSpec;
+use crate::spec::{StepSpec, Workload};
 use crate::stats::{OpKind, Recorder, Stats};
 use crate::workload;
 use anyhow::{anyhow, Result};
@@ -92,6 +93,20 @@ pub struct StepContext {
 }
 
 impl StepContext {
+    /// An embedded engine's counters now (kv workload only), for its engine statistics.
+    pub fn engine_snapshot(&self) -> Result<Option<EngineSnapshot>> {
+        let Some(kv) = self
+            .driver
+            .kv()
+            .filter(|_| self.spec.workload == Workload::Kv)
+        else {
+            return Ok(None);
+        };
+        kv.snapshot()
+            .map(Some)
+            .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
+    }
+
     pub fn connect(&self) -> Result<Box<dyn Conn>> {
         self.driver.connect().map_err(|e| anyhow!(e.message))
     }

@@ -176,16 +176,9 @@ fn engine_stats(
     elapsed: Duration,
     before: Option<&EngineSnapshot>,
 ) -> Result<Option<EngineStats>> {
-    let Some(kv) = ctx
-        .driver
-        .kv()
-        .filter(|_| ctx.spec.workload == Workload::Kv)
-    else {
+    let Some(after) = ctx.engine_snapshot()? else {
         return Ok(None);
     };
-    let after = kv
-        .snapshot()
-        .map_err(|e| anyhow::anyhow!("read the engine's statistics: {}", e.message))?;
     let before = before.cloned().unwrap_or_default();
     Ok(Some(EngineStats::between(
         &before,
