@@ -197,3 +197,24 @@ def test_engine_statistics_section(tmp_path: Path) -> None:
     text = markdown.render(data.record, matrices(data.record, data.steps), verdicts, results)
     assert "### Engine statistics" in text
     assert "| l.i0 | pg12 | 3.50 | 0.00 | 1,048,576 |" in text
+
+
+def test_a_hosts_calibration_is_shown(tmp_path: Path) -> None:
+    from dbregress.report.verdict_tables import calibration
+    from dbregress.store.calibration import load_calibration, save_calibration
+
+    step = {"min_change": 0.12}
+    summary = {
+        "lab": "quickstart",
+        "placements": {
+            "same": {"run_id": "r1", "median_cv": 0.05, "steps": [step]},
+            "separate": {"run_id": "r2", "median_cv": 0.09, "steps": [step]},
+        },
+        "steadiest": "same",
+    }
+    path = save_calibration(tmp_path, summary)
+    cal = load_calibration(tmp_path, path.stem)
+    text = "\n".join(calibration(cal))
+    assert "| same | 5.0% | 12.0% | r1 |" in text and "Steadiest placement: same." in text
+    assert load_calibration(tmp_path, "another-host") is None
+    assert calibration(None) == []

@@ -142,7 +142,8 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
     out = [
         "## This host's calibration",
         "",
-        f"`dbregress calibrate {cal.get('lab', '?')}` on {cal.get('measured_at', '?')}: ",
+        f"`dbregress calibrate {cal.get('lab', '?')}` on {cal.get('measured_at', '?')}:",
+        "",
     ]
     rows = []
     for mode, p in cal.get("placements", {}).items():
@@ -157,6 +158,6 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
             ]
         )
     out += table(["placement", "median CV", "median detectable change", "A/A run"], rows)
-    if cal.get("steadiest"):
+    if cal.get("steadiest") and len(rows) > 1:
         out += [f"Steadiest placement: {cal['steadiest']}.", ""]
     return out
