@@ -2,12 +2,26 @@
 //! stdin's end (wait_before_close). A thread of its own reads them, so waiting for one
 //! can still notice a signal or a client's failure.
 
-use crate::runner::{Interrupted, POLL};
 use anyhow::Result;
 use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Duration;
+
+/// How often waiting threads look at signals, messages and the stop flag.
+pub const POLL: Duration = Duration::from_millis(50);
+
+/// SIGINT or SIGTERM arrived.
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 pub struct Control {
     /// Lines as read, trimmed; the channel closes when stdin does.

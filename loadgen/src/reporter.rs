@@ -3,10 +3,10 @@
 //! (ready, measuring, stopped), opens the check gate and collects every client's
 //! outcome for the summary.
 
-use crate::control::{Control, Heard};
+use crate::control::{Control, Heard, Interrupted, POLL};
 use crate::driver::kv::EngineSnapshot;
 use crate::output::{self, Event};
-use crate::runner::{Interrupted, StepContext, POLL};
+use crate::runner::StepContext;
 use crate::timeline::{Mark, Timeline};
 use crate::workload::{ClientOutcome, StepPlan};
 use anyhow::{bail, Result};

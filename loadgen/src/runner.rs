@@ -4,6 +4,7 @@
 //! the step at once.
 
 use crate::control::Control;
+pub use crate::control::{Interrupted, POLL};
 use crate::driver::kv::EngineSnapshot;
 use crate::driver::{self, Conn, DbResult, Driver};
 use crate::output::{self, ErrorLimiter, Event};
@@ -15,10 +16,7 @@ use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
-
-/// How often waiting threads look at signals, messages and the stop flag.
-pub const POLL: Duration = Duration::from_millis(50);
+use std::time::Instant;
 
 /// An operation failed with an error that ends the step.
 #[derive(Debug)]
@@ -34,18 +32,6 @@ impl std::fmt::Display for OpFailed {
 }
 
 impl std::error::Error for OpFailed {}
-
-/// SIGINT or SIGTERM arrived.
-#[derive(Debug)]
-pub struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// A point every client waits at until the reporter opens it with a value.
 pub struct Gate<T> {
