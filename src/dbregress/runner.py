@@ -117,6 +117,8 @@ class Runner:
             raise Interrupted(f"interrupted; finished steps are in {self.path}") from None
         finally:
             self.writer.finish(status)
+            with contextlib.suppress(OSError):  # each job removed its own data directory
+                (work_root() / self.path.name).rmdir()
         return self.path
 
     def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
