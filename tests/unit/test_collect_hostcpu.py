@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.collect import hostcpu
+from dbregress.collect import hostcpu, proc
 from dbregress.collect.hostcpu import CpuTimes, cpuinfo_mhz, host_window, parse_proc_stat
 
-TICK = hostcpu._TICKS_PER_S
+TICK = proc.TICKS_PER_S
 STAT = """cpu  300 10 60 1000 40 5 5 20 0 0
 cpu0 100 10 20 500 30 2 3 5 0 0
 cpu1 200 0 40 500 10 3 2 15 0 0

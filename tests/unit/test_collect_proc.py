@@ -107,7 +107,7 @@ def _fake_proc(
 
 def test_synthetic_proc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(proc, "PROC", tmp_path)
-    tick = proc._TICKS_PER_S
+    tick = proc.TICKS_PER_S
     _fake_proc(tmp_path, 10, 1, "post) (master", (tick, 0, 0, 0), 5, (0, 4096))
     _fake_proc(tmp_path, 11, 10, "backend", (tick, tick, 0, 0), 7, (8192, 0))
     _fake_proc(tmp_path, 12, 1, "stranger", (99 * tick, 0, 0, 0), 100, (1, 1))

@@ -9,7 +9,7 @@ from dbregress.collect.hostcpu import CpuTimes
 from dbregress.collect.proc import TreeSample
 from dbregress.collect.window import Mark, host, phases, window_usage
 
-TICK = proc._TICKS_PER_S
+TICK = proc.TICKS_PER_S
 
 
 def tree(at: float, cpu_s: float, written: int = 0) -> TreeSample:

@@ -8,7 +8,8 @@ import socket
 from pathlib import Path
 
 
-def _read(path: str) -> str | None:
+def read_text(path: str | Path) -> str | None:
+    """A small /proc or /sys file's text, stripped; None where it cannot be read."""
     try:
         return Path(path).read_text().strip()
     except OSError:
@@ -41,11 +42,11 @@ def host_facts() -> dict[str, object]:
         "hostname": socket.gethostname(),
         "kernel": f"{uname.sysname} {uname.release} {uname.version}",
         "machine": uname.machine,
-        "cpu_model": _cpuinfo_model(_read("/proc/cpuinfo") or ""),
+        "cpu_model": _cpuinfo_model(read_text("/proc/cpuinfo") or ""),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": affinity,
-        "mem_total_bytes": _mem_total_bytes(_read("/proc/meminfo") or ""),
-        "cpu_governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "mem_total_bytes": _mem_total_bytes(read_text("/proc/meminfo") or ""),
+        "cpu_governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "python": platform.python_version(),
         "perf_counters": "unknown",
     }

@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbregress.collect.host import read_text
+from dbregress.collect.proc import TICKS_PER_S
+
 PROC_STAT = Path("/proc/stat")
 CPUINFO = Path("/proc/cpuinfo")
 SYS_CPU = Path("/sys/devices/system/cpu")
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 # /proc/stat counts 10 ms ticks per CPU, so a window's fractions are off by up to about
 # 0.02 / window_s: below this window they would be noise about noise, and are null.
 MIN_WINDOW_S = 0.5
@@ -71,8 +73,8 @@ def host_window(
     """The host's noise over a window: steal, busy time, and the busy time not spent by
     the server and the loadgen (`own_cpu_s`), as seconds and as fractions of the CPUs'
     time (null for a window shorter than MIN_WINDOW_S)."""
-    steal_s = max(0, end.steal - start.steal) / _TICKS_PER_S
-    busy_s = max(0, end.busy - start.busy) / _TICKS_PER_S
+    steal_s = max(0, end.steal - start.steal) / TICKS_PER_S
+    busy_s = max(0, end.busy - start.busy) / TICKS_PER_S
     other_s = max(0.0, busy_s - own_cpu_s)
     capacity = window_s * end.cpus if window_s >= MIN_WINDOW_S else None
     return {
@@ -93,13 +95,13 @@ def cpu_clock(cpus: set[int] | None = None) -> dict[str, Any]:
     governors, mhz = set(), []
     for n in chosen:
         freq = SYS_CPU / f"cpu{n}" / "cpufreq"
-        governor, khz = _read(freq / "scaling_governor"), _read(freq / "scaling_cur_freq")
+        governor, khz = read_text(freq / "scaling_governor"), read_text(freq / "scaling_cur_freq")
         if governor:
             governors.add(governor)
         if khz and khz.isdigit():
             mhz.append(int(khz) / 1000)
     if not mhz:
-        by_cpu = cpuinfo_mhz(_read(CPUINFO) or "")
+        by_cpu = cpuinfo_mhz(read_text(CPUINFO) or "")
         mhz = [by_cpu[n] for n in chosen if n in by_cpu]
     return {
         "governor": ",".join(sorted(governors)) or None,
@@ -118,10 +120,3 @@ def cpuinfo_mhz(cpuinfo: str) -> dict[int, float]:
         elif key == "cpu MHz" and processor is not None:
             out[processor] = float(value)
     return out
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None

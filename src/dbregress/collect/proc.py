@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 PROC = Path("/proc")
-_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -130,8 +130,8 @@ class TreeSample:
         before = self.ctx_switches
         ctx = sum(max(0, n - before.get(key, 0)) for key, n in later.ctx_switches.items())
         return Usage(
-            user_s=max(0, later.user_ticks - self.user_ticks) / _TICKS_PER_S,
-            system_s=max(0, later.system_ticks - self.system_ticks) / _TICKS_PER_S,
+            user_s=max(0, later.user_ticks - self.user_ticks) / TICKS_PER_S,
+            system_s=max(0, later.system_ticks - self.system_ticks) / TICKS_PER_S,
             ctx_switches=ctx,
             read_bytes=max(0, later.read_bytes - self.read_bytes),
             write_bytes=max(0, later.write_bytes - self.write_bytes),
