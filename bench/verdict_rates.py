@@ -31,7 +31,7 @@ from dbregress.analysis.compare import compare_run
 from dbregress.cli.calibrate import aa_lab
 from dbregress.lab import Repeats, load_lab
 from dbregress.runner import Runner
-from dbregress.store.run import read_run
+from dbregress.store.run import RunData, read_run
 
 
 def subset(
@@ -47,34 +47,25 @@ def subset(
     return {j: rs for j, rs in steps_by_job.items() if j in chosen}
 
 
-def without(
-    record: dict[str, Any], steps: dict[str, list[dict[str, Any]]], suffix: str
-) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+def without(data: RunData, suffix: str) -> RunData:
     """The run as if its columns ending in `suffix` had not been in the lab: A/A verdicts
     are judged without the slowed column (whose true changes would relax the lab-wide
     correction), and the slowed column without the A/A one."""
-    comps = [
-        {**c, "labels": [lb for lb in c["labels"] if not lb.endswith(suffix)]}
-        for c in record["comparisons"]
-    ]
-    kept = {j: rs for j, rs in steps.items() if not j.rpartition("/r")[0].endswith(suffix)}
-    return {**record, "comparisons": comps}, kept
+    others = {lb for c in data.record["comparisons"] for lb in c["labels"][1:]}
+    return data.only_columns({lb for lb in others if not lb.endswith(suffix)})
 
 
-def rates(
-    record: dict[str, Any], steps: dict[str, list[dict[str, Any]]], n: int, trials: int
-) -> dict[str, float]:
+def rates(data: RunData, n: int, trials: int) -> dict[str, float]:
     rng = random.Random(1)
     aa, slow = Counter[str](), Counter[str]()
     labs_with_alarm = 0
-    aa_record, aa_steps = without(record, steps, SLOW_SUFFIX)
-    slow_record, slow_steps = without(record, steps, AA_SUFFIX)
+    aa_run, slow_run = without(data, SLOW_SUFFIX), without(data, AA_SUFFIX)
     for _ in range(trials):
         alarm = False
-        for c in compare_run(aa_record, subset(aa_steps, n, rng)).qps.values():
+        for c in compare_run(aa_run.record, subset(aa_run.steps, n, rng)).qps.values():
             aa[c.verdict] += 1
             alarm |= c.verdict in ("slower", "faster")
-        for c in compare_run(slow_record, subset(slow_steps, n, rng)).qps.values():
+        for c in compare_run(slow_run.record, subset(slow_run.steps, n, rng)).qps.values():
             slow[c.verdict] += 1
         labs_with_alarm += alarm
     aa_total, slow_total = sum(aa.values()) or 1, sum(slow.values()) or 1
@@ -88,17 +79,20 @@ def rates(
     }
 
 
-def full_run(record: dict[str, Any], steps: dict[str, list[dict[str, Any]]]) -> None:
+def full_run(data: RunData) -> None:
     found = {}
+    disturbed = []
     for suffix in (SLOW_SUFFIX, AA_SUFFIX):
-        v = compare_run(*without(record, steps, suffix))
+        kept = without(data, suffix)
+        v = compare_run(kept.record, kept.steps)
         found.update(v.qps)
+        disturbed += [d for d in v.disturbed if d not in disturbed]
     for (comp, column, step), c in sorted(found.items()):
         ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci else "-"
         ratio = f"{c.ratio:.3f}" if c.ratio is not None else "-"
         print(f"  {comp:10} {column:22} {step:22} {ratio} {ci} {c.verdict}")
-    if v.disturbed:
-        print(f"  ({len(v.disturbed)} disturbed repeat(s) left out)")
+    if disturbed:
+        print(f"  ({len(disturbed)} disturbed repeat(s) left out)")
 
 
 def main() -> int:
@@ -121,8 +115,8 @@ def main() -> int:
         path = args.run
     data = read_run(path)
     print(f"run {path.name}: verdicts over all its repeats")
-    full_run(data.record, data.steps)
-    r = rates(data.record, data.steps, args.subset, args.trials)
+    full_run(data)
+    r = rates(data, args.subset, args.trials)
     print(f"\n{args.trials} random subsets of {args.subset} repeats per column:")
     print(f"  A/A false alarms per step    {r['false_alarm_per_step']:.3f}")
     print(f"  A/A labs with a false alarm  {r['labs_with_a_false_alarm']:.3f}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbregress.analysis import stats
-from dbregress.analysis.compare import RunVerdicts, disturbance
+from dbregress.analysis.compare import RunVerdicts, usable
 
 AA_SUFFIX = "-aa"  # the base's copy in an A/A comparison
 SLOW_SUFFIX = "-slow"  # the copy with an injected slowdown
@@ -38,11 +38,9 @@ def _qps_by_step(
     steps_by_job: dict[str, list[dict[str, Any]]], labels: set[str]
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for results in steps_by_job.values():
-        for r in results:
-            usable = r.get("status") == "ok" and r.get("repeat", 1) != 0 and r.get("reported", True)
-            if usable and r["column"] in labels and disturbance(r) is None:
-                out.setdefault(r["step"], []).append(float(r["q"]["value"]))
+    for r in usable(r for rs in steps_by_job.values() for r in rs):
+        if r["column"] in labels:
+            out.setdefault(r["step"], []).append(float(r["q"]["value"]))
     return out
 
 

@@ -62,14 +62,19 @@ def disturbance(result: dict[str, Any]) -> str | None:
     return None
 
 
-def _usable(results: Iterable[dict[str, Any]], disturbed: list[Disturbed]) -> list[dict[str, Any]]:
+def usable(
+    results: Iterable[dict[str, Any]], disturbed: list[Disturbed] | None = None
+) -> list[dict[str, Any]]:
+    """The step results that are samples: not the warm-up job, not failed, reported, not
+    disturbed by the host (those are appended to `disturbed`)."""
     out = []
     for r in results:
         if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
             continue
         why = disturbance(r)
         if why is not None:
-            disturbed.append(Disturbed(r["column"], r["repeat"], r["step"], why))
+            if disturbed is not None:
+                disturbed.append(Disturbed(r["column"], r["repeat"], r["step"], why))
             continue
         out.append(r)
     return out
@@ -109,7 +114,7 @@ def compare_run(
         policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
     rule = Policy(alpha=policy.alpha, band=policy.band)
     disturbed: list[Disturbed] = []
-    results = _usable((r for rs in steps_by_job.values() for r in rs), disturbed)
+    results = usable((r for rs in steps_by_job.values() for r in rs), disturbed)
     qps = compare_all(_samples(record, results, lambda r: r["q"]["value"]), rule, "higher")
     metrics = {
         m.key: compare_all(

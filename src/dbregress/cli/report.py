@@ -61,20 +61,7 @@ def only_columns(data: RunData, columns: str) -> RunData:
             f"--columns: unknown column(s) {', '.join(sorted(wanted - known)) or '(none)'}; "
             f"this run's non-base columns: {', '.join(sorted(known))}"
         )
-    comps = []
-    for comp in data.record["comparisons"]:
-        base, *others = comp["labels"]
-        kept = [lb for lb in others if lb in wanted]
-        if kept:
-            comps.append({**comp, "labels": [base, *kept]})
-    labels = {lb for comp in comps for lb in comp["labels"]}
-    record = {
-        **data.record,
-        "comparisons": comps,
-        "columns": [c for c in data.record["columns"] if c["label"] in labels],
-    }
-    steps = {j: rs for j, rs in data.steps.items() if j.rpartition("/r")[0] in labels}
-    return RunData(data.path, record, steps)
+    return data.only_columns(wanted)
 
 
 def write_report(

@@ -167,6 +167,24 @@ class RunData:
     def labels(self) -> list[str]:
         return [c["label"] for c in self.record["columns"]]
 
+    def only_columns(self, wanted: set[str]) -> RunData:
+        """The run as if the lab had held only these non-base columns (and their bases);
+        comparisons left with no column are dropped."""
+        comps = []
+        for comp in self.record["comparisons"]:
+            base, *others = comp["labels"]
+            kept = [lb for lb in others if lb in wanted]
+            if kept:
+                comps.append({**comp, "labels": [base, *kept]})
+        labels = {lb for comp in comps for lb in comp["labels"]}
+        record = {
+            **self.record,
+            "comparisons": comps,
+            "columns": [c for c in self.record["columns"] if c["label"] in labels],
+        }
+        steps = {j: rs for j, rs in self.steps.items() if j.rpartition("/r")[0] in labels}
+        return RunData(self.path, record, steps)
+
 
 def _check_version(path: Path, value: dict[str, Any]) -> None:
     version = value.get("schema_version")
