@@ -218,3 +218,12 @@ def test_a_hosts_calibration_is_shown(tmp_path: Path) -> None:
     assert "| same | 5.0% | 12.0% | r1 |" in text and "Steadiest placement: same." in text
     assert load_calibration(tmp_path, "another-host") is None
     assert calibration(None) == []
+
+
+def test_a_slowed_column_says_so(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    data = read_run(path)
+    data.record["inject_slowdown"] = {"pg17": 0.1}
+    verdicts = compare_run(data.record, data.steps)
+    text = markdown.render(data.record, matrices(data.record, data.steps), verdicts, [])
+    assert "| insert | pg17 (injected slowdown 0.1) |" in text

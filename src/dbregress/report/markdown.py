@@ -233,7 +233,7 @@ def header(record: dict[str, Any]) -> list[str]:
     rows = [
         [
             c["comparison"],
-            c["label"] + (" (base)" if c["base"] else ""),
+            c["label"] + (" (base)" if c["base"] else "") + _injected(record, c["label"]),
             c["build"],
             record["builds"].get(c["label"], {}).get("version_string", "?"),
             c["config"],
@@ -241,6 +241,12 @@ def header(record: dict[str, Any]) -> list[str]:
         for c in record["columns"]
     ]
     return lines + vt.table(["comparison", "column", "build", "version", "config"], rows)
+
+
+def _injected(record: dict[str, Any], label: str) -> str:
+    """A column slowed on purpose (a self-test) says so wherever it is named."""
+    f = (record.get("inject_slowdown") or {}).get(label)
+    return f" (injected slowdown {f:g})" if f else ""
 
 
 BENCHMARK_NAMES = {
