@@ -65,7 +65,9 @@ def test_an_injected_slowdown_is_slower_and_fails_the_gate(tmp_path: Path, workd
     for step in ("revrange", "readrandom"):
         s = by_step[step]
         assert s["verdict"] == "slower", s
-        assert s["ci"][1] < 1 and 0.4 < s["ratio"] < 0.6, s
+        # QPS about halves; how much exactly depends on the host, so only "clearly
+        # slower" is asserted (the statistics are checked on simulated samples)
+        assert s["ci"][1] < 1 and s["ratio"] < 0.8, s
         assert s["repeats"] == {"base": 5, "column": 5}
         assert set(s["metrics"]) >= {"server_cpu_us", "cs"}
     gate = dbregress("report", str(run), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
