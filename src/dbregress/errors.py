@@ -5,7 +5,7 @@ A message says what failed, for which build/step/file, and what to do about it.
 
 
 class DbregressError(Exception):
-    """An error the user can act on; printed as `Error: <message>`, exit status 1."""
+    """An error the user can act on; printed as `Error: <message>`, exit status 2."""
 
 
 class LabError(DbregressError):

@@ -13,6 +13,7 @@ import functools
 import os
 import shutil
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,9 @@ from dbregress.errors import (
     Interrupted,
     LoadgenError,
     StepTimeout,
+    StoreError,
 )
+from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import StepOutcome, collect_step
@@ -78,6 +81,12 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
     raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
 
 
+# Errors of the lab's own machinery (not of an engine, the loadgen or a step's deadline)
+# are still recorded per job, with a traceback, and the lab goes on: a bug or an OSError
+# in one job must not cost the night's other jobs.
+EXPECTED = (EngineError, LoadgenError, StepTimeout)
+
+
 class Runner:
     def __init__(
         self,
@@ -85,10 +94,16 @@ class Runner:
         results_root: Path,
         progress: ProgressFn | None = None,
         notify: Callable[[str], None] | None = None,
+        resume: Path | None = None,
     ) -> None:
+        """A new run folder under `results_root`, or, with `resume`, that run folder
+        continued: its finished jobs are kept, an interrupted one is run again."""
         self.lab = lab
         self.memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        self.writer = RunWriter(results_root, lab, host_facts())
+        if resume is None:
+            self.writer = RunWriter(results_root, lab, host_facts())
+        else:
+            self.writer = RunWriter.reopen(resume, lab)
         self.progress = progress or (lambda p: None)
         self.notify = notify or (lambda line: None)
         self._jobs_run = 0
@@ -114,12 +129,26 @@ class Runner:
                 )
         except KeyboardInterrupt:
             status = "interrupted"
-            raise Interrupted(f"interrupted; finished steps are in {self.path}") from None
+            raise Interrupted(
+                f"interrupted; finished steps are in {self.path}; continue with "
+                f"`dbregress run --resume {self.path}`"
+            ) from None
+        except StoreError as e:
+            raise StoreError(f"{e}; steps finished before this are in {self.path}") from e
         finally:
-            self.writer.finish(status)
-            with contextlib.suppress(OSError):  # each job removed its own data directory
-                (work_root() / self.path.name).rmdir()
+            with shielded():
+                self._finish(status)
         return self.path
+
+    def _finish(self, status: str) -> None:
+        """Record the run's end; a failure to do so is told, never raised over the
+        error that ended the run."""
+        try:
+            self.writer.finish(status)
+        except StoreError as e:
+            self.notify(f"could not record the run's end: {e}")
+        with contextlib.suppress(OSError):  # each job removed its own data directory
+            (work_root() / self.path.name).rmdir()
 
     def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
         """The warm-up job, then rounds of every column in a seeded random order: the
@@ -131,7 +160,8 @@ class Runner:
         while number < repeats.maximum:
             number += 1
             order = self.lab.round(comparison, number)
-            self.writer.add_round(comparison.name, number, [j.column.label for j in order])
+            if not self.writer.has_round(comparison.name, number):  # else a resumed run's
+                self.writer.add_round(comparison.name, number, [j.column.label for j in order])
             for job in order:
                 self._job(job, builds)
             if number < repeats.minimum or number == repeats.maximum:
@@ -156,14 +186,31 @@ class Runner:
         ]
 
     def _job(self, job: Job, builds: dict[str, Build]) -> None:
+        if self.writer.job_finished(job):  # a resumed run: kept as it was
+            self._jobs_run += 1
+            return
+        self.writer.forget_job(job)  # an interrupted attempt is run again from its start
         if self._jobs_run and self.lab.sleep_between_s:
             time.sleep(self.lab.sleep_between_s)
         self._jobs_run += 1
         if self._drop_caches(job):
             self.writer.note_cache_drop(drop_page_cache())
-        with contextlib.suppress(_JobFailed):  # recorded; the other columns still run
-            jobs = max(self._jobs_planned, self._jobs_run)
+        jobs = max(self._jobs_planned, self._jobs_run)
+        try:
             self._run_job(job, builds[job.column.label], self._jobs_run - 1, jobs)
+        except _JobFailed:  # recorded; the other columns still run
+            self.writer.end_job(job, "failed")
+        except KeyboardInterrupt as e:  # between steps: the job is recorded as interrupted
+            if not self.writer.job_failed_by_interrupt(job):
+                with shielded():
+                    why = Interrupted(f"interrupted by {_signal_name(e)}")
+                    self.writer.add_failure(job.name, why)
+            raise
+        except StoreError:
+            raise
+        except Exception as e:  # recorded; the other jobs still run
+            self.writer.add_failure(job.name, e, _trace(e))
+            self.writer.end_job(job, "failed")
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
@@ -202,6 +249,22 @@ class Runner:
             cpus=self.lab.placement.server_cpus,
         )
         engine = make_engine(build, options)
+        with hurrying(engine.hurry):  # a second Ctrl-C kills instead of waiting
+            ok = self._steps(engine, job, sizes, plans, job_index, jobs, workdir)
+        self.writer.end_job(job, "ok" if ok else "failed")
+
+    def _steps(
+        self,
+        engine: Engine,
+        job: Job,
+        sizes: Sizes,
+        plans: list[StepPlan],
+        job_index: int,
+        jobs: int,
+        workdir: Path,
+    ) -> bool:
+        """Start the engine and run every step; False if one failed. Always stops it."""
+        ok = True
         try:
             self._start(engine, job, sizes)
             for index, plan in enumerate(plans, start=1):
@@ -213,29 +276,38 @@ class Runner:
                     self.progress(_make(elapsed, left))
 
                 if not self._run_step(engine, job, index, plan, report):
+                    ok = False
                     break
         finally:
-            engine.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+            with shielded():
+                try:
+                    engine.stop()
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+        return ok
 
     def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
+        info: dict[str, Any] = {
+            "comparison": job.comparison.name,
+            "build": str(job.column.build),
+            "config": job.column.config,
+            "status": "running",
+        }
+        self.writer.set_job(job, info)
         try:
             engine.start()
-        except EngineError as e:
+        except StoreError:
+            raise
+        except Exception as e:  # a corrupted build's binary fails here with an OSError
             self._record_failure(job, 0, "start", e, engine)
             raise _JobFailed() from e
         log = self.writer.job_dir(job) / "server.log"
-        self.writer.set_job(
-            job,
-            {
-                "comparison": job.comparison.name,
-                "build": str(job.column.build),
-                "config": job.column.config,
-                "settings": engine.settings_applied(),
-                "sizes": dataclasses.asdict(sizes),
-                "server_log": str(log.relative_to(self.path)) if log.exists() else None,
-            },
+        info.update(
+            settings=engine.settings_applied(),
+            sizes=dataclasses.asdict(sizes),
+            server_log=str(log.relative_to(self.path)) if log.exists() else None,
         )
+        self.writer.set_job(job, info)
 
     def _run_step(
         self,
@@ -259,12 +331,14 @@ class Runner:
             )
             if plan.wait_after_s:
                 self._quiet(engine, plan.wait_after_s, report)
-        except KeyboardInterrupt:
-            self._record_failure(
-                job, index, plan.name, Interrupted("interrupted by Ctrl-C"), engine
-            )
+        except KeyboardInterrupt as e:
+            why = f"interrupted by {_signal_name(e)}"
+            with shielded():
+                self._record_failure(job, index, plan.name, Interrupted(why), engine)
             raise
-        except (EngineError, LoadgenError, StepTimeout) as e:
+        except StoreError:
+            raise
+        except Exception as e:  # the step failed; the job stops, the lab goes on
             self._record_failure(job, index, plan.name, e, engine)
             return False
         outcome.result.update(column=job.column.label, repeat=job.repeat)
@@ -284,6 +358,7 @@ class Runner:
     def _record_failure(
         self, job: Job, index: int, step: str, error: BaseException, engine: Engine
     ) -> None:
+        trace = _trace(error)
         result: dict[str, Any] = {
             "kind": "step",
             "column": job.column.label,
@@ -294,10 +369,24 @@ class Runner:
                 "type": type(error).__name__,
                 "message": str(error),
                 "server_log_tail": engine.log_tail(40),
+                **({"traceback": trace} if trace else {}),
             },
         }
         self.writer.write_step(job, index, result, [], "")
-        self.writer.add_failure(f"{job.name} {step}", error)
+        self.writer.add_failure(f"{job.name} {step}", error, trace)
+
+
+def _signal_name(e: KeyboardInterrupt) -> str:
+    name = e.args[0] if e.args else "SIGINT"
+    return "Ctrl-C" if name == "SIGINT" else str(name)
+
+
+def _trace(error: BaseException) -> str | None:
+    """The traceback of an error we did not expect (a bug to report); None for the
+    errors a benchmark meets (an engine crash, a loadgen failure, a hang, Ctrl-C)."""
+    if isinstance(error, (*EXPECTED, Interrupted)):
+        return None
+    return "".join(traceback.format_exception(error)).strip()
 
 
 class _JobFailed(Exception):

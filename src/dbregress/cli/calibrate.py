@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dbregress import interrupts
 from dbregress.analysis.calibration import (
     AA_SUFFIX,
     SLOW_SUFFIX,
@@ -127,6 +128,7 @@ def noise_table(noise: list[StepNoise], repeats: int, change: float) -> list[str
 
 
 def run(args: argparse.Namespace) -> int:
+    interrupts.install()
     lab = load_lab(args.lab)
     if args.inject is not None and not 0 < args.inject <= 10:
         raise DbregressError(f"--inject: must be a fraction in (0, 10], got {args.inject}")

@@ -76,7 +76,9 @@ def write_report(
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
-    full = markdown.render(data.record, m, verdicts, _results(data), cal)
+    full = markdown.render(data.record, m, verdicts, _results(data), cal, data.damaged)
+    for d in data.damaged:
+        print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     as_json = json_report.render(data.record, verdicts)
     if not columns:
         write_atomic(path / "report.md", full)

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dbregress import interrupts
 from dbregress.cli.report import add_fail_on, gate, write_report
-from dbregress.errors import DbregressError
+from dbregress.errors import DbregressError, LabError
 from dbregress.lab import load_lab
 from dbregress.runner import Progress, Runner
+from dbregress.store.run import resolve_run
 
 
 def add_parser(sub: Any) -> None:
@@ -20,7 +22,14 @@ def add_parser(sub: Any) -> None:
         description="Run a lab file: fetch its "
         "builds, run every step on each, store results, print a summary.",
     )
-    p.add_argument("lab", type=Path, help="lab file (TOML), see docs/lab-file.md")
+    p.add_argument("lab", type=Path, nargs="?", help="lab file (TOML), see docs/lab-file.md")
+    p.add_argument(
+        "--resume",
+        metavar="RUN",
+        help="continue an interrupted run (a run folder, a run id under --results, or "
+        "'latest') with the lab file stored in it: finished jobs are kept, the interrupted "
+        "one runs again from its start",
+    )
     p.add_argument(
         "--results",
         type=Path,
@@ -68,11 +77,15 @@ class ProgressLine:
 
 
 def run(args: argparse.Namespace) -> int:
-    lab = load_lab(args.lab)
+    if (args.lab is None) == (args.resume is None):
+        raise LabError("give a lab file to run, or --resume RUN to continue one (not both)")
+    interrupts.install()
+    resume = resolve_run(args.resume, args.results) if args.resume else None
+    lab = load_lab(resume / "lab.toml" if resume else args.lab)
     progress = ProgressLine()
-    runner = Runner(lab, args.results, progress, notify=progress.line)
+    runner = Runner(lab, args.results, progress, notify=progress.line, resume=resume)
     print(
-        f"run {runner.path.name}: {len(lab.jobs())} job(s) "
+        f"{'resuming' if resume else 'run'} {runner.path.name}: {len(lab.jobs())} job(s) "
         f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",
         file=sys.stderr,
     )
@@ -83,7 +96,13 @@ def run(args: argparse.Namespace) -> int:
         failed = e
     finally:
         progress.done()
-    text, verdicts = write_report(runner.path, summary=True)
+    try:
+        text, verdicts = write_report(runner.path, summary=True)
+    except Exception as e:  # the run's own error matters more than the report's
+        if failed is None:
+            raise
+        print(f"warning: no report ({type(e).__name__}: {e})", file=sys.stderr)
+        raise failed from None
     print(text)
     if failed:
         raise failed

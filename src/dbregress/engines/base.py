@@ -57,6 +57,12 @@ class Engine(ABC):
         """Fast, clean shutdown; kills the process tree if that does not finish in time.
         Idempotent; safe to call after a crash."""
 
+    def hurry(self) -> None:
+        """SIGKILL every process of the engine now, without waiting or reaping (called
+        from a signal handler while stop() may be waiting); stop() then finishes fast.
+        An embedded engine has no process of its own: the loadgen is killed instead."""
+        return None
+
     @abstractmethod
     def server_pid(self) -> int:
         """The pid at the root of the server's process tree."""

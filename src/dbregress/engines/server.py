@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, ClassVar
 
+from dbregress.collect.proc import tree_pids
 from dbregress.engines import process
 from dbregress.engines.base import Engine, EngineOptions
 from dbregress.engines.process import describe_exit
@@ -88,6 +89,13 @@ class ServerEngine(Engine):
 
     def data_size_bytes(self) -> int:
         return process.disk_usage(self.data_dir)
+
+    def hurry(self) -> None:
+        if self._proc is not None:
+            for pid in tree_pids(self._proc.pid):
+                process.kill(pid)
+        for pid in process.processes_in(self.data_dir):
+            process.kill(pid)
 
     def stop(self) -> None:
         if self._proc is not None:

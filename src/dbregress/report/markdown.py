@@ -270,6 +270,7 @@ def render(
     v: RunVerdicts,
     results: list[dict[str, Any]],
     calibration: dict[str, Any] | None = None,
+    damaged: list[str] | None = None,
 ) -> str:
     parts = [header(record)]
     for m in ms:
@@ -286,6 +287,9 @@ def render(
             latency(m),
         ]
     extra = [vt.host_noise(results, v), vt.calibration(calibration), failures(record)]
+    if damaged:
+        extra.append(["## Damaged files", "", "Left out of this report:", ""])
+        extra.append([f"- {d}" for d in damaged])
     return _join([*parts, *extra])
 
 

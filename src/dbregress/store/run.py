@@ -13,9 +13,10 @@ results/<run id>/
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from dbregress.lab import Job, Lab
 from dbregress.store.files import sibling, write_atomic, write_json
 
 SCHEMA_VERSION = 1
+ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
 
 
 def new_run_id(lab_name: str) -> str:
@@ -88,6 +90,61 @@ class RunWriter:
         write_atomic(path / "lab.toml", lab.text)
         self._save()
 
+    @classmethod
+    def reopen(cls, path: Path, lab: Lab) -> RunWriter:
+        """An interrupted run folder, to be continued by the same lab."""
+        record = _read_json(path / "run.json")
+        if record.get("status") == "ok":
+            raise StoreError(f"{path} finished without failures; there is nothing to resume")
+        if record.get("lab") != lab.name or (path / "lab.toml").read_text() != lab.text:
+            raise StoreError(
+                f"{path} was run from another lab file; resume it with its own {path / 'lab.toml'}"
+            )
+        self = cls.__new__(cls)
+        self.path = path
+        self.record = record
+        # The interrupted attempt's failures go; the jobs that ended keep theirs.
+        ended = {name for name, job in record["jobs"].items() if job.get("status") in ENDED}
+        record["failures"] = [
+            f
+            for f in record["failures"]
+            if f["type"] != "Interrupted" and f["where"].split(" ")[0] in ended
+        ]
+        record["status"] = "running"
+        record["finished_at"] = None
+        record.setdefault("resumed_at", []).append(_now())
+        self._save()
+        return self
+
+    def job_finished(self, job: Job) -> bool:
+        """The job ran to its end before (ok, or failed and recorded): a resumed run
+        keeps it."""
+        return self.record["jobs"].get(job.name, {}).get("status") in ENDED
+
+    def forget_job(self, job: Job) -> None:
+        """Remove what an interrupted attempt of the job left, before it runs again."""
+        d = self.path / job.column.label / f"r{job.repeat}"
+        if job.name in self.record["jobs"] or d.exists():
+            shutil.rmtree(d, ignore_errors=True)
+            self.record["jobs"].pop(job.name, None)
+            self._save()
+
+    def job_failed_by_interrupt(self, job: Job) -> bool:
+        """An interrupt is already recorded for one of the job's steps."""
+        return any(
+            f["type"] == "Interrupted" and f["where"].split(" ")[0] == job.name
+            for f in self.record["failures"]
+        )
+
+    def end_job(self, job: Job, status: str) -> None:
+        self.record["jobs"].setdefault(job.name, {})["status"] = status
+        self._save()
+
+    def has_round(self, comparison: str, number: int) -> bool:
+        return any(
+            r["comparison"] == comparison and r["round"] == number for r in self.record["rounds"]
+        )
+
     def job_dir(self, job: Job) -> Path:
         d = self.path / job.column.label / f"r{job.repeat}"
         (d / "steps").mkdir(parents=True, exist_ok=True)
@@ -114,10 +171,11 @@ class RunWriter:
             cache["failed"] = failure
         self._save()
 
-    def add_failure(self, where: str, error: BaseException) -> None:
-        self.record["failures"].append(
-            {"where": where, "type": type(error).__name__, "message": str(error)}
-        )
+    def add_failure(self, where: str, error: BaseException, trace: str | None = None) -> None:
+        failure = {"where": where, "type": type(error).__name__, "message": str(error)}
+        if trace:
+            failure["traceback"] = trace
+        self.record["failures"].append(failure)
         self._save()
 
     def write_step(
@@ -162,6 +220,7 @@ class RunData:
     path: Path
     record: dict[str, Any]
     steps: dict[str, list[dict[str, Any]]]  # job name -> step results
+    damaged: list[str] = field(default_factory=list)  # step files that could not be read
 
     @property
     def labels(self) -> list[str]:
@@ -183,11 +242,17 @@ class RunData:
             "columns": [c for c in self.record["columns"] if c["label"] in labels],
         }
         steps = {j: rs for j, rs in self.steps.items() if j.rpartition("/r")[0] in labels}
-        return RunData(self.path, record, steps)
+        return RunData(self.path, record, steps, self.damaged)
+
+
+class Damaged(StoreError):
+    """A result file that is not what any dbregress wrote: truncated, not JSON, edited."""
 
 
 def _check_version(path: Path, value: dict[str, Any]) -> None:
     version = value.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise Damaged(f"{path} has no results schema version; it was not written by dbregress")
     if version != SCHEMA_VERSION:
         raise StoreError(
             f"{path} has results schema version {version}; this dbregress reads version "
@@ -200,10 +265,10 @@ def _read_json(path: Path) -> dict[str, Any]:
         value = json.loads(path.read_text())
     except OSError as e:
         raise StoreError(f"cannot read {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise StoreError(f"{path} is not valid JSON ({e}); was it edited by hand?") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise Damaged(f"{path} is not valid JSON ({e}); truncated, or edited by hand?") from e
     if not isinstance(value, dict):
-        raise StoreError(f"{path} does not hold a JSON object")
+        raise Damaged(f"{path} does not hold a JSON object")
     _check_version(path, value)
     return value
 
@@ -222,13 +287,19 @@ def resolve_run(arg: str, root: Path) -> Path:
 
 
 def read_run(path: Path) -> RunData:
+    """run.json and every step result of the run. A damaged step file is named in
+    `damaged` and left out; a file of another schema version is an error."""
     record = _read_json(path / "run.json")
     steps: dict[str, list[dict[str, Any]]] = {}
+    damaged: list[str] = []
     for job in record["jobs"]:
         files = sorted((path / job / "steps").glob("*.json"))
-        steps[job] = [
-            _read_json(f)
-            for f in files
-            if f.name[:2].isdigit() and not f.name.endswith(".spec.json")
-        ]
-    return RunData(path, record, steps)
+        steps[job] = []
+        for f in files:
+            if not f.name[:2].isdigit() or f.name.endswith(".spec.json"):
+                continue
+            try:
+                steps[job].append(_read_json(f))
+            except Damaged as e:
+                damaged.append(str(e))
+    return RunData(path, record, steps, damaged)
