@@ -3,6 +3,7 @@
 
 mod control;
 mod driver;
+mod fault;
 mod insert_spec;
 mod kvspec;
 mod micro_spec;
@@ -34,7 +35,11 @@ Arguments:
 
 Options:
   -h, --help     print this help
-  -V, --version  print the version";
+  -V, --version  print the version
+
+Environment:
+  DBREGRESS_LOADGEN_FAULT  for tests: panic:client=<i>:after_ops=<n> makes client i
+                           panic once it has completed n timed operations";
 
 fn main() {
     if let Err(e) = run() {
@@ -65,6 +70,8 @@ fn run() -> Result<()> {
         [path] => path.clone(),
         _ => bail!("expected exactly one argument, the step spec path or -\n\n{USAGE}"),
     };
+    // Read once, here: workers only look at what it parsed to.
+    let fault = fault::Fault::from_env()?;
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal ends the process at once, should the step not stop.
@@ -87,5 +94,5 @@ fn run() -> Result<()> {
     if spec.handshake && path == "-" {
         bail!("invalid step spec: handshake needs the spec in a file, since go and check come on stdin");
     }
-    runner::run(spec, interrupted, launched)
+    runner::run(spec, interrupted, launched, fault)
 }

@@ -1,18 +1,20 @@
 //! Runs one step: one thread per client, a start gate once every client is set up, a
 //! check gate once every client's timed part has ended, and one reporter (this thread,
-//! reporter.rs) in between. The first fatal error from any thread, or a signal, ends
-//! the step at once.
+//! reporter.rs) in between. The first fatal error from any thread, a panic in any
+//! client thread, or a signal, ends the step at once.
 
 use crate::control::Control;
 pub use crate::control::{Interrupted, POLL};
 use crate::driver::kv::EngineSnapshot;
 use crate::driver::{self, Conn, DbResult, Driver};
+use crate::fault::Fault;
 use crate::output::{self, ErrorLimiter, Event};
 use crate::reporter::{Msg, Reporter};
 use crate::spec::{StepSpec, Workload};
 use crate::stats::{OpKind, Recorder, Stats};
 use crate::workload;
 use anyhow::{anyhow, Result};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Condvar, Mutex};
@@ -32,6 +34,41 @@ impl std::fmt::Display for OpFailed {
 }
 
 impl std::error::Error for OpFailed {}
+
+/// A client thread panicked: a bug, or an injected fault (fault.rs).
+#[derive(Debug)]
+pub struct ThreadPanicked {
+    pub thread: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ThreadPanicked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "client thread {} panicked: {}",
+            self.thread, self.message
+        )
+    }
+}
+
+impl std::error::Error for ThreadPanicked {}
+
+impl ThreadPanicked {
+    /// The current thread's panic, from the payload `catch_unwind` gave.
+    fn here(payload: &(dyn std::any::Any + Send)) -> ThreadPanicked {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(a panic without a message)".into());
+        let thread = std::thread::current()
+            .name()
+            .unwrap_or("(unnamed)")
+            .to_string();
+        ThreadPanicked { thread, message }
+    }
+}
 
 /// A point every client waits at until the reporter opens it with a value.
 pub struct Gate<T> {
@@ -76,6 +113,8 @@ pub struct StepContext {
     /// Opens when the end-of-step checks may run.
     pub checks: Gate<()>,
     pub(crate) tx: Sender<Msg>,
+    /// DBREGRESS_LOADGEN_FAULT, parsed at start.
+    fault: Option<Fault>,
 }
 
 impl StepContext {
@@ -115,16 +154,34 @@ impl StepContext {
 
     /// Report a thread's fatal error at once rather than when its client finishes.
     pub fn guard<T>(&self, r: Result<T>) -> Result<T> {
-        r.map_err(|e| {
-            self.stop.store(true, Relaxed);
-            let _ = self.tx.send(Msg::Fatal(e));
-            anyhow!("reported by another thread")
-        })
+        r.map_err(|e| self.fail(e))
     }
 
-    /// A thread's recorder and timer; `start` is the step's common start.
-    pub fn worker(&self, start: Instant) -> Worker<'_> {
+    /// Stop every thread and hand the reporter `e`, the step's end; what the caller
+    /// returns instead.
+    fn fail(&self, e: anyhow::Error) -> anyhow::Error {
+        // Sent before the stop, so it reaches the reporter before what any thread
+        // stopped by it might say.
+        let _ = self.tx.send(Msg::Fatal(e));
+        self.stop.store(true, Relaxed);
+        anyhow!("reported by another thread")
+    }
+
+    /// Run `f`, a client thread's body; a panic in it is reported as the step's fatal
+    /// error at once, naming this thread, and every other thread stops.
+    pub fn catch_panics<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        catch_unwind(AssertUnwindSafe(f))
+            .unwrap_or_else(|payload| Err(self.fail(ThreadPanicked::here(&*payload).into())))
+    }
+
+    /// Client `client`'s recorder and timer for one of its threads; `start` is the
+    /// step's common start.
+    pub fn worker(&self, client: u32, start: Instant) -> Worker<'_> {
         let warmup = self.spec.warmup();
+        let fault = Fault::of_client(self.fault.as_ref(), client);
+        if let Some(f) = fault {
+            f.begin();
+        }
         Worker {
             ctx: self,
             rec: self.stats.recorder(),
@@ -132,6 +189,7 @@ impl StepContext {
             measure_from: start + warmup,
             measuring: warmup.is_zero(),
             slowdown: self.spec.inject_slowdown,
+            fault,
         }
     }
 
@@ -155,6 +213,8 @@ pub struct Worker<'a> {
     measuring: bool,
     /// inject_slowdown: the busy-wait after each call, as a fraction of the call.
     slowdown: f64,
+    /// DBREGRESS_LOADGEN_FAULT, when it names this worker's client.
+    fault: Option<&'a Fault>,
 }
 
 impl Worker<'_> {
@@ -200,6 +260,9 @@ impl Worker<'_> {
                 .into())
             }
         };
+        if let Some(f) = self.fault {
+            f.op_done();
+        }
         Ok((rows, self.slow_down(began, done)))
     }
 
@@ -232,8 +295,17 @@ impl Worker<'_> {
 }
 
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
-/// `launched` is when the process started, for the setup phase.
-pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>, launched: Instant) -> Result<()> {
+/// `launched` is when the process started, for the setup phase; `fault` is what
+/// DBREGRESS_LOADGEN_FAULT asks for.
+pub fn run(
+    spec: StepSpec,
+    interrupted: Arc<AtomicBool>,
+    launched: Instant,
+    fault: Option<Fault>,
+) -> Result<()> {
+    if let Some(f) = &fault {
+        f.check_clients(spec.clients)?;
+    }
     let plan = workload::plan(&spec);
     let driver = driver::open(&spec)?;
     output::emit(&Event::Start {
@@ -256,19 +328,21 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>, launched: Instant) -> R
         start: Gate::new(),
         checks: Gate::new(),
         tx,
+        fault,
     });
     let mut threads = Vec::new();
     for client in 1..=ctx.spec.clients {
         let ctx = ctx.clone();
         let t = std::thread::Builder::new()
             .name(format!("client{client}"))
-            .spawn(move || {
-                let r = workload::run_client(&ctx, client);
-                let _ = ctx.tx.send(match r {
-                    Ok(outcome) => Msg::Done(client, Box::new(outcome)),
-                    Err(e) => Msg::Fatal(e),
-                });
-            })?;
+            .spawn(
+                move || match ctx.catch_panics(|| workload::run_client(&ctx, client)) {
+                    Ok(outcome) => {
+                        let _ = ctx.tx.send(Msg::Done(client, Box::new(outcome)));
+                    }
+                    Err(e) => drop(ctx.fail(e)),
+                },
+            )?;
         threads.push(t);
     }
     let (reported, control) = Reporter::new(&ctx, rx, &interrupted, launched).run(&plan)?;
@@ -284,7 +358,7 @@ pub fn run(spec: StepSpec, interrupted: Arc<AtomicBool>, launched: Instant) -> R
         drop(o.conns);
     }
     // Every client has finished: the last reference to an embedded engine goes here,
-    // which closes it cleanly.
+    // which closes it cleanly. A client thread's panic was caught and reported.
     for t in threads {
         let _ = t.join();
     }

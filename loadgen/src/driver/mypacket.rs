@@ -1,5 +1,7 @@
 //! Encoding and decoding of MySQL protocol packets for `mywire`: length-encoded
-//! integers, OK/ERR packets, binary statement parameters, text rows.
+//! integers, the greeting, OK/ERR packets, binary statement parameters, text rows.
+//! Decoding never panics: a malformed packet is an error naming what was wrong
+//! (property tests in `mywire/props.rs`).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -24,6 +26,80 @@ impl MyError {
 }
 
 pub type MyResult<T> = Result<T, MyError>;
+
+/// A packet's length and first bytes, for an error about it.
+pub fn excerpt(p: &[u8]) -> String {
+    let shown: Vec<String> = p.iter().take(16).map(|b| format!("{b:02x}")).collect();
+    let more = if p.len() > 16 { " ..." } else { "" };
+    format!("{} bytes: {}{more}", p.len(), shown.join(" "))
+}
+
+fn malformed(what: &str, p: &[u8]) -> MyError {
+    MyError::client(format!("malformed {what} from the server ({})", excerpt(p)))
+}
+
+/// What the loadgen needs of the server's greeting (protocol 10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Greeting {
+    pub server_version: String,
+    pub caps: u32,
+    /// The auth plugin it names; empty when it names none.
+    pub plugin: String,
+}
+
+pub fn parse_greeting(g: &[u8]) -> MyResult<Greeting> {
+    match g.first() {
+        Some(0xff) => return Err(parse_err(g)),
+        Some(10) => {}
+        _ => return Err(MyError::client("not a MySQL protocol 10 server")),
+    }
+    let body = g.get(1..).unwrap_or_default();
+    let Some(nul) = body.iter().position(|&b| b == 0) else {
+        return Err(malformed("greeting (no end to the server version)", g));
+    };
+    let (version, rest) = body.split_at(nul);
+    let rest = rest.get(1..).unwrap_or_default();
+    // connection id (4), scramble part 1 (8), filler (1), caps low (2), charset (1),
+    // status (2), caps high (2), scramble length (1), reserved (10), scramble part 2.
+    let Some(&[lo0, lo1]) = rest.get(13..15) else {
+        return Err(malformed(
+            "greeting (too short for its capability flags)",
+            g,
+        ));
+    };
+    let low = u16::from_le_bytes([lo0, lo1]) as u32;
+    let high = match rest.get(18..20) {
+        Some(&[h0, h1]) => u16::from_le_bytes([h0, h1]) as u32,
+        _ => 0,
+    };
+    // The plugin name follows the scramble's second part, max(13, length - 8) bytes.
+    let part2 = rest
+        .get(20)
+        .map_or(13, |&n| (n as usize).saturating_sub(8).max(13));
+    let plugin = rest
+        .get(31 + part2..)
+        .and_then(|t| t.get(..t.iter().position(|&b| b == 0)?))
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .unwrap_or_default();
+    Ok(Greeting {
+        server_version: String::from_utf8_lossy(version).into_owned(),
+        caps: low | (high << 16),
+        plugin,
+    })
+}
+
+/// Statement id, column count and parameter count of a COM_STMT_PREPARE OK packet.
+pub fn parse_prepare_ok(p: &[u8]) -> MyResult<(u32, u16, u16)> {
+    match p {
+        [0x00, i0, i1, i2, i3, c0, c1, n0, n1, _, _, _, ..] => Ok((
+            u32::from_le_bytes([*i0, *i1, *i2, *i3]),
+            u16::from_le_bytes([*c0, *c1]),
+            u16::from_le_bytes([*n0, *n1]),
+        )),
+        [0xff, ..] => Err(parse_err(p)),
+        _ => Err(malformed("answer to a prepare", p)),
+    }
+}
 
 /// What a statement did: rows returned (result set) or affected (OK packet).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -96,28 +172,32 @@ pub fn lenenc(buf: &mut Vec<u8>, v: u64) {
     }
 }
 
-/// A length-encoded integer at the start of `b`, and the bytes it took.
-pub fn read_lenenc(b: &[u8]) -> (u64, usize) {
+/// A length-encoded integer at the start of `b`, and the bytes it took; None when `b`
+/// is empty, truncated, or starts with a byte no integer starts with (0xfb, 0xff).
+pub fn read_lenenc(b: &[u8]) -> Option<(u64, usize)> {
+    let (&first, rest) = b.split_first()?;
     let le = |n: usize| {
         let mut x = [0u8; 8];
-        let n = n.min(b.len().saturating_sub(1));
-        x[..n].copy_from_slice(&b[1..1 + n]);
-        u64::from_le_bytes(x)
+        x[..n].copy_from_slice(rest.get(..n)?);
+        Some(u64::from_le_bytes(x))
     };
-    match b.first() {
-        Some(&v @ 0..=250) => (v as u64, 1),
-        Some(0xfc) => (le(2), 3),
-        Some(0xfd) => (le(3), 4),
-        Some(0xfe) => (le(8), 9),
-        _ => (0, 1),
+    match first {
+        0..=250 => Some((first as u64, 1)),
+        0xfc => Some((le(2)?, 3)),
+        0xfd => Some((le(3)?, 4)),
+        0xfe => Some((le(8)?, 9)),
+        _ => None,
     }
 }
 
+/// The error an ERR packet carries; a malformed one is an error of its own.
 pub fn parse_err(p: &[u8]) -> MyError {
-    let code = u16::from_le_bytes([p[1], p[2]]);
-    let rest = &p[3..];
-    let (state, msg) = match rest.first() {
-        Some(b'#') if rest.len() >= 6 => (&rest[1..6], &rest[6..]),
+    let Some((&[_, c0, c1], rest)) = p.split_first_chunk::<3>() else {
+        return malformed("ERR packet", p);
+    };
+    let code = u16::from_le_bytes([c0, c1]);
+    let (state, msg) = match rest.split_first() {
+        Some((b'#', tail)) if tail.len() >= 5 => tail.split_at(5),
         _ => (&b"HY000"[..], rest),
     };
     MyError {
@@ -130,35 +210,57 @@ pub fn parse_err(p: &[u8]) -> MyError {
     }
 }
 
-/// Affected rows, last insert id and status of an OK packet.
-pub fn parse_ok(p: &[u8]) -> (Outcome, u16) {
-    let (rows, a) = read_lenenc(&p[1..]);
-    let (id, b) = read_lenenc(&p[1 + a..]);
-    let at = 1 + a + b;
-    let status = p
-        .get(at..at + 2)
-        .map_or(0, |s| u16::from_le_bytes([s[0], s[1]]));
-    let outcome = Outcome {
-        rows,
-        last_insert_id: id,
+/// Affected rows, last insert id and status of an OK packet (or of the EOF packet
+/// that ends a result set under CLIENT_DEPRECATE_EOF). A missing status is 0.
+pub fn parse_ok(p: &[u8]) -> MyResult<(Outcome, u16)> {
+    let fields = || {
+        let body = p.get(1..)?;
+        let (rows, a) = read_lenenc(body)?;
+        let body = body.get(a..)?;
+        let (id, b) = read_lenenc(body)?;
+        let status = match body.get(b..b + 2) {
+            Some(&[s0, s1]) => u16::from_le_bytes([s0, s1]),
+            _ => 0,
+        };
+        let outcome = Outcome {
+            rows,
+            last_insert_id: id,
+        };
+        Some((outcome, status))
     };
-    (outcome, status)
+    fields().ok_or_else(|| malformed("OK packet", p))
 }
 
-pub fn parse_text_row(mut p: &[u8], columns: usize) -> Vec<Option<String>> {
-    (0..columns)
-        .map(|_| {
-            if p.first() == Some(&0xfb) {
-                p = &p[1..];
-                return None;
-            }
-            let (len, n) = read_lenenc(p);
-            let end = (n + len as usize).min(p.len());
-            let v = String::from_utf8_lossy(&p[n..end]).into_owned();
-            p = &p[end..];
-            Some(v)
-        })
-        .collect()
+/// The column count at the start of a result set.
+pub fn parse_column_count(p: &[u8]) -> MyResult<u64> {
+    match read_lenenc(p) {
+        Some((n, _)) if n > 0 => Ok(n),
+        _ => Err(malformed("result set header", p)),
+    }
+}
+
+/// The `columns` values of a text-protocol row, NULL as None.
+pub fn parse_text_row(row: &[u8], columns: usize) -> MyResult<Vec<Option<String>>> {
+    let mut p = row;
+    // Every column takes at least one byte.
+    let mut out = Vec::with_capacity(columns.min(p.len()));
+    for _ in 0..columns {
+        if let Some((0xfb, rest)) = p.split_first() {
+            p = rest;
+            out.push(None);
+            continue;
+        }
+        let value = read_lenenc(p).and_then(|(len, n)| {
+            let len = usize::try_from(len).ok()?;
+            p.get(n..)?.split_at_checked(len)
+        });
+        let Some((v, rest)) = value else {
+            return Err(malformed(&format!("row of {columns} columns"), row));
+        };
+        out.push(Some(String::from_utf8_lossy(v).into_owned()));
+        p = rest;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -182,13 +284,13 @@ mod tests {
         ] {
             let mut b = Vec::new();
             lenenc(&mut b, v);
-            assert_eq!(read_lenenc(&b), (v, b.len()), "{v}");
+            assert_eq!(read_lenenc(&b), Some((v, b.len())), "{v}");
         }
     }
 
     #[test]
     fn ok_and_err_packets_parse() {
-        let (o, status) = parse_ok(&[0, 5, 0xfc, 0x10, 0x27, 8, 0, 0, 0]);
+        let (o, status) = parse_ok(&[0, 5, 0xfc, 0x10, 0x27, 8, 0, 0, 0]).unwrap();
         assert_eq!(o.rows, 5);
         assert_eq!(o.last_insert_id, 10_000);
         assert_eq!(status, SERVER_MORE_RESULTS_EXISTS);
@@ -211,7 +313,47 @@ mod tests {
 
     #[test]
     fn text_rows_parse_with_nulls() {
-        let row = parse_text_row(b"\x03123\xfb\x00", 3);
+        let row = parse_text_row(b"\x03123\xfb\x00", 3).unwrap();
         assert_eq!(row, vec![Some("123".into()), None, Some(String::new())]);
+    }
+
+    #[test]
+    fn malformed_packets_say_what_was_wrong() {
+        assert_eq!(read_lenenc(&[0xfc, 1]), None);
+        assert_eq!(read_lenenc(&[0xfb]), None);
+        assert_eq!(read_lenenc(&[]), None);
+        let e = parse_ok(&[0, 0xfd, 1]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "malformed OK packet from the server (3 bytes: 00 fd 01)"
+        );
+        let e = parse_err(&[0xff, 0x26]);
+        assert_eq!(e.code, None);
+        assert_eq!(
+            e.message,
+            "malformed ERR packet from the server (2 bytes: ff 26)"
+        );
+        let e = parse_text_row(b"\x05ab", 1).unwrap_err();
+        assert_eq!(
+            e.message,
+            "malformed row of 1 columns from the server (3 bytes: 05 61 62)"
+        );
+        assert!(parse_text_row(b"\x00", 2).is_err());
+        let e = parse_greeting(b"\x0a8.0.36").unwrap_err();
+        assert!(
+            e.message.contains("no end to the server version"),
+            "{}",
+            e.message
+        );
+        let e = parse_greeting(b"\x0a8.0.36\x00\x01\x02").unwrap_err();
+        assert!(e.message.contains("capability flags"), "{}", e.message);
+        let e = parse_prepare_ok(&[0, 1, 0, 0, 0]).unwrap_err();
+        assert!(
+            e.message.starts_with("malformed answer to a prepare"),
+            "{}",
+            e.message
+        );
+        assert!(parse_column_count(&[0]).is_err());
+        assert!(parse_column_count(&[]).is_err());
     }
 }

@@ -188,10 +188,11 @@ impl MyConn {
     /// Make InnoDB write its dirty pages now: the flush target goes to 0 until the
     /// count settles, then back to what it was.
     fn flush_innodb(&mut self, timeout: Duration) -> DbResult<()> {
-        let old = self.query_ints(
+        let [pct, lwm] = sql::QueryInts::query_n(
+            self,
             "SELECT @@global.innodb_max_dirty_pages_pct, @@global.innodb_max_dirty_pages_pct_lwm",
         )?;
-        let (pct, lwm) = (old[0].unwrap_or(90), old[1].unwrap_or(0));
+        let (pct, lwm) = (pct.unwrap_or(90), lwm.unwrap_or(0));
         self.batch("SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0")?;
         self.batch("SET GLOBAL innodb_max_dirty_pages_pct = 0")?;
         let waited = self.wait_for_clean_pages(timeout);
@@ -280,7 +281,17 @@ impl Conn for MyConn {
         });
         let o = r.map_err(classify)?;
         // The OK packet carries the first id of a multi-row insert; they are consecutive.
-        let last_id = (want_last_id && o.rows > 0).then(|| (o.last_insert_id + o.rows - 1) as i64);
+        let last_id =
+            match (want_last_id && o.rows > 0).then(|| o.last_insert_id.checked_add(o.rows - 1)) {
+                Some(Some(id)) => Some(id as i64),
+                Some(None) => {
+                    return Err(DbError::fatal(format!(
+                        "the server reported {} rows inserted from id {}, past the largest id",
+                        o.rows, o.last_insert_id
+                    )))
+                }
+                None => None,
+            };
         Ok(Inserted {
             rows: o.rows,
             last_id,
@@ -324,15 +335,7 @@ impl Conn for MyConn {
              AND a.transactionid < (SELECT MAX(transactionid) FROM {table}) ORDER BY 1"
         );
         let rows = self.client.query_rows(&sql).map_err(classify)?;
-        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
-        rows.iter()
-            .map(|r| match (int(&r[0]), int(&r[1])) {
-                (Some(lo), Some(hi)) => Ok((lo, hi)),
-                _ => Err(DbError::fatal(format!(
-                    "unexpected row from the id gap query: {r:?}"
-                ))),
-            })
-            .collect()
+        sql::gaps(&rows)
     }
 
     fn cleanup_table(&mut self, table: &str, _timeout: Duration) -> DbResult<()> {

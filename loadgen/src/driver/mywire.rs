@@ -9,13 +9,20 @@
 //! all under skip-grant-tables), COM_QUERY for DDL and counts, and prepared
 //! statements (COM_STMT_PREPARE/EXECUTE) with binary parameters. CLIENT_DEPRECATE_EOF
 //! is used when the server offers it.
+//!
+//! Nothing the server sends can make this client panic: a malformed, truncated or
+//! hostile reply is an error saying what was wrong with it (property tests in
+//! `mywire/props.rs`).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
 
-use super::mypacket::{parse_err, parse_ok, parse_text_row, read_lenenc};
+use super::mypacket::{
+    excerpt, parse_column_count, parse_err, parse_greeting, parse_ok, parse_prepare_ok,
+    parse_text_row,
+};
 pub use super::mypacket::{MyError, MyResult, Outcome, Params};
 
 const CLIENT_LONG_PASSWORD: u32 = 1;
@@ -80,8 +87,14 @@ pub struct MyClient {
 impl MyClient {
     /// Connect to the socket and log in as `user` with an empty password.
     pub fn connect(socket: &Path, user: &str, timeout: Duration) -> MyResult<MyClient> {
+        let stream =
+            UnixStream::connect(socket).map_err(|e| MyError::client(format!("connect: {e}")))?;
+        MyClient::start(stream, user, timeout)
+    }
+
+    /// Log in on a connected stream, each read waiting at most `timeout`.
+    fn start(stream: UnixStream, user: &str, timeout: Duration) -> MyResult<MyClient> {
         let io = |e: std::io::Error| MyError::client(format!("connect: {e}"));
-        let stream = UnixStream::connect(socket).map_err(io)?;
         stream.set_read_timeout(Some(timeout)).map_err(io)?;
         let mut c = MyClient {
             stream,
@@ -103,36 +116,13 @@ impl MyClient {
     }
 
     fn handshake(&mut self, user: &str) -> MyResult<()> {
-        let greeting = self.read_packet()?.to_vec();
-        if greeting.first() == Some(&0xff) {
-            return Err(parse_err(&greeting));
-        }
-        if greeting.first() != Some(&10) {
-            return Err(MyError::client("not a MySQL protocol 10 server"));
-        }
-        let nul = greeting[1..].iter().position(|&b| b == 0).unwrap_or(0);
-        self.server_version = String::from_utf8_lossy(&greeting[1..1 + nul]).into_owned();
-        let rest = &greeting[2 + nul..];
-        // connection id (4), scramble part 1 (8), filler (1), caps low (2), charset (1),
-        // status (2), caps high (2), scramble length (1), reserved (10), scramble part 2.
-        let low = u16::from_le_bytes([rest[13], rest[14]]) as u32;
-        let high = rest
-            .get(18..20)
-            .map_or(0, |h| u16::from_le_bytes([h[0], h[1]]) as u32);
-        let server_caps = low | (high << 16);
-        if server_caps & CLIENT_PROTOCOL_41 == 0 {
+        let greeting = parse_greeting(self.read_packet()?)?;
+        self.server_version = greeting.server_version;
+        if greeting.caps & CLIENT_PROTOCOL_41 == 0 {
             return Err(MyError::client("the server lacks protocol 4.1"));
         }
-        self.caps = WANTED & server_caps;
-        // The plugin name follows the scramble's second part, max(13, length - 8) bytes.
-        let part2 = rest
-            .get(20)
-            .map_or(13, |&n| (n as usize).saturating_sub(8).max(13));
-        let plugin = rest
-            .get(31 + part2..)
-            .and_then(|t| t.iter().position(|&b| b == 0).map(|n| &t[..n]))
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .unwrap_or_default();
+        self.caps = WANTED & greeting.caps;
+        let plugin = greeting.plugin;
         let mut p = Vec::new();
         p.extend_from_slice(&self.caps.to_le_bytes());
         p.extend_from_slice(&(MAX_PAYLOAD as u32).to_le_bytes());
@@ -163,7 +153,12 @@ impl MyClient {
                 // auth, where a unix socket may carry the password in clear.
                 Some(0x01) if p.get(1) == Some(&3) => {}
                 Some(0x01) if p.get(1) == Some(&4) => self.write_packet(&[0])?,
-                _ => return Err(MyError::client("unexpected packet during login")),
+                _ => {
+                    return Err(MyError::client(format!(
+                        "unexpected packet during login ({})",
+                        excerpt(p)
+                    )))
+                }
             }
         }
     }
@@ -286,7 +281,7 @@ impl MyClient {
             let p = self.read_packet()?;
             let more = match p.first() {
                 Some(0x00) => {
-                    let (o, status) = parse_ok(p);
+                    let (o, status) = parse_ok(p)?;
                     total.rows += o.rows;
                     total.last_insert_id = o.last_insert_id;
                     status & SERVER_MORE_RESULTS_EXISTS != 0
@@ -297,7 +292,7 @@ impl MyClient {
                 }
                 Some(0xfb) => return Err(MyError::client("LOCAL INFILE is not supported")),
                 _ => {
-                    let (columns, _) = read_lenenc(p);
+                    let columns = parse_column_count(p)?;
                     let (rows, status) = self.read_result_set(columns)?;
                     total.rows += rows;
                     status & SERVER_MORE_RESULTS_EXISTS != 0
@@ -324,9 +319,12 @@ impl MyClient {
             match p.first() {
                 Some(0xfe) if p.len() < MAX_PAYLOAD => {
                     let status = if deprecate_eof {
-                        parse_ok(p).1
+                        parse_ok(p)?.1
                     } else {
-                        p.get(3..5).map_or(0, |s| u16::from_le_bytes([s[0], s[1]]))
+                        match p.get(3..5) {
+                            Some(&[s0, s1]) => u16::from_le_bytes([s0, s1]),
+                            _ => 0,
+                        }
                     };
                     return Ok((rows, status));
                 }
@@ -355,7 +353,7 @@ impl MyClient {
             Some(0xff) => return Err(parse_err(p)),
             _ => {}
         }
-        let (columns, _) = read_lenenc(p);
+        let columns = parse_column_count(p)?;
         for _ in 0..columns {
             self.read_packet()?;
         }
@@ -368,7 +366,7 @@ impl MyClient {
             match p.first() {
                 Some(0xfe) if p.len() < MAX_PAYLOAD => return Ok(rows),
                 Some(0xff) => return Err(parse_err(p)),
-                _ => rows.push(parse_text_row(p, columns as usize)),
+                _ => rows.push(parse_text_row(p, columns.try_into().unwrap_or(usize::MAX))?),
             }
         }
     }
@@ -384,15 +382,7 @@ impl MyClient {
         self.begin_command(COM_STMT_PREPARE);
         self.wbuf.extend_from_slice(sql.as_bytes());
         self.send_command()?;
-        let p = self.read_packet()?;
-        match p.first() {
-            Some(0x00) if p.len() >= 12 => {}
-            Some(0xff) => return Err(parse_err(p)),
-            _ => return Err(MyError::client("unexpected answer to a prepare")),
-        }
-        let id = u32::from_le_bytes([p[1], p[2], p[3], p[4]]);
-        let columns = u16::from_le_bytes([p[5], p[6]]);
-        let params = u16::from_le_bytes([p[7], p[8]]);
+        let (id, columns, params) = parse_prepare_ok(self.read_packet()?)?;
         for n in [params, columns] {
             if n > 0 {
                 for _ in 0..n {
@@ -439,3 +429,6 @@ impl Drop for MyClient {
         let _ = self.send_command();
     }
 }
+
+#[cfg(test)]
+mod props;

@@ -299,15 +299,7 @@ impl Conn for PgConn {
              WHERE transactionid - prev > 1 ORDER BY 1"
         );
         let rows = self.client.simple_query(&sql).map_err(classify)?;
-        let int = |v: &Option<String>| v.as_deref().and_then(|s| s.parse::<i64>().ok());
-        rows.iter()
-            .map(|r| match (int(&r[0]), int(&r[1])) {
-                (Some(lo), Some(hi)) => Ok((lo, hi)),
-                _ => Err(DbError::fatal(format!(
-                    "unexpected row from the id gap query: {r:?}"
-                ))),
-            })
-            .collect()
+        sql::gaps(&rows)
     }
 
     fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()> {

@@ -127,7 +127,7 @@ impl Client<'_> {
         let mut conn = self.ctx.connect()?;
         setup("create table", &self.table, conn.create_table(&self.table))?;
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let rows = self.ctx.spec.insert.rows.unwrap_or(0);
         let mut gen = RowGen::new(self.rng(0));
         let inserter = Inserter {
@@ -156,7 +156,7 @@ impl Client<'_> {
         let mut conn = self.ctx.connect()?;
         let rows = self.rows_before(conn.as_mut())?;
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let table = &self.table;
         w.call(OpKind::CreateIndex, start, || {
             conn.create_indexes(table).map(|_| rows)
@@ -168,7 +168,7 @@ impl Client<'_> {
     fn cleanup(&self) -> Result<ClientOutcome> {
         let mut conn = self.ctx.connect()?;
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let timeout = self.ctx.spec.cleanup_timeout();
         let table = &self.table;
         w.call(OpKind::Cleanup, start, || {
@@ -193,9 +193,9 @@ impl Client<'_> {
         let start = self.start()?;
         let progress = Progress::default();
         let mut gen = RowGen::new(self.rng(0));
-        let (ctx, table) = (self.ctx, self.table.as_str());
+        let (ctx, table, client) = (self.ctx, self.table.as_str(), self.client);
         let ((inserted, h1), (deleted, h2)) = std::thread::scope(|s| {
-            let ins = spawn_role(s, ctx, start, |w| {
+            let ins = spawn_role(s, ctx, (client, "insert"), start, |w| {
                 let inserter = Inserter { table, batch };
                 let stop = Stop::Units(rows);
                 inserter.run(
@@ -207,10 +207,10 @@ impl Client<'_> {
                     None,
                     Some(&progress),
                 )
-            });
-            let del = spawn_role(s, ctx, start, |w| {
+            })?;
+            let del = spawn_role(s, ctx, (client, "delete"), start, |w| {
                 delete_behind(w, dc.as_mut(), table, batch, rows, &progress)
-            });
+            })?;
             Ok::<_, anyhow::Error>((join(ins)?, join(del)?))
         })?;
         let end = Instant::now();
@@ -243,13 +243,14 @@ impl Client<'_> {
         let start = self.start()?;
         let stop = Stop::Deadline(spec.deadline(start, spec.duration()));
         let (ctx, table, live) = (self.ctx, self.table.as_str(), live.as_ref());
+        let client = self.client;
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {
-            let q = spawn_role(s, ctx, start, |w| {
+            let q = spawn_role(s, ctx, (client, "query"), start, |w| {
                 query_loop(w, qc.as_mut(), table, &mut qrng, stop, live)
-            });
+            })?;
             let (mut inserted, mut deleted, mut hists) = (0, 0, vec![]);
             if let [ic, dc] = &mut writers[..] {
-                let ins = spawn_role(s, ctx, start, |w| {
+                let ins = spawn_role(s, ctx, (client, "insert"), start, |w| {
                     let pacing = Pacing::rate(start, batch, rate);
                     Inserter { table, batch }.run(
                         w,
@@ -260,10 +261,10 @@ impl Client<'_> {
                         live,
                         None,
                     )
-                });
-                let del = spawn_role(s, ctx, start, |w| {
+                })?;
+                let del = spawn_role(s, ctx, (client, "delete"), start, |w| {
                     delete_paced(w, dc.as_mut(), table, batch, rate, stop, live)
-                });
+                })?;
                 let (i, h1) = join(ins)?;
                 let (d, h2) = join(del)?;
                 (inserted, deleted, hists) = (i, d, vec![h1, h2]);
@@ -285,19 +286,27 @@ impl Client<'_> {
     }
 }
 
-/// Run a role on its own scoped thread with its own recorder; a fatal error is
-/// reported to the runner at once.
+/// Run a role (client, name) on its own scoped thread, `client<n>-<name>`, with its own
+/// recorder; a fatal error or a panic is reported to the runner at once.
 pub(super) fn spawn_role<'scope, 'env, T: Send + 'scope>(
     s: &'scope Scope<'scope, 'env>,
     ctx: &'env StepContext,
+    (client, role): (u32, &str),
     start: Instant,
     f: impl FnOnce(&mut Worker<'env>) -> Result<T> + Send + 'scope,
-) -> ScopedJoinHandle<'scope, Result<(T, Histograms)>> {
-    s.spawn(move || {
-        let mut w = ctx.worker(start);
-        let r = ctx.guard(f(&mut w))?;
-        Ok((r, w.finish()))
-    })
+) -> Result<ScopedJoinHandle<'scope, Result<(T, Histograms)>>> {
+    let name = format!("client{client}-{role}");
+    let h = std::thread::Builder::new()
+        .name(name.clone())
+        .spawn_scoped(s, move || {
+            ctx.catch_panics(|| {
+                let mut w = ctx.worker(client, start);
+                let r = ctx.guard(f(&mut w))?;
+                Ok((r, w.finish()))
+            })
+        });
+    // Stop the roles already started, or the scope would wait for them to end.
+    ctx.guard(h.map_err(|e| anyhow!("cannot start thread {name}: {e}")))
 }
 
 pub(super) fn join<T>(h: ScopedJoinHandle<'_, Result<T>>) -> Result<T> {

@@ -133,7 +133,7 @@ impl Client<'_> {
         let mut conn = self.session()?;
         let mut values = Values::new(spec.kv.value_size, &mut self.rng(2));
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let mut writer = Writer {
             conn: conn.as_mut(),
             key: Key::new(spec.kv.key_size),
@@ -229,7 +229,7 @@ impl Client<'_> {
         let entry = spec.kv.entry_bytes() as u64;
         let bytes_per_s = spec.kv.writer_bytes_per_s().round() as u64;
         std::thread::scope(|s| {
-            let h = spawn_role(s, self.ctx, start, |ww| {
+            let h = spawn_role(s, self.ctx, (self.client, "writer"), start, |ww| {
                 let mut writer = Writer {
                     conn: wconn.as_mut(),
                     key: Key::new(key_size),
@@ -238,7 +238,7 @@ impl Client<'_> {
                 };
                 let pacing = Pacing::rate(start, entry, bytes_per_s);
                 writer.run(ww, Some(spec.kv.keys()), pacing, stop)
-            });
+            })?;
             let rows = reader.run(w, conn, &mut Key::new(key_size), self.rng(1), stop);
             let rows = self.ctx.guard(rows)?;
             let (_, hw) = join(h)?;

@@ -141,7 +141,7 @@ impl Client<'_> {
             )?;
         }
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let mut rng = self.rng(0);
         let mut batch: Vec<SbRow> = Vec::new();
         let mut inserted = 0;
@@ -188,7 +188,7 @@ impl Client<'_> {
     fn cleanup(&self) -> Result<ClientOutcome> {
         let mut conn = self.ctx.connect()?;
         let start = self.start()?;
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let timeout = self.ctx.spec.cleanup_timeout();
         for n in self.own_tables() {
             let name = table_name(n);
@@ -252,7 +252,7 @@ impl Client<'_> {
         let kind = micro_ops::op_kind(step);
         let want = micro_ops::expected_rows(step).filter(|_| survey.intact);
         let deadline = spec.deadline(start, ms.duration());
-        let mut w = self.ctx.worker(start);
+        let mut w = self.ctx.worker(self.client, start);
         let (mut expected, mut found) = (0, 0);
         let mut now = Instant::now();
         while now < deadline && !w.stopped() {

@@ -62,8 +62,17 @@ impl Run {
 
 /// Run the loadgen on a spec given on stdin; every output line must match the schema.
 pub fn run(spec: &Value) -> Run {
-    let out = Command::cargo_bin("dbregress-loadgen")
-        .unwrap()
+    run_with_fault(spec, None)
+}
+
+/// `run` with DBREGRESS_LOADGEN_FAULT set to `fault` (unset when None).
+pub fn run_with_fault(spec: &Value, fault: Option<&str>) -> Run {
+    let mut cmd = Command::cargo_bin("dbregress-loadgen").unwrap();
+    cmd.env_remove("DBREGRESS_LOADGEN_FAULT");
+    if let Some(f) = fault {
+        cmd.env("DBREGRESS_LOADGEN_FAULT", f);
+    }
+    let out = cmd
         .arg("-")
         .write_stdin(spec.to_string())
         .timeout(std::time::Duration::from_secs(120))
