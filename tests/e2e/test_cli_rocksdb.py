@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dbregress.lab import KV_STEPS
+from dbregress.step import SLA_FRACTION
 from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,
@@ -53,7 +54,12 @@ def test_three_versions_every_step(tmp_path: Path, workdir: Path) -> None:
             assert r["q"]["value"] > 0 and r["client"] is None
             assert r["engine_stats"]["lsm_bytes"] > 0, (label, name)
         assert by_step["readrandom"]["checks"]["point_rows_found"] > 0
-        assert by_step["readwhilewriting"]["sla"]["ok"] is True
+        # the background writer ran, held to the lab's 2 MB/s of 20 + 400-byte entries;
+        # whether a shared host let it keep up is not asserted, only that `ok` says so
+        sla = by_step["readwhilewriting"]["sla"]
+        assert sla["op"] == "put" and sla["achieved_rows_per_s"] > 0
+        assert sla["target_rows_per_s"] == pytest.approx(2 * 2**20 / (20 + 400))
+        assert sla["ok"] == (sla["achieved_rows_per_s"] >= SLA_FRACTION * sla["target_rows_per_s"])
     assert "### Engine statistics" in (run / "report.md").read_text()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -189,14 +190,35 @@ def test_sigkill_is_detected_and_cleaned_up(build: Build, workroot: Path) -> Non
     _assert_gone(engine, pids)
 
 
-def test_stop_kills_a_server_that_ignores_shutdown(build: Build, workroot: Path) -> None:
+def _server_waits(monkeypatch: pytest.MonkeyPatch, pid: int) -> list[float | None]:
+    """From now on, the timeout of every wait for process `pid`, in order."""
+    waits: list[float | None] = []
+    real_wait = subprocess.Popen.wait
+
+    def wait(self: subprocess.Popen[bytes], timeout: float | None = None) -> int:
+        if self.pid == pid:
+            waits.append(timeout)
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    return waits
+
+
+def test_stop_kills_a_server_that_ignores_shutdown(
+    build: Build, workroot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = _engine(build, workroot, stop_timeout_s=0.5)
     engine.start()
     pids = tree_pids(engine.server_pid())
-    os.kill(engine.server_pid(), signal.SIGSTOP)  # a hung server never acts on SIGTERM
-    started = time.monotonic()
+    os.kill(engine.server_pid(), signal.SIGSTOP)  # stop() must wake it first
+    # stop() wakes the tree, then a woken server would act on SIGTERM at once: asking
+    # with SIGCONT instead makes it a server that ignores the request, every time
+    monkeypatch.setattr(engine, "STOP_SIGNAL", signal.SIGCONT)
+    waits = _server_waits(monkeypatch, engine.server_pid())
     engine.stop()
-    assert time.monotonic() - started < 10
+    # the shutdown is waited for stop_timeout_s, not longer; then the killed tree is
+    # reaped (a wait without a timeout)
+    assert waits == [engine.options.stop_timeout_s, None]
     _assert_gone(engine, pids)
 
 

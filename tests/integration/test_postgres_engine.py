@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -80,12 +81,25 @@ def _socket_inodes(pids: list[int]) -> set[str]:
     return inodes
 
 
+def _state(pid: int) -> str | None:
+    """The process's state letter, None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
 def _assert_gone(engine: PostgresEngine, pids: list[int]) -> None:
     assert processes_in(engine.data_dir) == []
-    for pid in pids:
-        state = Path(f"/proc/{pid}/stat")
-        if state.exists():  # a zombie waiting for init is not a running process
-            assert state.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    # Backends SIGKILLed by stop() may still be exiting (state R or D, their working
+    # directory already released) when it returns: they get a moment to finish dying.
+    # A zombie waiting for init is not a running process.
+    deadline = time.monotonic() + 10
+    while (alive := [p for p in pids if _state(p) not in (None, "Z")]) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert alive == [], {p: _state(p) for p in alive}
 
 
 def test_start_answer_stop(build: Build, workroot: Path) -> None:
@@ -176,14 +190,35 @@ def test_backend_crash_is_detected(build: Build, workroot: Path) -> None:
         engine.stop()
 
 
-def test_stop_kills_a_server_that_ignores_shutdown(build: Build, workroot: Path) -> None:
+def _server_waits(monkeypatch: pytest.MonkeyPatch, pid: int) -> list[float | None]:
+    """From now on, the timeout of every wait for process `pid`, in order."""
+    waits: list[float | None] = []
+    real_wait = subprocess.Popen.wait
+
+    def wait(self: subprocess.Popen[bytes], timeout: float | None = None) -> int:
+        if self.pid == pid:
+            waits.append(timeout)
+        return real_wait(self, timeout)
+
+    monkeypatch.setattr(subprocess.Popen, "wait", wait)
+    return waits
+
+
+def test_stop_kills_a_server_that_ignores_shutdown(
+    build: Build, workroot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = _engine(build, workroot, stop_timeout_s=0.5)
     engine.start()
     pids = tree_pids(engine.server_pid())
-    os.kill(engine.server_pid(), signal.SIGSTOP)  # a hung postmaster never acts on SIGINT
-    started = time.monotonic()
+    os.kill(engine.server_pid(), signal.SIGSTOP)  # stop() must wake it first
+    # stop() wakes the tree, then a woken server would act on SIGINT at once: asking
+    # with SIGCONT instead makes it a server that ignores the request, every time
+    monkeypatch.setattr(engine, "STOP_SIGNAL", signal.SIGCONT)
+    waits = _server_waits(monkeypatch, engine.server_pid())
     engine.stop()
-    assert time.monotonic() - started < 10
+    # the shutdown is waited for stop_timeout_s, not longer; then the killed tree is
+    # reaped (a wait without a timeout)
+    assert waits == [engine.options.stop_timeout_s, None]
     _assert_gone(engine, pids)
 
 

@@ -17,42 +17,85 @@ BUSY = "import time\nend = time.process_time() + {s}\nwhile time.process_time() 
 
 @pytest.fixture
 def sleeper() -> Iterator[subprocess.Popen[bytes]]:
-    """A parent that runs a busy child to completion (and reaps it), then sleeps."""
+    """A parent that, once told `go` on stdin, runs a busy child to completion (and reaps
+    it), says `done`, then sleeps."""
     script = (
         "import subprocess, sys, time\n"
+        "sys.stdin.readline()\n"
         f"subprocess.run([sys.executable, '-c', {BUSY.format(s=0.3)!r}])\n"
         "print('done', flush=True)\n"
         "time.sleep(30)\n"
     )
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
     yield parent
     parent.kill()
     parent.wait()
-    if parent.stdout is not None:
-        parent.stdout.close()
+    for stream in (parent.stdin, parent.stdout):
+        if stream is not None:
+            stream.close()
 
 
-def test_busy_child_cpu_is_counted() -> None:
-    child = subprocess.Popen(
-        [sys.executable, "-c", BUSY.format(s=0.3) + "import time\ntime.sleep(30)\n"]
+SLEEPS = 50
+
+
+def test_sleeps_and_busy_cpu_are_counted() -> None:
+    # The child waits on stdin before each part, so each falls wholly between two
+    # samples however slow or busy the host is: first SLEEPS short sleeps (one
+    # voluntary context switch each), then 0.3 s of process time.
+    script = (
+        "import sys, time\nsys.stdin.readline()\n"
+        f"for _ in range({SLEEPS}): time.sleep(0.001)\n"
+        "print('slept', flush=True)\nsys.stdin.readline()\n"
+        + BUSY.format(s=0.3)
+        + "print('done', flush=True)\ntime.sleep(30)\n"
     )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert child.stdin is not None and child.stdout is not None
+
+    def step(word: bytes, answer: bytes) -> proc.TreeSample:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(word + b"\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == answer + b"\n"
+        return proc.snapshot_tree(child.pid)
+
     try:
-        before = proc.snapshot_tree(child.pid)
-        time.sleep(0.6)
-        usage = before.delta(proc.snapshot_tree(child.pid))
+        outer_start = time.monotonic()
+        first = proc.snapshot_tree(child.pid)
+        slept = step(b"go", b"slept")
+        done = step(b"burn", b"done")
+        outer = time.monotonic() - outer_start
     finally:
         child.kill()
         child.wait()
-    assert usage.user_s + usage.system_s > 0.1
-    assert usage.user_s > 0
-    assert usage.ctx_switches >= 0
-    assert usage.root_alive
-    assert usage.wall_s > 0.5
+        child.stdin.close()
+        child.stdout.close()
+    sleeping, busy = first.delta(slept), slept.delta(done)
+    # one switch per sleep at least; at most a handful per sleep (its own, preemptions
+    # around its wake-up: about 4 on a host loaded 9 times over) and a few for the pipe.
+    # A misparsed status (a kB figure) or other processes' switches are far above that.
+    assert SLEEPS <= sleeping.ctx_switches <= 10 * SLEEPS + 20
+    busy_cpu_s = busy.user_s + busy.system_s
+    assert busy_cpu_s >= 0.28  # 0.3 s of process time, less up to two truncated ticks
+    assert busy.user_s > 0
+    assert sleeping.user_s + sleeping.system_s < busy_cpu_s  # each part in its own window
+    assert sleeping.root_alive and busy.root_alive
+    # each window is the time between its samples: positive, and the two together
+    # inside the time this test measured around all three
+    for usage, (a, b) in ((sleeping, (first, slept)), (busy, (slept, done))):
+        assert usage.wall_s == b.taken_at - a.taken_at > 0
+    assert sleeping.wall_s + busy.wall_s <= outer
 
 
 def test_reaped_grandchild_cpu_stays_in_the_tree(sleeper: subprocess.Popen[bytes]) -> None:
     before = proc.snapshot_tree(sleeper.pid)
-    assert sleeper.stdout is not None
+    assert sleeper.stdin is not None and sleeper.stdout is not None
+    sleeper.stdin.write(b"go\n")  # the busy child starts only after the first sample
+    sleeper.stdin.flush()
     assert sleeper.stdout.readline() == b"done\n"  # the busy child has exited and been reaped
     after = proc.snapshot_tree(sleeper.pid)
     assert len(after.ctx_switches) == 1  # only the parent is left

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,50 @@ def test_db_bench_steps(step: str, benchmarks: str, extra: dict[str, str]) -> No
     assert flags["benchmarks"] == benchmarks
     assert (flags["use_existing_db"], flags["disable_wal"]) == ("true", "false")
     assert {k: flags.get(k) for k in extra} == extra
+
+
+ROCKSDB_OPTIONS = next(
+    e["properties"]["options"]["properties"]
+    for e in SCHEMA["properties"]["engine"]["oneOf"]
+    if e["properties"]["driver"] == {"const": "rocksdb"}
+)
+
+
+def _mb(value: int) -> str:
+    return str(value * 2**20)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+# each rocksdb option the schema gives a default, as the db_bench flags it becomes
+# (None: the flag is left out)
+AS_DB_BENCH: dict[str, list[tuple[str, Callable[[Any], str | None]]]] = {
+    "cache_type": [("cache_type", lambda v: f"{v}_cache")],
+    "block_size": [("block_size", str)],
+    "bloom_bits": [("bloom_bits", lambda v: f"{v:g}")],
+    "compression": [("compression_type", str)],
+    "direct_io": [("use_direct_reads", _bool), ("use_direct_io_for_flush_and_compaction", _bool)],
+    "block_align": [("block_align", lambda v: "true" if v else None)],
+    "write_buffer_mb": [("write_buffer_size", _mb)],
+    "max_background_jobs": [("max_background_jobs", str)],
+    "level0_file_num_compaction_trigger": [("level0_file_num_compaction_trigger", str)],
+    "max_bytes_for_level_base_mb": [("max_bytes_for_level_base", _mb)],
+    "target_file_size_base_mb": [("target_file_size_base", _mb)],
+    "sync": [("sync", _bool)],
+}
+
+
+def test_db_bench_defaults_follow_the_schema() -> None:
+    """An option the lab leaves out runs db_bench as the loadgen runs it: with the
+    schema's default."""
+    defaults = {k: p["default"] for k, p in ROCKSDB_OPTIONS.items() if "default" in p}
+    assert set(defaults) == set(AS_DB_BENCH)  # a default added to the schema needs a row
+    flags = _flags(kv.db_bench_args("readrandom", SIZES, {}, "/tmp/db"))
+    for key, default in defaults.items():
+        for flag, text in AS_DB_BENCH[key]:
+            assert flags.get(flag) == text(default), (key, default, flag)
 
 
 def test_db_bench_defaults_and_errors() -> None:

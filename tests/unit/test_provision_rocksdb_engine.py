@@ -155,16 +155,22 @@ def test_capabilities_by_version(
 
 
 @pytest.mark.parametrize(
-    ("version", "settings"),
+    ("version", "settings", "typed"),
     [
-        ("8.1.1", {"cache_type": "hyper_clock"}),
-        ("8.7.3", {"cache_type": "auto_hyper_clock"}),
-        ("11.0.4", {"block_align": "true"}),
-        ("6.22.1", {"bloom_bits": "12"}),  # integral is fine before 6.24
+        ("8.1.1", {"cache_type": "hyper_clock"}, "hyper_clock"),
+        ("8.7.3", {"cache_type": "auto_hyper_clock"}, "auto_hyper_clock"),
+        ("11.0.4", {"block_align": "true"}, True),
+        ("6.22.1", {"bloom_bits": "12"}, 12),  # integral is fine before 6.24
     ],
 )
-def test_capabilities_present(tmp_path: Path, version: str, settings: dict[str, str]) -> None:
-    engine(tmp_path, "byrx", settings, version=version).rocksdb_options()
+def test_capabilities_present(
+    tmp_path: Path, version: str, settings: dict[str, str], typed: object
+) -> None:
+    e = engine(tmp_path, "byrx", settings, version=version)
+    ((key, _),) = settings.items()
+    value = e.rocksdb_options()[key]
+    assert (value, type(value)) == (typed, type(typed))  # accepted, typed for the spec
+    assert e.connection()["options"][key] == typed and e.connection()["version"] == version
 
 
 def test_unknown_preset(tmp_path: Path) -> None:
