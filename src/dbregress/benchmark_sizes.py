@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbregress.tomlreader import TableReader
+from dbregress.tomlreader import MAX_SECONDS, TableReader, short
 
 INSERT_STEPS = (
     "l.i0",
@@ -116,11 +116,10 @@ class MicroSizes:
         return 5.0 + self.total_rows / 1_000_000
 
 
-def _warmup(r: TableReader, default: float | None) -> float | None:
-    value = r.get("warmup_s", (int, float), default)
-    if value is not None and value < 0:
-        raise r.fail("warmup_s", "must be 0 or more")
-    return None if value is None else float(value)
+def _seconds(r: TableReader, key: str) -> float | None:
+    """An optional duration (warmup_s, cleanup_wait_s): 0 or more seconds, None if absent."""
+    value: float | None = r.number(key, None, low=0, high=MAX_SECONDS)
+    return value
 
 
 def read_micro(r: TableReader) -> MicroSizes:
@@ -131,17 +130,17 @@ def read_micro(r: TableReader) -> MicroSizes:
     only = r.get("only", list, [])
     for name in only:
         if name not in known:
-            raise r.fail("only", f"unknown microbenchmark {name!r}; known: {', '.join(known)}")
-    wait = _cleanup_wait(r)
+            raise r.fail("only", f"unknown microbenchmark {short(name)}; known: {', '.join(known)}")
+    wait = _seconds(r, "cleanup_wait_s")
     sizes = MicroSizes(
         tables=r.positive("tables", d.tables),
         rows=r.positive("rows", d.rows),
         clients=r.positive("clients", d.clients),
-        seconds=float(r.positive("seconds", d.seconds, integer=False)),
+        seconds=r.positive("seconds", d.seconds, integer=False),
         reads_before_writes=r.get("reads_before_writes", bool, d.reads_before_writes),
         cleanup_wait_s=wait,
         only=tuple(only),
-        warmup_s=_warmup(r, d.warmup_s),
+        warmup_s=_seconds(r, "warmup_s"),
     )
     r.reject_unknown()
     return sizes
@@ -150,45 +149,38 @@ def read_micro(r: TableReader) -> MicroSizes:
 def _steps(r: TableReader, known: tuple[str, ...], why_first: str) -> list[str]:
     """A subset of a benchmark's steps, in its order, starting with its first step."""
     steps: list[str] = r.get("steps", list, list(known))
+    seen: set[str] = set()
     for step in steps:
         if step not in known:
-            raise r.fail("steps", f"unknown step {step!r}; steps are {', '.join(known)}")
+            raise r.fail("steps", f"unknown step {short(step)}; steps are {', '.join(known)}")
+        if step in seen:
+            raise r.fail("steps", f"step {step!r} is listed twice; list each step once")
+        seen.add(step)
     order = sorted(steps, key=known.index)
     if order != steps:
         raise r.fail("steps", f"steps must keep the benchmark's order: {', '.join(order)}")
-    if steps and steps[0] != known[0]:
+    if not steps or steps[0] != known[0]:
         raise r.fail("steps", f"the step list must start with {known[0]}, {why_first}")
     return steps
-
-
-def _cleanup_wait(r: TableReader) -> float | None:
-    wait = r.get("cleanup_wait_s", (int, float), None)
-    if wait is not None and wait < 0:
-        raise r.fail("cleanup_wait_s", "must be 0 or more")
-    return None if wait is None else float(wait)
 
 
 def read_kv(r: TableReader) -> KvSizes:
     d = KvSizes()
     steps = _steps(r, KV_STEPS, "which creates the database")
-    fraction = r.get("overwrite_fraction", (int, float), d.overwrite_fraction)
-    if not 0 < fraction <= 1:
-        raise r.fail("overwrite_fraction", f"must be in (0, 1], got {fraction}")
-    writer = r.get("writer_mb_per_s", (int, float), d.writer_mb_per_s)
-    if writer < 0:
-        raise r.fail("writer_mb_per_s", "must be 0 or more")
+    fraction = r.number("overwrite_fraction", d.overwrite_fraction, low=0, low_open=True, high=1)
+    writer = r.number("writer_mb_per_s", d.writer_mb_per_s, low=0, high=1e6)
     sizes = KvSizes(
         keys=r.positive("keys", d.keys),
         key_size=r.positive("key_size", d.key_size),
         value_size=r.positive("value_size", d.value_size),
         threads=r.positive("threads", d.threads),
-        seconds=float(r.positive("seconds", d.seconds, integer=False)),
-        short_seconds=float(r.positive("short_seconds", d.short_seconds, integer=False)),
-        writer_mb_per_s=float(writer),
-        overwrite_fraction=float(fraction),
+        seconds=r.positive("seconds", d.seconds, integer=False),
+        short_seconds=r.positive("short_seconds", d.short_seconds, integer=False),
+        writer_mb_per_s=writer,
+        overwrite_fraction=fraction,
         range_len=r.positive("range_len", d.range_len),
         steps=tuple(steps),
-        warmup_s=_warmup(r, d.warmup_s),
+        warmup_s=_seconds(r, "warmup_s"),
     )
     if sizes.key_size < 8:
         raise r.fail("key_size", "must be at least 8 (keys hold an 8-byte number)")
@@ -199,15 +191,15 @@ def read_kv(r: TableReader) -> KvSizes:
 def read_insert(r: TableReader) -> InsertSizes:
     d = InsertSizes()
     steps = _steps(r, INSERT_STEPS, "which creates the tables")
-    wait = _cleanup_wait(r)
+    wait = _seconds(r, "cleanup_wait_s")
     sizes = InsertSizes(
         clients=r.positive("clients", d.clients),
         load_rows=r.positive("load_rows", d.load_rows),
         write_rows=r.positive("write_rows", d.write_rows),
-        query_seconds=float(r.positive("query_seconds", d.query_seconds, integer=False)),
+        query_seconds=r.positive("query_seconds", d.query_seconds, integer=False),
         cleanup_wait_s=wait,
         steps=tuple(steps),
-        warmup_s=_warmup(r, d.warmup_s),
+        warmup_s=_seconds(r, "warmup_s"),
     )
     if sizes.write_rows < 4:
         raise r.fail("write_rows", "must be at least 4 (l.i2 inserts a quarter of it)")

@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 import random
 import re
-import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,18 +24,28 @@ from dbregress.benchmark_sizes import (
     read_kv,
     read_micro,
 )
-from dbregress.errors import BuildNotFound, LabError
-from dbregress.provision import BuildSpec
-from dbregress.tomlreader import TableReader
+from dbregress.lab_columns import Column, check_label, read_columns
+from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
 # The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.
-__all__ = ["INSERT_STEPS", "KV_STEPS", "InsertSizes", "KvSizes", "Lab", "MicroSizes", "load_lab"]
+__all__ = [
+    "INSERT_STEPS",
+    "KV_STEPS",
+    "Column",
+    "InsertSizes",
+    "KvSizes",
+    "Lab",
+    "MicroSizes",
+    "load_lab",
+]
 
 BENCHMARKS = ("insert", "kv", "micro")
 PLACEMENT_MODES = ("same", "separate", "unpinned")
 ORDERS = ("random", "fixed")
-REPEATS_RE = re.compile(r"^\s*(\d+)\s*\.\.\s*(\d+)\s*$")
-LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+REPEATS_RE = re.compile(r"\s*([0-9]{1,9})\s*\.\.\s*([0-9]{1,9})\s*")
+MAX_REPEATS = 1000  # rounds of a comparison; each is a fresh engine per column
+MAX_SEED = 2**53  # the loadgen's u64 seed is seed * 1000 + the job's index
+MAX_CPU = 65535  # a CPU list naming more is a typo (and would take long to expand)
 
 
 @dataclass(frozen=True)
@@ -56,19 +65,6 @@ class Placement:
             "server_cpus": cpus(self.server_cpus),
             "client_cpus": cpus(self.client_cpus),
         }
-
-
-@dataclass(frozen=True)
-class Column:
-    """One (build, config) pair: one column of every report."""
-
-    label: str
-    build: BuildSpec
-    config: str
-    settings: dict[str, str] = field(default_factory=dict)
-    # A self-test: the loadgen busy-waits this fraction of each operation's own latency
-    # after it, so QPS falls by about F/(1+F) whatever the engine (docs/verdicts.md).
-    inject_slowdown: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -172,40 +168,29 @@ class Lab:
 
 
 def load_lab(path: Path) -> Lab:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise LabError(f"cannot read lab file {path}: {e.strerror}") from e
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise LabError(f"{path}: not valid TOML: {e}") from e
+    """The lab in a TOML file; LabError naming the file, the line and the key to fix."""
+    text, data = read_toml(path)
     return parse_lab(data, path, text)
 
 
 def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     top = TableReader(path, text, "", data)
-    name = top.get("name", str, path.stem)
-    if not LABEL_RE.match(name):
-        raise top.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
+    if "name" in data:
+        name = check_label(top, "name", top.get("name", str))
+    else:
+        from_file = 'the lab\'s name comes from the file name: set name = "..." or rename it; '
+        name = check_label(top, "name", path.stem, from_file)
     if "comparison" in data:
         for key in ("column", "benchmark", "insert", "kv", "micro"):
             if key in data:
                 raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
         raw = top.get("comparison", list)
-        comparisons = [_comparison(top, f"comparison[{i}]", c) for i, c in enumerate(raw)]
+        if not raw:
+            raise top.fail("comparison", "a lab needs at least one [[comparison]] block")
+        comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
     else:
         comparisons = [_comparison_body(top, top)]
-    labels = [c.label for comp in comparisons for c in comp.columns]
-    for label in labels:
-        if labels.count(label) > 1:
-            raise top.fail(
-                None,
-                f"column label {label!r} is used in two comparisons; "
-                "labels name result folders, so they must differ",
-            )
-    if len({c.name for c in comparisons}) < len(comparisons):
-        raise top.fail("comparison", "two comparisons have the same name")
+    _check_unique(top, comparisons)
     lab = Lab(
         name=name,
         path=path,
@@ -213,9 +198,9 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         comparisons=tuple(comparisons),
         placement=_placement(top, top.get("placement", (str, dict), "separate")),
         repeats=_repeats(top),
-        sleep_between_s=float(top.get("sleep_between_s", (int, float), 0.0)),
-        step_timeout_s=top.positive("step_timeout_s", None, integer=False),  # type: ignore[arg-type]
-        seed=top.get("seed", int, 1),
+        sleep_between_s=top.number("sleep_between_s", 0.0, low=0, high=MAX_SECONDS),
+        step_timeout_s=top.positive("step_timeout_s", None, integer=False),
+        seed=top.number("seed", 1, low=0, high=MAX_SEED, integer=True),
         order=_choice(top, "order", ORDERS, "random"),
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
@@ -225,32 +210,58 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     return lab
 
 
+def _check_unique(top: TableReader, comparisons: list[Comparison]) -> None:
+    """Column labels across the whole lab and comparison names."""
+    seen: set[str] = set()
+    for i, comp in enumerate(comparisons):
+        for j, column in enumerate(comp.columns):
+            if column.label in seen:
+                table = f"comparison[{i}].column[{j}]"
+                raise TableReader(top.path, top.text, table, {}).fail(
+                    "label",
+                    f"column label {short(column.label)} is used in two comparisons; "
+                    "labels name result folders, so they must differ",
+                )
+            seen.add(column.label)
+    names = [c.name for c in comparisons]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise top.child(f"comparison[{i}]", {}).fail(
+                "name", f"two comparisons are named {short(name)}; give each its own name"
+            )
+
+
 def _repeats(top: TableReader) -> Repeats:
     value = top.get("repeats", (int, str), 1)
     if isinstance(value, int):
-        if value <= 0:
-            raise top.fail("repeats", f"must be greater than 0, got {value}")
+        if not 0 < value <= MAX_REPEATS:
+            raise top.fail(
+                "repeats", f"must be greater than 0 and at most {MAX_REPEATS}, got {value}"
+            )
         return Repeats(value, value)
-    if value.strip().isdigit():
+    if re.fullmatch(r"\s*[0-9]+\s*", value):
         value = f"{value.strip()}..{value.strip()}"
-    m = REPEATS_RE.match(value)
+    m = REPEATS_RE.fullmatch(value)
     if not m:
-        raise top.fail("repeats", f'{value!r} is neither a number nor a range like "3..10"')
+        raise top.fail("repeats", f'{short(value)} is neither a number nor a range like "3..10"')
     low, high = int(m.group(1)), int(m.group(2))
-    if not 0 < low <= high:
-        raise top.fail("repeats", f'the range {value!r} must be "MIN..MAX" with 0 < MIN <= MAX')
+    if not 0 < low <= high <= MAX_REPEATS:
+        raise top.fail(
+            "repeats",
+            f'the range {short(value)} must be "MIN..MAX" with 0 < MIN <= MAX <= {MAX_REPEATS}',
+        )
     return Repeats(low, high)
 
 
 def _choice(r: TableReader, key: str, choices: tuple[str, ...], default: str) -> str:
     value: str = r.get(key, str, default)
     if value not in choices:
-        raise r.fail(key, f"unknown value {value!r}; use one of {', '.join(choices)}")
+        raise r.fail(key, f"unknown value {short(value)}; use one of {', '.join(choices)}")
     return value
 
 
 def _fraction(r: TableReader, key: str, default: float, low: float, high: float) -> float:
-    value = float(r.get(key, (int, float), default))
+    value: float = r.number(key, default)
     if not low < value < high:
         raise r.fail(key, f"must be between {low} and {high} (exclusive), got {value}")
     return value
@@ -267,8 +278,14 @@ def _verdict(top: TableReader) -> VerdictPolicy:
     return policy
 
 
-def _comparison(top: TableReader, table: str, item: Any) -> Comparison:
-    r = TableReader(top.path, top.text, table, item if isinstance(item, dict) else {}, table)
+def _comparison(top: TableReader, index: int, item: Any) -> Comparison:
+    if not isinstance(item, dict):
+        raise top.fail(
+            "comparison",
+            f"entry {index} is {value_name(item)}; write each comparison as a [[comparison]] table",
+        )
+    table = f"comparison[{index}]"
+    r = TableReader(top.path, top.text, table, item, table)
     comparison = _comparison_body(r, r)
     r.reject_unknown()
     return comparison
@@ -279,12 +296,10 @@ def _comparison_body(r: TableReader, parent: TableReader) -> Comparison:
     benchmark = r.get("benchmark", str, "insert")
     if benchmark not in BENCHMARKS:
         raise r.fail(
-            "benchmark", f"unknown benchmark {benchmark!r}; known: {', '.join(BENCHMARKS)}"
+            "benchmark", f"unknown benchmark {short(benchmark)}; known: {', '.join(BENCHMARKS)}"
         )
-    name = r.get("name", str, benchmark) if r.scope else benchmark
-    if not LABEL_RE.match(name):
-        raise r.fail("name", f"{name!r} must be letters, digits, '.', '_' or '-'")
-    columns = _columns(r, r.require("column", list))
+    name = check_label(r, "name", r.get("name", str, benchmark)) if r.scope else benchmark
+    columns = read_columns(r, r.require("column", list))
     for other in BENCHMARKS:
         if other != benchmark and other in r.data:
             raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
@@ -297,56 +312,12 @@ def _comparison_body(r: TableReader, parent: TableReader) -> Comparison:
     return Comparison(name, benchmark, columns, readers[benchmark](table))
 
 
-def _columns(parent: TableReader, raw: list[Any]) -> tuple[Column, ...]:
-    if not raw:
-        raise parent.fail(
-            "column", "a comparison needs at least one [[column]] (build, config) pair"
-        )
-    columns: list[Column] = []
-    for i, item in enumerate(raw):
-        r = parent.child(f"column[{i}]", item if isinstance(item, dict) else {})
-        label = r.require("label", str)
-        if not LABEL_RE.match(label):
-            raise r.fail("label", f"{label!r} must be letters, digits, '.', '_' or '-' (max 64)")
-        if any(c.label == label for c in columns):
-            raise r.fail("label", f"label {label!r} is used twice; labels name report columns")
-        try:
-            build = BuildSpec.parse(r.require("build", str))
-        except BuildNotFound as e:
-            raise r.fail("build", str(e)) from e
-        settings = r.get("settings", dict, {})
-        for key, value in settings.items():
-            if not isinstance(value, (str, int, float)):
-                raise r.fail("settings", f"setting {key!r} must be a string, a number or a boolean")
-        default_config = "default" if build.engine != "rocksdb" else "byrx"
-        inject = float(r.get("inject_slowdown", (int, float), 0.0))
-        if not 0 <= inject <= 10:
-            raise r.fail("inject_slowdown", f"must be a fraction from 0 to 10, got {inject}")
-        columns.append(
-            Column(
-                label,
-                build,
-                r.get("config", str, default_config),
-                {k: _setting(v) for k, v in settings.items()},
-                inject,
-            )
-        )
-        r.reject_unknown()
-    return tuple(columns)
-
-
-def _setting(value: str | int | float) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _placement(top: TableReader, value: str | dict[str, Any]) -> Placement:
     if isinstance(value, str):
         if value not in PLACEMENT_MODES:
             raise top.fail(
                 "placement",
-                f"unknown placement {value!r}; use one of "
+                f"unknown placement {short(value)}; use one of "
                 f'{", ".join(PLACEMENT_MODES)} or {{ server = "0", client = "1" }}',
             )
         return placement_for(value)
@@ -371,18 +342,20 @@ def placement_for(mode: str) -> Placement:
 
 def _cpu_set(r: TableReader, key: str) -> frozenset[int]:
     text = r.require(key, str)
-    cpus: set[int] = set()
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            cpus.update(range(int(lo), int(hi or lo) + 1))
-    except ValueError as e:
-        raise r.fail(key, f'{text!r} is not a CPU list like "0", "0-2" or "0,2"') from e
     allowed = os.sched_getaffinity(0)
-    if not cpus or not cpus <= allowed:
-        raise r.fail(
-            key,
-            f"CPUs {sorted(cpus - allowed)} are not available; "
-            f"this machine offers {sorted(allowed)}",
-        )
+    cpus: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*([0-9]{1,5})\s*(?:-\s*([0-9]{1,5})\s*)?", part)
+        if not m:
+            raise r.fail(key, f'{short(text)} is not a CPU list like "0", "0-2" or "0,2"')
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if lo > hi:
+            raise r.fail(key, f"the range {short(part.strip())} is backwards; write LOW-HIGH")
+        if hi > MAX_CPU or not allowed >= set(range(lo, hi + 1)):
+            unavailable = [c for c in range(lo, min(hi, lo + 100) + 1) if c not in allowed]
+            raise r.fail(
+                key,
+                f"CPUs {unavailable[:8]} are not available; this machine offers {sorted(allowed)}",
+            )
+        cpus.update(range(lo, hi + 1))
     return frozenset(cpus)
