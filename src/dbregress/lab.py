@@ -133,6 +133,7 @@ class Lab:
     repeats: Repeats = Repeats(1, 1)
     sleep_between_s: float = 0.0
     step_timeout_s: float | None = None  # None: derived per step from its size
+    start_timeout_s: float = 120.0  # an engine not ready by then fails its job
     seed: int = 1
     order: str = "random"  # columns within a round: random (seeded) or as listed
     warmup_job: bool = True
@@ -200,6 +201,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         repeats=_repeats(top),
         sleep_between_s=top.number("sleep_between_s", 0.0, low=0, high=MAX_SECONDS),
         step_timeout_s=top.positive("step_timeout_s", None, integer=False),
+        start_timeout_s=top.number("start_timeout_s", 120.0, low=1, high=MAX_SECONDS),
         seed=top.number("seed", 1, low=0, high=MAX_SEED, integer=True),
         order=_choice(top, "order", ORDERS, "random"),
         warmup_job=top.get("warmup_job", bool, True),

@@ -247,6 +247,7 @@ class Runner:
             settings=dict(job.column.settings),
             sizes=sizes,
             cpus=self.lab.placement.server_cpus,
+            start_timeout_s=self.lab.start_timeout_s,
         )
         engine = make_engine(build, options)
         with hurrying(engine.hurry):  # a second Ctrl-C kills instead of waiting

@@ -1,30 +1,20 @@
-"""The command line end to end, with real PostgreSQL builds.
-
-Each fault test checks the promise: a clear message, finished steps on disk, the failed
-step recorded with its cause, and no server or loadgen process left running.
-"""
+"""The command line end to end, with real PostgreSQL builds: every step of two
+versions, clear messages for bad input, a rejected setting recorded while the lab goes
+on. Faults mid-run are in test_faults.py."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 
 from dbregress.lab import INSERT_STEPS
 from tests.e2e.conftest import (
-    assert_no_process_mentions,
     dbregress,
-    processes_mentioning,
     run_record,
-    start_dbregress,
     step_results,
-    wait_for,
 )
 
 pytestmark = pytest.mark.engine
@@ -117,84 +107,5 @@ def test_rejected_setting_is_recorded_and_the_next_column_runs(
     assert step_results(run, "good/r1")["l.i0"]["status"] == "ok"
 
 
-def _long_run(tmp_path: Path, workdir: Path, launched: Any, extra: str = "") -> Any:
-    path = lab(
-        tmp_path,
-        [("pg17", "postgres@17.2.0")],
-        'load_rows = 2000\nwrite_rows = 400\nquery_seconds = 120\nsteps = ["l.i0", "qr100"]\n',
-        extra,
-    )
-    proc = start_dbregress(launched, "run", str(path), cwd=tmp_path, workdir=workdir)
-    wait_for(
-        lambda: list((tmp_path / "results").glob("*/pg17/r1/steps/01-l.i0.json")),
-        120,
-        "l.i0 to finish",
-    )
-    wait_for(
-        lambda: list((tmp_path / "results").glob("*/pg17/r1/steps/02-qr100.spec.json")),
-        30,
-        "qr100 to start",
-    )
-    time.sleep(1.5)
-    return proc
-
-
-def _postmaster_pid(workdir: Path) -> int:
-    pidfiles = list(workdir.glob("**/postmaster.pid"))
-    assert len(pidfiles) == 1, pidfiles
-    return int(pidfiles[0].read_text().splitlines()[0])
-
-
-def _assert_failed_step(tmp_path: Path, error_type: str) -> dict[str, Any]:
-    run, record = run_record(tmp_path)
-    steps = step_results(run, "pg17/r1")
-    assert steps["l.i0"]["status"] == "ok"  # the finished step is kept
-    failed = steps["qr100"]
-    assert failed["status"] == "failed" and failed["error"]["type"] == error_type, failed
-    assert record["failures"] and record["status"] in ("failed", "interrupted")
-    assert_no_process_mentions(str(tmp_path))
-    return failed
-
-
-def test_server_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) -> None:
-    proc = _long_run(tmp_path, workdir, launched)
-    os.kill(_postmaster_pid(workdir), signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2
-    assert "EngineCrashed" in err or "server" in err, err
-    failed = _assert_failed_step(tmp_path, "EngineCrashed")
-    assert failed["error"]["server_log_tail"]
-
-
-def test_loadgen_killed_mid_step(tmp_path: Path, workdir: Path, launched: Any) -> None:
-    proc = _long_run(tmp_path, workdir, launched)
-    pids = [p for p in processes_mentioning("dbregress-loadgen") if p != proc.pid]
-    pids = [p for p in pids if str(tmp_path) in Path(f"/proc/{p}/cmdline").read_text()]
-    assert len(pids) == 1
-    os.kill(pids[0], signal.SIGKILL)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 2
-    assert "killed by signal SIGKILL" in err, err
-    _assert_failed_step(tmp_path, "LoadgenError")
-
-
-def test_hung_server_times_out(tmp_path: Path, workdir: Path, launched: Any) -> None:
-    proc = _long_run(tmp_path, workdir, launched, extra="step_timeout_s = 8")
-    postmaster = _postmaster_pid(workdir)
-    os.killpg(os.getpgid(postmaster), signal.SIGSTOP)
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 2
-    assert "still running after 8 s" in err, err
-    _assert_failed_step(tmp_path, "StepTimeout")
-
-
-def test_ctrl_c_keeps_finished_steps(tmp_path: Path, workdir: Path, launched: Any) -> None:
-    proc = _long_run(tmp_path, workdir, launched)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err
-    failed = _assert_failed_step(tmp_path, "Interrupted")
-    assert failed["error"]["message"] == "interrupted by Ctrl-C"
-    _, record = run_record(tmp_path)
-    assert record["status"] == "interrupted"
+# Faults mid-run (server killed or stopped, loadgen killed, Ctrl-C, ...) are in
+# test_faults.py, at random points.

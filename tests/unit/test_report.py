@@ -173,6 +173,31 @@ def test_store_refuses_other_schema_versions(tmp_path: Path) -> None:
         read_run(path)
 
 
+def test_a_damaged_step_file_is_named_and_left_out(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    damaged = path / "pg17" / "r2" / "steps" / "01-l.i0.json"
+    damaged.write_text(damaged.read_text()[:40])  # truncated mid-write by hand
+    data = read_run(path)
+    assert len(data.damaged) == 1 and str(damaged) in data.damaged[0]
+    assert [r["step"] for r in data.steps["pg17/r2"]] == ["l.i1", "qp100"]
+    text = markdown.render(
+        data.record,
+        matrices(data.record, data.steps),
+        compare_run(data.record, data.steps),
+        [r for rs in data.steps.values() for r in rs],
+        damaged=data.damaged,
+    )
+    assert "## Damaged files" in text and "01-l.i0.json is not valid JSON" in text
+
+
+def test_a_step_file_of_a_newer_version_is_refused(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    f = path / "pg12" / "r1" / "steps" / "02-l.i1.json"
+    f.write_text(f.read_text().replace('"schema_version": 1', '"schema_version": 2'))
+    with pytest.raises(StoreError, match=r"02-l\.i1\.json has results schema version 2"):
+        read_run(path)
+
+
 def test_resolve_run(tmp_path: Path) -> None:
     path = fixture_run(tmp_path)
     assert resolve_run("latest", tmp_path / "results") == path
