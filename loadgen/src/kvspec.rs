@@ -218,8 +218,40 @@ impl RocksOptions {
 mod tests {
     use super::*;
 
+    fn schema() -> serde_json::Value {
+        serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap()
+    }
+
+    /// The `default` of every property of the schema object `node`.
+    fn defaults_of(node: &serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        let props = node["properties"].as_object().expect("properties");
+        props
+            .iter()
+            .filter_map(|(k, v)| v.get("default").map(|d| (k.clone(), d.clone())))
+            .collect()
+    }
+
     #[test]
     fn defaults_follow_the_schema() {
+        // What serde fills in for an absent key must be what the schema says it is.
+        let schema = schema();
+        let mut given = defaults_of(&schema["properties"]["kv"]);
+        assert!(given.len() >= 5, "{given:?}");
+        given.insert("keys".into(), 10.into());
+        let from_schema: KvSpec = serde_json::from_value(given.into()).unwrap();
+        let from_serde: KvSpec = serde_json::from_str(r#"{"keys": 10}"#).unwrap();
+        assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
+        let rocks = schema["properties"]["engine"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["properties"]["options"]["properties"]["block_size"].is_object())
+            .expect("the rocksdb engine in the schema");
+        let given = defaults_of(&rocks["properties"]["options"]);
+        assert!(given.len() >= 10, "{given:?}");
+        let from_schema: RocksOptions = serde_json::from_value(given.into()).unwrap();
+        let from_serde: RocksOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
         let kv = KvSpec::default();
         assert_eq!((kv.key_size, kv.value_size, kv.range_len), (20, 400, 10));
         assert_eq!(kv.overwrite_fraction, 0.1);

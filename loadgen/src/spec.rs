@@ -411,6 +411,23 @@ mod tests {
 
     #[test]
     fn defaults_follow_the_schema() {
+        // Every top-level default in the schema, given explicitly, changes nothing.
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap();
+        let props = schema["properties"].as_object().unwrap();
+        let given: serde_json::Map<String, serde_json::Value> = props
+            .iter()
+            .filter(|(_, v)| v.get("default").is_some_and(|d| !d.is_object()))
+            .map(|(k, v)| (k.clone(), v["default"].clone()))
+            .collect();
+        assert!(given.len() >= 5, "{given:?}");
+        let plain = r#"{"spec_version": 2, "engine": {"driver": "null"}, "workload": "insert",
+            "step": "qp", "clients": 2, "seed": 7, "insert": {"duration_s": 1, "insert_rate": 0}}"#;
+        let mut with: serde_json::Value = serde_json::from_str(plain).unwrap();
+        with.as_object_mut().unwrap().extend(given);
+        let from_schema = StepSpec::from_json(&with.to_string()).unwrap();
+        let from_serde = StepSpec::from_json(plain).unwrap();
+        assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
         let s = spec("l.i1", r#"{"rows": 10}"#).unwrap();
         assert_eq!(s.report_interval_ms, 1000);
         assert_eq!(s.rows_per_commit(), 50);
@@ -423,7 +440,9 @@ mod tests {
         let q = spec("qp", r#"{"duration_s": 1.5, "insert_rate": 100}"#).unwrap();
         assert_eq!(q.rows_per_commit(), 10);
         assert_eq!(q.duration(), Duration::from_millis(1500));
-        assert_eq!(q.cleanup_timeout(), Duration::from_secs(3600));
+        let cleanup = &props["cleanup"]["properties"]["statements_timeout_s"]["default"];
+        let cleanup = Duration::from_secs(cleanup.as_u64().unwrap());
+        assert_eq!(q.cleanup_timeout(), cleanup);
         assert!(!q.handshake);
         assert_eq!((q.warmup(), q.inject_slowdown), (Duration::ZERO, 0.0));
     }
