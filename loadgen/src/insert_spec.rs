@@ -1,7 +1,7 @@
 //! The step spec's Insert Benchmark part: the `insert` and `cleanup` sections. Kept
 //! apart from spec.rs, as the other workloads' sections are.
 
-use crate::spec::Step;
+use crate::step::Step;
 use anyhow::{bail, Result};
 use serde::Deserialize;
 

@@ -2,7 +2,7 @@
 //! options (schema/step-spec.schema.json), with the schema's defaults and the checks the
 //! schema alone cannot make.
 
-use crate::spec::Step;
+use crate::step::Step;
 use anyhow::{bail, Result};
 use serde::Deserialize;
 use std::time::Duration;

@@ -1,18 +1,22 @@
 //! dbregress-loadgen: drives one step of a workload against one running engine and
 //! prints what happened as JSON lines (schema/events.schema.json).
 
+mod context;
 mod control;
 mod driver;
 mod fault;
 mod insert_spec;
 mod kvspec;
 mod micro_spec;
+mod outcome;
 mod output;
 mod pace;
 mod reporter;
 mod runner;
 mod spec;
 mod stats;
+mod step;
+mod summary;
 mod timeline;
 mod workload;
 
@@ -43,10 +47,10 @@ Environment:
 
 fn main() {
     if let Err(e) = run() {
-        let op = e.downcast_ref::<runner::OpFailed>().map(|f| f.op);
+        let op = e.downcast_ref::<context::OpFailed>().map(|f| f.op);
         output::fatal(&format!("{e:#}"), op);
         eprintln!("Error: {e:#}");
-        let interrupted = e.downcast_ref::<runner::Interrupted>().is_some();
+        let interrupted = e.downcast_ref::<control::Interrupted>().is_some();
         let _ = std::io::Write::flush(&mut std::io::stdout());
         // _exit, not exit: client threads may still be inside an embedded engine, whose
         // C++ static destructors exit() would run under them (a crash, seen with RocksDB).

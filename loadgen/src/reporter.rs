@@ -3,26 +3,16 @@
 //! (ready, measuring, stopped), opens the check gate and collects every client's
 //! outcome for the summary.
 
+use crate::context::{Msg, StepContext};
 use crate::control::{Control, Heard, Interrupted, POLL};
 use crate::driver::kv::EngineSnapshot;
+use crate::outcome::{ClientOutcome, StepPlan};
 use crate::output::{self, Event};
-use crate::runner::StepContext;
 use crate::timeline::{Mark, Timeline};
-use crate::workload::{ClientOutcome, StepPlan};
 use anyhow::{bail, Result};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
-
-/// What client threads tell the reporter.
-pub enum Msg {
-    Ready,
-    /// Client n's timed part ended then; it waits at the check gate.
-    Timed(u32, Instant),
-    /// Client n finished; a client that sent no `Timed` ended its timed part with it.
-    Done(u32, Box<ClientOutcome>),
-    Fatal(anyhow::Error),
-}
 
 /// What a step's summary is made of.
 pub struct Reported {

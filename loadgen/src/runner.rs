@@ -1,298 +1,23 @@
 //! Runs one step: one thread per client, a start gate once every client is set up, a
 //! check gate once every client's timed part has ended, and one reporter (this thread,
-//! reporter.rs) in between. The first fatal error from any thread, a panic in any
-//! client thread, or a signal, ends the step at once.
+//! reporter.rs) in between, then the summary (summary.rs). The first fatal error from
+//! any thread, a panic in any client thread, or a signal, ends the step at once. What
+//! the threads share is context.rs.
 
+use crate::context::{Msg, StepContext};
 use crate::control::Control;
-pub use crate::control::{Interrupted, POLL};
-use crate::driver::kv::EngineSnapshot;
-use crate::driver::{self, Conn, DbResult, Driver};
+use crate::driver;
 use crate::fault::Fault;
-use crate::output::{self, ErrorLimiter, Event};
-use crate::reporter::{Msg, Reporter};
-use crate::spec::{StepSpec, Workload};
-use crate::stats::{OpKind, Recorder, Stats};
+use crate::output::{self, Event};
+use crate::reporter::Reporter;
+use crate::spec::StepSpec;
+use crate::summary;
 use crate::workload;
-use anyhow::{anyhow, Result};
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
-use std::sync::mpsc::{self, Sender};
-use std::sync::{Arc, Condvar, Mutex};
+use anyhow::Result;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::Instant;
-
-/// An operation failed with an error that ends the step.
-#[derive(Debug)]
-pub struct OpFailed {
-    pub op: OpKind,
-    pub message: String,
-}
-
-impl std::fmt::Display for OpFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} failed: {}", self.op.name(), self.message)
-    }
-}
-
-impl std::error::Error for OpFailed {}
-
-/// A client thread panicked: a bug, or an injected fault (fault.rs).
-#[derive(Debug)]
-pub struct ThreadPanicked {
-    pub thread: String,
-    pub message: String,
-}
-
-impl std::fmt::Display for ThreadPanicked {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "client thread {} panicked: {}",
-            self.thread, self.message
-        )
-    }
-}
-
-impl std::error::Error for ThreadPanicked {}
-
-impl ThreadPanicked {
-    /// The current thread's panic, from the payload `catch_unwind` gave.
-    fn here(payload: &(dyn std::any::Any + Send)) -> ThreadPanicked {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "(a panic without a message)".into());
-        let thread = std::thread::current()
-            .name()
-            .unwrap_or("(unnamed)")
-            .to_string();
-        ThreadPanicked { thread, message }
-    }
-}
-
-/// A point every client waits at until the reporter opens it with a value.
-pub struct Gate<T> {
-    value: Mutex<Option<T>>,
-    cv: Condvar,
-}
-
-impl<T: Copy> Gate<T> {
-    fn new() -> Self {
-        Gate {
-            value: Mutex::new(None),
-            cv: Condvar::new(),
-        }
-    }
-
-    pub fn open(&self, value: T) {
-        *self.value.lock().unwrap() = Some(value);
-        self.cv.notify_all();
-    }
-
-    /// The gate's value once open; None if the step stops first.
-    fn wait(&self, stop: &AtomicBool) -> Option<T> {
-        let mut value = self.value.lock().unwrap();
-        while value.is_none() && !stop.load(Relaxed) {
-            value = self.cv.wait_timeout(value, POLL).unwrap().0;
-        }
-        *value
-    }
-}
-
-/// What every thread of the step shares.
-pub struct StepContext {
-    pub spec: StepSpec,
-    pub driver: Box<dyn Driver>,
-    pub stats: Stats,
-    /// Set on the first fatal error or signal; every loop checks it between operations.
-    pub stop: AtomicBool,
-    errors: ErrorLimiter,
-    arrived: AtomicU32,
-    /// Opens with the step's start (t = 0).
-    pub start: Gate<Instant>,
-    /// Opens when the end-of-step checks may run.
-    pub checks: Gate<()>,
-    pub(crate) tx: Sender<Msg>,
-    /// DBREGRESS_LOADGEN_FAULT, parsed at start.
-    fault: Option<Fault>,
-}
-
-impl StepContext {
-    /// An embedded engine's counters now (kv workload only), for its engine statistics.
-    pub fn engine_snapshot(&self) -> Result<Option<EngineSnapshot>> {
-        let Some(kv) = self
-            .driver
-            .kv()
-            .filter(|_| self.spec.workload == Workload::Kv)
-        else {
-            return Ok(None);
-        };
-        kv.snapshot()
-            .map(Some)
-            .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
-    }
-
-    pub fn connect(&self) -> Result<Box<dyn Conn>> {
-        self.driver.connect().map_err(|e| anyhow!(e.message))
-    }
-
-    /// Tell the reporter this client is set up, then wait for the common start.
-    pub fn ready_and_wait(&self) -> Option<Instant> {
-        let _ = self.tx.send(Msg::Ready);
-        self.start.wait(&self.stop)
-    }
-
-    /// Client `client`'s timed part ended at `end`: wait until the checks may run, so
-    /// no check runs while another client is still timed, nor before the caller says.
-    /// A client without checks need not call this: its outcome tells the same.
-    pub fn stop_timing(&self, client: u32, end: Instant) -> Result<()> {
-        let _ = self.tx.send(Msg::Timed(client, end));
-        self.checks
-            .wait(&self.stop)
-            .ok_or_else(|| anyhow!("stopped before the checks"))
-    }
-
-    /// Report a thread's fatal error at once rather than when its client finishes.
-    pub fn guard<T>(&self, r: Result<T>) -> Result<T> {
-        r.map_err(|e| self.fail(e))
-    }
-
-    /// Stop every thread and hand the reporter `e`, the step's end; what the caller
-    /// returns instead.
-    fn fail(&self, e: anyhow::Error) -> anyhow::Error {
-        // Sent before the stop, so it reaches the reporter before what any thread
-        // stopped by it might say.
-        let _ = self.tx.send(Msg::Fatal(e));
-        self.stop.store(true, Relaxed);
-        anyhow!("reported by another thread")
-    }
-
-    /// Run `f`, a client thread's body; a panic in it is reported as the step's fatal
-    /// error at once, naming this thread, and every other thread stops.
-    pub fn catch_panics<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
-        catch_unwind(AssertUnwindSafe(f))
-            .unwrap_or_else(|payload| Err(self.fail(ThreadPanicked::here(&*payload).into())))
-    }
-
-    /// Client `client`'s recorder and timer for one of its threads; `start` is the
-    /// step's common start.
-    pub fn worker(&self, client: u32, start: Instant) -> Worker<'_> {
-        let warmup = self.spec.warmup();
-        let fault = Fault::of_client(self.fault.as_ref(), client);
-        if let Some(f) = fault {
-            f.begin();
-        }
-        Worker {
-            ctx: self,
-            rec: self.stats.recorder(),
-            start,
-            measure_from: start + warmup,
-            measuring: warmup.is_zero(),
-            slowdown: self.spec.inject_slowdown,
-            fault,
-        }
-    }
-
-    /// True for exactly one caller: the last of the clients to call it.
-    pub fn last_to_arrive(&self) -> bool {
-        self.arrived.fetch_add(1, Relaxed) + 1 == self.spec.clients
-    }
-
-    fn t_s(&self, start: Instant) -> f64 {
-        start.elapsed().as_secs_f64()
-    }
-}
-
-/// One thread's view: its recorder, and the runner's timing of every driver call.
-pub struct Worker<'a> {
-    pub ctx: &'a StepContext,
-    rec: Recorder,
-    start: Instant,
-    /// The end of the warm-up: operations ending before it are not summarized.
-    measure_from: Instant,
-    measuring: bool,
-    /// inject_slowdown: the busy-wait after each call, as a fraction of the call.
-    slowdown: f64,
-    /// DBREGRESS_LOADGEN_FAULT, when it names this worker's client.
-    fault: Option<&'a Fault>,
-}
-
-impl Worker<'_> {
-    pub fn start(&self) -> Instant {
-        self.start
-    }
-
-    /// Run one driver call intended to start at `intended`; latency counts from there.
-    /// Returns the rows it reported (None after an ignorable error) and when the next
-    /// operation may start: the call's end, or the end of the injected busy-wait.
-    pub fn call(
-        &mut self,
-        op: OpKind,
-        intended: Instant,
-        f: impl FnOnce() -> DbResult<u64>,
-    ) -> Result<(Option<u64>, Instant)> {
-        // The call's own start, read only when a slowdown needs it.
-        let began = (self.slowdown > 0.0).then(Instant::now);
-        let result = f();
-        let done = Instant::now();
-        if !self.measuring && done >= self.measure_from {
-            self.rec.rebase();
-            self.measuring = true;
-        }
-        let rows = match result {
-            Ok(rows) => {
-                let us = done.saturating_duration_since(intended).as_micros() as u64;
-                self.rec.record_ok(op, us, rows);
-                Some(rows)
-            }
-            Err(e) if e.class == driver::ErrorClass::Ignorable => {
-                self.rec.record_error(op);
-                self.ctx
-                    .errors
-                    .report(self.ctx.t_s(self.start), op, &e.message);
-                None
-            }
-            Err(e) => {
-                return Err(OpFailed {
-                    op,
-                    message: e.message,
-                }
-                .into())
-            }
-        };
-        if let Some(f) = self.fault {
-            f.op_done();
-        }
-        Ok((rows, self.slow_down(began, done)))
-    }
-
-    /// Spin (no sleep: a sleeping thread would free its CPU for the engine) for
-    /// `slowdown` times the call's own duration; returns when it ends.
-    fn slow_down(&self, began: Option<Instant>, done: Instant) -> Instant {
-        let Some(began) = began else {
-            return done;
-        };
-        let until = done + (done - began).mul_f64(self.slowdown);
-        let mut now = Instant::now();
-        while now < until && !self.stopped() {
-            std::hint::spin_loop();
-            now = Instant::now();
-        }
-        now
-    }
-
-    pub fn stopped(&self) -> bool {
-        self.ctx.stop.load(Relaxed)
-    }
-
-    pub fn finish(mut self) -> Vec<Option<hdrhistogram::Histogram<u64>>> {
-        if !self.measuring {
-            // No operation of this thread ended after the warm-up: all of it was warm-up.
-            self.rec.rebase();
-        }
-        self.rec.into_histograms()
-    }
-}
 
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
 /// `launched` is when the process started, for the setup phase; `fault` is what
@@ -318,18 +43,7 @@ pub fn run(
         capabilities: driver.capabilities(),
     });
     let (tx, rx) = mpsc::channel();
-    let ctx = Arc::new(StepContext {
-        spec,
-        driver,
-        stats: Stats::default(),
-        stop: AtomicBool::new(false),
-        errors: ErrorLimiter::default(),
-        arrived: AtomicU32::new(0),
-        start: Gate::new(),
-        checks: Gate::new(),
-        tx,
-        fault,
-    });
+    let ctx = Arc::new(StepContext::new(spec, driver, tx, fault));
     let mut threads = Vec::new();
     for client in 1..=ctx.spec.clients {
         let ctx = ctx.clone();
@@ -346,7 +60,7 @@ pub fn run(
         threads.push(t);
     }
     let (reported, control) = Reporter::new(&ctx, rx, &interrupted, launched).run(&plan)?;
-    workload::summarize(&ctx, &plan, &reported)?;
+    summary::summarize(&ctx, &plan, &reported)?;
     if ctx.spec.wait_before_close {
         // Keep every connection open until the caller closes our stdin.
         control

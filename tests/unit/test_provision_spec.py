@@ -11,7 +11,7 @@ import pytest
 
 from dbregress import provision
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision import BuildSpec, local, maven
+from dbregress.provision import BuildSpec, libenv, local, maven
 from dbregress.provision.versioning import closest, normalize, sort_versions, version_key
 
 AVAILABLE = ["9.6.24", "12.19.0", "12.20.0", "12.22.0", "16.6.0", "17.0.0", "17.2.0", "17.4.0"]
@@ -173,7 +173,7 @@ def test_system_picks_newest_major(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_library_env_puts_build_lib_first(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
-    env = local.library_env(tmp_path)
+    env = libenv.library_env(tmp_path)
     assert env["LD_LIBRARY_PATH"].split(os.pathsep)[0] == str(tmp_path / "lib")
 
 

@@ -5,9 +5,10 @@
 use super::kv::KvStore;
 use super::micro::{Arg, MicroConn, SbRow, Stmt, Table as SbTable};
 use super::null_kv::NullKv;
+use super::null_script::Script;
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,47 +25,14 @@ impl Default for Table {
     }
 }
 
-/// The scripted latency and failures, shared by the SQL and the key-value sides.
-pub struct Shared {
-    latency: Duration,
-    fail_every: u64,
-    ops: AtomicU64,
+/// The SQL side's tables, shared by every connection, and the script.
+struct Shared {
+    script: Arc<Script>,
     tables: Mutex<HashMap<String, Table>>,
     /// Microbenchmark tables: their ids.
     sbtests: Mutex<HashMap<String, BTreeSet<i64>>>,
     /// An sbtest table first seen holds ids 1..=sbtest_rows, as if loaded earlier.
     sbtest_rows: AtomicI64,
-}
-
-impl Shared {
-    pub fn new(latency_us: u64, fail_every: u64) -> Shared {
-        Shared {
-            latency: Duration::from_micros(latency_us),
-            fail_every,
-            ops: AtomicU64::new(0),
-            tables: Mutex::new(HashMap::new()),
-            sbtests: Mutex::new(HashMap::new()),
-            sbtest_rows: AtomicI64::new(0),
-        }
-    }
-
-    /// Sleep the scripted latency; fail if this is the Nth data operation.
-    pub fn data_op(&self) -> DbResult<()> {
-        self.pause();
-        let n = self.ops.fetch_add(1, Relaxed) + 1;
-        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
-            return Err(DbError::ignorable(format!(
-                "null driver: injected error (operation {n})"
-            )));
-        }
-        Ok(())
-    }
-
-    pub fn pause(&self) {
-        if !self.latency.is_zero() {
-            std::thread::sleep(self.latency);
-        }
-    }
 }
 
 pub struct NullDriver {
@@ -75,10 +43,15 @@ pub struct NullDriver {
 impl NullDriver {
     /// `kv_prefill` keys of `key_size` bytes are in its key-value store from the start.
     pub fn new(latency_us: u64, fail_every: u64, kv_prefill: u64, key_size: usize) -> NullDriver {
-        let shared = Arc::new(Shared::new(latency_us, fail_every));
+        let script = Arc::new(Script::new(latency_us, fail_every));
         NullDriver {
-            kv: NullKv::new(shared.clone(), kv_prefill, key_size),
-            shared,
+            kv: NullKv::new(script.clone(), kv_prefill, key_size),
+            shared: Arc::new(Shared {
+                script,
+                tables: Mutex::new(HashMap::new()),
+                sbtests: Mutex::new(HashMap::new()),
+                sbtest_rows: AtomicI64::new(0),
+            }),
         }
     }
 }
@@ -113,11 +86,11 @@ struct NullConn {
 
 impl NullConn {
     fn data_op(&self) -> DbResult<()> {
-        self.shared.data_op()
+        self.shared.script.data_op()
     }
 
     fn pause(&self) {
-        self.shared.pause()
+        self.shared.script.pause()
     }
 
     fn with_table<T>(&self, table: &str, f: impl FnOnce(&mut Table) -> T) -> T {

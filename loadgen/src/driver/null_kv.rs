@@ -3,20 +3,20 @@
 //! as if an earlier fillseq had run, so each step can be tested on its own.
 
 use super::kv::{encode_key, key_buffer, EngineSnapshot, KvConn, KvStore, WriteMode};
-use super::null::Shared;
+use super::null_script::Script;
 use super::DbResult;
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 pub struct NullKv {
-    shared: Arc<Shared>,
+    script: Arc<Script>,
     keys: Arc<Mutex<BTreeSet<Vec<u8>>>>,
 }
 
 impl NullKv {
     /// `prefill` keys of `key_size` bytes are present from the start.
-    pub fn new(shared: Arc<Shared>, prefill: u64, key_size: usize) -> NullKv {
+    pub fn new(script: Arc<Script>, prefill: u64, key_size: usize) -> NullKv {
         let mut keys = BTreeSet::new();
         let mut k = key_buffer(key_size);
         for n in 0..prefill {
@@ -24,7 +24,7 @@ impl NullKv {
             keys.insert(k.clone());
         }
         NullKv {
-            shared,
+            script,
             keys: Arc::new(Mutex::new(keys)),
         }
     }
@@ -33,23 +33,23 @@ impl NullKv {
 impl KvStore for NullKv {
     fn session(&self, _mode: WriteMode) -> DbResult<Box<dyn KvConn>> {
         Ok(Box::new(NullKvConn {
-            shared: self.shared.clone(),
+            script: self.script.clone(),
             keys: self.keys.clone(),
         }))
     }
 
     fn flush(&self) -> DbResult<()> {
-        self.shared.pause();
+        self.script.pause();
         Ok(())
     }
 
     fn compact_l0(&self) -> DbResult<()> {
-        self.shared.pause();
+        self.script.pause();
         Ok(())
     }
 
     fn wait_for_compaction(&self, _stop: &AtomicBool) -> DbResult<()> {
-        self.shared.pause();
+        self.script.pause();
         Ok(())
     }
 
@@ -59,30 +59,30 @@ impl KvStore for NullKv {
 }
 
 struct NullKvConn {
-    shared: Arc<Shared>,
+    script: Arc<Script>,
     keys: Arc<Mutex<BTreeSet<Vec<u8>>>>,
 }
 
 impl KvConn for NullKvConn {
     fn put(&mut self, key: &[u8], _value: &[u8]) -> DbResult<()> {
-        self.shared.data_op()?;
+        self.script.data_op()?;
         self.keys.lock().unwrap().insert(key.to_vec());
         Ok(())
     }
 
     fn get(&mut self, key: &[u8]) -> DbResult<bool> {
-        self.shared.data_op()?;
+        self.script.data_op()?;
         Ok(self.keys.lock().unwrap().contains(key))
     }
 
     fn seek_next(&mut self, key: &[u8], n: u64) -> DbResult<u64> {
-        self.shared.data_op()?;
+        self.script.data_op()?;
         let keys = self.keys.lock().unwrap();
         Ok(keys.range(key.to_vec()..).take(n as usize).count() as u64)
     }
 
     fn seek_prev(&mut self, key: &[u8], n: u64) -> DbResult<u64> {
-        self.shared.data_op()?;
+        self.script.data_op()?;
         let keys = self.keys.lock().unwrap();
         Ok(keys.range(..=key.to_vec()).rev().take(n as usize).count() as u64)
     }
@@ -94,7 +94,7 @@ mod tests {
 
     #[test]
     fn ranges_follow_key_order() {
-        let kv = NullKv::new(Arc::new(Shared::new(0, 0)), 100, 16);
+        let kv = NullKv::new(Arc::new(Script::new(0, 0)), 100, 16);
         let mut s = kv
             .session(WriteMode {
                 disable_wal: true,

@@ -4,6 +4,7 @@
 
 use super::kv::{EngineSnapshot, KvConn, KvStore, WriteMode};
 use super::rocksdb_api::{Api, BloomAbi, Version, H};
+use super::rocksdb_db::{db_error, Db};
 use super::rocksdb_session::RocksConn;
 use super::rocksdb_stats::parse_statistics;
 use super::{DbError, DbResult, Driver};
@@ -16,40 +17,6 @@ use std::time::Duration;
 
 const MB: u64 = 1 << 20;
 const AUTO_HYPER_CLOCK: Version = Version(8, 7, 0);
-/// Properties that say whether background work remains, for builds without
-/// rocksdb_wait_for_compact.
-const BUSY_PROPERTIES: [&str; 4] = [
-    "rocksdb.num-running-compactions",
-    "rocksdb.compaction-pending",
-    "rocksdb.num-running-flushes",
-    "rocksdb.mem-table-flush-pending",
-];
-
-/// The open database and every handle it owns; closed and freed on drop.
-pub(super) struct Db {
-    pub(super) api: Api,
-    pub(super) db: H,
-    options: H,
-    cache: H,
-}
-
-// SAFETY: a rocksdb_t is thread-safe; options and cache are only read after the open.
-unsafe impl Send for Db {}
-unsafe impl Sync for Db {}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        // SAFETY: the handles were created by this library and are freed once, the
-        // database first (it uses the cache); no session outlives the Arc<Db>.
-        unsafe {
-            (self.api.close)(self.db);
-            (self.api.options_destroy)(self.options);
-            if !self.cache.is_null() {
-                (self.api.cache_destroy)(self.cache);
-            }
-        }
-    }
-}
 
 pub struct RocksDriver {
     db: Arc<Db>,
@@ -210,31 +177,6 @@ impl Driver for RocksDriver {
 
     fn capabilities(&self) -> Option<Vec<&'static str>> {
         Some(self.capabilities.clone())
-    }
-}
-
-/// RocksDB's own words, classified: busy/try-again may pass, the rest ends the step.
-pub(super) fn db_error(what: &str, e: String) -> DbError {
-    let msg = format!("{what}: {e}");
-    if e.starts_with("Resource busy") || e.contains("Try again") {
-        DbError::ignorable(msg)
-    } else {
-        DbError::fatal(msg)
-    }
-}
-
-impl Db {
-    fn property(&self, name: &str) -> Option<String> {
-        let c = CString::new(name).ok()?;
-        // SAFETY: returns a malloc'ed string or null; take_string frees it.
-        self.api
-            .take_string(unsafe { (self.api.property_value)(self.db, c.as_ptr()) })
-    }
-
-    fn busy(&self) -> bool {
-        BUSY_PROPERTIES
-            .iter()
-            .any(|p| self.property(p).and_then(|v| v.trim().parse::<u64>().ok()) != Some(0))
     }
 }
 

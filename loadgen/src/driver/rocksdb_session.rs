@@ -2,8 +2,8 @@
 //! iterator whose keys and values are looked at in place, puts through a reused batch.
 
 use super::kv::KvConn;
-use super::rocksdb::{db_error, Db};
 use super::rocksdb_api::H;
+use super::rocksdb_db::{db_error, Db};
 use super::DbResult;
 use std::sync::Arc;
 

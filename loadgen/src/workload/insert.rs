@@ -3,22 +3,67 @@
 //! its roles on scoped threads, waits at the check gate, and leaves its checks in a
 //! `ClientOutcome`.
 
+use super::insert_loops::{delete_behind, delete_paced, query_loop, Inserter, Progress};
 use super::live_ids::LiveIds;
-use super::rows::{self, RowGen};
-use super::{ClientOutcome, RowCheck};
+use super::roles::{join, spawn_role};
+use super::rows::RowGen;
+use crate::context::StepContext;
 use crate::driver::{Conn, DbResult};
-use crate::pace::{sleep_until, Pacing, Stop};
-use crate::runner::{StepContext, Worker};
-use crate::spec::Step;
+use crate::outcome::{ClientOutcome, Histograms, RowCheck, StepPlan};
+use crate::output::QUnit;
+use crate::pace::{Pacing, Stop};
+use crate::spec::StepSpec;
 use crate::stats::OpKind;
+use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
-use std::sync::{Condvar, Mutex};
-use std::thread::{Scope, ScopedJoinHandle};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-pub(super) type Histograms = Vec<Option<hdrhistogram::Histogram<u64>>>;
+/// Which op kinds an Insert Benchmark step measures, which is Q, and the paced writers'
+/// targets.
+pub fn plan(spec: &StepSpec) -> StepPlan {
+    let rate = spec.insert.insert_rate.unwrap_or(0);
+    let writers = if rate > 0 {
+        vec![OpKind::Insert, OpKind::Delete]
+    } else {
+        vec![]
+    };
+    let target = (rate * spec.clients as u64) as f64;
+    let targets = writers.iter().map(|&k| (k, target)).collect();
+    let (q_op, q_unit, kinds) = match spec.step {
+        Step::LoadI0 => (OpKind::Insert, QUnit::Rows, vec![OpKind::Insert]),
+        Step::CreateIndexes => (OpKind::CreateIndex, QUnit::Rows, vec![OpKind::CreateIndex]),
+        Step::LoadI1 | Step::LoadI2 => (
+            OpKind::Insert,
+            QUnit::Rows,
+            vec![OpKind::Insert, OpKind::Delete],
+        ),
+        Step::Cleanup | Step::Micro(_) => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
+        Step::RangeQueries => (
+            OpKind::RangeQuery,
+            QUnit::Ops,
+            [vec![OpKind::RangeQuery], writers].concat(),
+        ),
+        Step::PointQueries => (
+            OpKind::PointQuery,
+            QUnit::Ops,
+            [vec![OpKind::PointQuery], writers].concat(),
+        ),
+        _ => unreachable!("the spec's validation pairs kv steps with the kv workload"),
+    };
+    let targets = if spec.step.is_query() {
+        targets
+    } else {
+        vec![]
+    };
+    StepPlan {
+        kinds,
+        q_op,
+        q_unit,
+        targets,
+    }
+}
 
 /// Run client `client` (1-based) of the step on its table.
 pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
@@ -284,211 +329,4 @@ impl Client<'_> {
         o.point_rows = point_rows;
         Ok(o)
     }
-}
-
-/// Run a role (client, name) on its own scoped thread, `client<n>-<name>`, with its own
-/// recorder; a fatal error or a panic is reported to the runner at once.
-pub(super) fn spawn_role<'scope, 'env, T: Send + 'scope>(
-    s: &'scope Scope<'scope, 'env>,
-    ctx: &'env StepContext,
-    (client, role): (u32, &str),
-    start: Instant,
-    f: impl FnOnce(&mut Worker<'env>) -> Result<T> + Send + 'scope,
-) -> Result<ScopedJoinHandle<'scope, Result<(T, Histograms)>>> {
-    let name = format!("client{client}-{role}");
-    let h = std::thread::Builder::new()
-        .name(name.clone())
-        .spawn_scoped(s, move || {
-            ctx.catch_panics(|| {
-                let mut w = ctx.worker(client, start);
-                let r = ctx.guard(f(&mut w))?;
-                Ok((r, w.finish()))
-            })
-        });
-    // Stop the roles already started, or the scope would wait for them to end.
-    ctx.guard(h.map_err(|e| anyhow!("cannot start thread {name}: {e}")))
-}
-
-pub(super) fn join<T>(h: ScopedJoinHandle<'_, Result<T>>) -> Result<T> {
-    h.join().map_err(|_| anyhow!("a worker thread panicked"))?
-}
-
-/// Rows committed by the inserter, for a deleter that follows it.
-#[derive(Default)]
-struct Progress {
-    state: Mutex<(u64, bool)>,
-    cv: Condvar,
-}
-
-impl Progress {
-    fn advance(&self, rows: u64) {
-        self.state.lock().unwrap().0 += rows;
-        self.cv.notify_one();
-    }
-
-    fn finish(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_one();
-    }
-
-    /// Wait until `rows` were inserted or the inserter finished; (inserted, finished).
-    fn wait_for(&self, rows: u64, w: &Worker) -> (u64, bool) {
-        let mut st = self.state.lock().unwrap();
-        while st.0 < rows && !st.1 && !w.stopped() {
-            st = self
-                .cv
-                .wait_timeout(st, Duration::from_millis(50))
-                .unwrap()
-                .0;
-        }
-        *st
-    }
-}
-
-struct Inserter<'a> {
-    table: &'a str,
-    batch: u64,
-}
-
-impl Inserter<'_> {
-    /// Insert batches until `stop`; returns rows inserted.
-    #[allow(clippy::too_many_arguments)]
-    fn run(
-        &self,
-        w: &mut Worker,
-        conn: &mut dyn Conn,
-        gen: &mut RowGen,
-        mut pacing: Pacing,
-        stop: Stop,
-        live: Option<&LiveIds>,
-        progress: Option<&Progress>,
-    ) -> Result<u64> {
-        let mut done = 0;
-        let result = (|| {
-            while !w.stopped() {
-                let intended = pacing.next_intended(Instant::now());
-                if !stop.allows(intended, done) || !sleep_until(intended, &w.ctx.stop) {
-                    break;
-                }
-                let rows = gen.batch(stop.next_batch(self.batch, done) as usize);
-                let mut last_id = None;
-                let (n, _) = w.call(OpKind::Insert, intended, || {
-                    let r = conn.insert(self.table, rows, live.is_some())?;
-                    last_id = r.last_id;
-                    Ok(r.rows)
-                })?;
-                if let (Some(l), Some(n)) = (live, n) {
-                    l.inserted(n, last_id);
-                }
-                if let Some(p) = progress {
-                    p.advance(n.unwrap_or(0));
-                }
-                done += n.unwrap_or(0);
-            }
-            Ok(done)
-        })();
-        if let Some(p) = progress {
-            p.finish();
-        }
-        result
-    }
-}
-
-/// Delete the oldest rows as the inserter commits them, in batches, until `total`.
-fn delete_behind(
-    w: &mut Worker,
-    conn: &mut dyn Conn,
-    table: &str,
-    batch: u64,
-    total: u64,
-    progress: &Progress,
-) -> Result<u64> {
-    let mut deleted = 0;
-    while deleted < total && !w.stopped() {
-        let (inserted, finished) = progress.wait_for(deleted + batch, w);
-        let n = batch
-            .min(inserted.saturating_sub(deleted))
-            .min(total - deleted);
-        if n == 0 {
-            if finished || w.stopped() {
-                break;
-            }
-            continue;
-        }
-        let (d, _) = w.call(OpKind::Delete, Instant::now(), || {
-            conn.delete_oldest(table, n)
-        })?;
-        if d == Some(0) {
-            break; // the table is empty: nothing left to follow
-        }
-        deleted += d.unwrap_or(0);
-    }
-    Ok(deleted)
-}
-
-/// Delete the oldest rows at the target rate until the deadline.
-fn delete_paced(
-    w: &mut Worker,
-    conn: &mut dyn Conn,
-    table: &str,
-    batch: u64,
-    rate: u64,
-    stop: Stop,
-    live: Option<&LiveIds>,
-) -> Result<u64> {
-    let mut pacing = Pacing::rate(w.start(), batch, rate);
-    let mut deleted = 0;
-    while !w.stopped() {
-        let intended = pacing.next_intended(Instant::now());
-        if !stop.allows(intended, deleted) || !sleep_until(intended, &w.ctx.stop) {
-            break;
-        }
-        let old = live.map(|l| l.begin_delete(batch, &w.ctx.stop));
-        let (d, _) = w.call(OpKind::Delete, intended, || {
-            conn.delete_oldest(table, batch)
-        })?;
-        if let (Some(l), Some(old)) = (live, old) {
-            l.end_delete(old, d);
-        }
-        deleted += d.unwrap_or(0);
-    }
-    Ok(deleted)
-}
-
-/// Range queries, or point queries on live ids when `live` is given, as fast as
-/// possible until the deadline; returns (point rows expected, found).
-fn query_loop(
-    w: &mut Worker,
-    conn: &mut dyn Conn,
-    table: &str,
-    rng: &mut SmallRng,
-    stop: Stop,
-    live: Option<&LiveIds>,
-) -> Result<(u64, u64)> {
-    let (mut expected, mut found) = (0, 0);
-    let mut ids = [0i64; 10];
-    let mut now = Instant::now();
-    while stop.allows(now, 0) && !w.stopped() {
-        now = match live {
-            Some(live) => {
-                let want = live.begin_query(rng, &mut ids);
-                let r = w.call(OpKind::PointQuery, now, || conn.point_query(table, &ids));
-                live.end_query();
-                let (got, done) = r?;
-                if let Some(got) = got {
-                    expected += want;
-                    found += got;
-                }
-                done
-            }
-            None => {
-                let (index, start) = rows::range_query(rng);
-                w.call(OpKind::RangeQuery, now, || {
-                    conn.range_query(table, index, start)
-                })?
-                .1
-            }
-        };
-    }
-    Ok((expected, found))
 }

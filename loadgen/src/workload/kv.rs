@@ -2,16 +2,17 @@
 //! a session; fillseq and flush_mt_l0 run on client 1 alone; in the *whilewriting steps
 //! client 1 also runs the one background writer, paced in bytes per second.
 
-use super::insert::{join, spawn_role, Histograms};
 use super::kv_data::{Key, Values};
 use super::kv_loops::{Reader, Writer};
-use super::{ClientOutcome, StepPlan};
+use super::roles::{join, spawn_role};
+use crate::context::{StepContext, Worker};
 use crate::driver::kv::{KvConn, KvStore, WriteMode};
+use crate::outcome::{ClientOutcome, Histograms, StepPlan};
 use crate::output::QUnit;
 use crate::pace::{Pacing, Stop};
-use crate::runner::{StepContext, Worker};
-use crate::spec::{EngineSpec, Step, StepSpec};
+use crate::spec::{EngineSpec, StepSpec};
 use crate::stats::OpKind;
+use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;

@@ -3,9 +3,9 @@
 //! timing, one clock read per operation in a closed loop.
 
 use super::kv_data::{Key, Values};
+use crate::context::{OpFailed, Worker};
 use crate::driver::kv::KvConn;
 use crate::pace::{sleep_until, Pacing, Stop};
-use crate::runner::{OpFailed, Worker};
 use crate::stats::OpKind;
 use anyhow::Result;
 use rand::rngs::SmallRng;

@@ -3,14 +3,17 @@
 //! Client 1 surveys the tables before the start (are ids 1..=rows all there, how many
 //! rows, the largest id) so the step can check what it read and wrote.
 
+use super::micro_gen;
 use super::micro_ops::{self, OpRunner};
-use super::{micro_gen, ClientOutcome, RowCheck, StepPlan};
+use crate::context::StepContext;
 use crate::driver::micro::{MicroConn, SbRow, Table};
 use crate::driver::{Conn, DbResult};
+use crate::micro_spec::MicroStep;
+use crate::outcome::{ClientOutcome, Histograms, RowCheck, StepPlan};
 use crate::output::QUnit;
-use crate::runner::StepContext;
-use crate::spec::{MicroStep, Step, StepSpec};
+use crate::spec::StepSpec;
 use crate::stats::OpKind;
+use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -284,8 +287,6 @@ impl Client<'_> {
         Ok(o)
     }
 }
-
-type Histograms = Vec<Option<hdrhistogram::Histogram<u64>>>;
 
 /// Rows `first..first+count` of the load, k uniform in 1..=rows, as sysbench's prepare.
 fn fill_rows(rng: &mut SmallRng, batch: &mut Vec<SbRow>, first: i64, count: usize, rows: u64) {

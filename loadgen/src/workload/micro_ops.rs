@@ -5,7 +5,7 @@
 use super::micro_gen::{self, Zipf, HOT_IDS};
 use crate::driver::micro::{Arg, MicroConn, Stmt, Table, IN_LIST};
 use crate::driver::DbResult;
-use crate::spec::MicroStep as S;
+use crate::micro_spec::MicroStep as S;
 use crate::stats::OpKind;
 use rand::rngs::SmallRng;
 use rand::Rng;

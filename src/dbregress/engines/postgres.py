@@ -19,7 +19,7 @@ from dbregress.engines.process import describe_exit, processes_in
 from dbregress.engines.server import ServerEngine
 from dbregress.errors import EngineCrashed, EngineError
 from dbregress.provision import Build
-from dbregress.provision.local import library_env
+from dbregress.provision.libenv import library_env
 
 __all__ = ["PostgresEngine", "processes_in"]
 

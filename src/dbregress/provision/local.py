@@ -11,23 +11,13 @@ import subprocess
 from pathlib import Path
 
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision import Build, BuildSpec
+from dbregress.provision import Build, BuildSpec, mysql
+from dbregress.provision.libenv import library_env
 from dbregress.provision.versioning import version_key
 
 SYSTEM_ROOT = Path("/usr/lib/postgresql")
 REQUIRED = ("postgres", "initdb")
 MYSQL_FAMILY = ("mariadb", "mysql")
-
-
-def library_env(basedir: Path) -> dict[str, str]:
-    """The environment to run a build's binaries: its lib/ first on LD_LIBRARY_PATH."""
-    env = dict(os.environ)
-    lib = basedir / "lib"
-    if lib.is_dir():
-        env["LD_LIBRARY_PATH"] = os.pathsep.join(
-            p for p in (str(lib), env.get("LD_LIBRARY_PATH", "")) if p
-        )
-    return env
 
 
 def postgres_version(basedir: Path) -> str:
@@ -72,8 +62,6 @@ def system_basedir() -> Path:
 
 def fetch_system(spec: BuildSpec) -> Build:
     if spec.engine in MYSQL_FAMILY:
-        from dbregress.provision import mysql
-
         return _fetch_mysql(spec, mysql.system_basedir(spec.engine), "system")
     basedir = system_basedir()
     version = postgres_version(basedir)
@@ -101,8 +89,6 @@ def fetch_path(spec: BuildSpec) -> Build:
 def _fetch_mysql(spec: BuildSpec, basedir: Path, source: str) -> Build:
     """A MySQL-family build on this machine; `mariadb@` insists on MariaDB, `mysql@` takes
     any of the family (MySQL, Percona, FB MySQL, MariaDB)."""
-    from dbregress.provision import mysql
-
     line, version = mysql.server_version(basedir, str(spec))
     if spec.engine == "mariadb" and not version.is_mariadb:
         raise BuildNotFound(

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision.local import library_env
+from dbregress.provision.libenv import library_env
 
 SERVER_NAMES = ("bin/mariadbd", "bin/mysqld", "sbin/mariadbd", "sbin/mysqld", "libexec/mysqld")
 INSTALL_SCRIPTS = (
