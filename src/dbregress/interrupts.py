@@ -83,3 +83,12 @@ def shielded() -> Iterator[None]:
     if _state.pending and not _state.shield:
         name, _state.pending = _state.pending, None
         raise KeyboardInterrupt(name)
+
+
+def settle() -> None:
+    """The lab is over and only the exit is left: ignore further signals, so a late
+    second Ctrl-C cannot turn a clean exit into death by signal while Python shuts down
+    (it restores the default handlers it set, not ignored ones)."""
+    if _state.installed and threading.current_thread() is threading.main_thread():
+        for s in SIGNALS:
+            signal.signal(s, signal.SIG_IGN)

@@ -7,7 +7,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from dbregress import __version__
+from dbregress import __version__, interrupts
 from dbregress.cli import calibrate, fetch, report, run, versions
 from dbregress.errors import DbregressError, Interrupted
 
@@ -42,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("Error: interrupted", file=sys.stderr)
         return 130
+    finally:
+        interrupts.settle()
 
 
 if __name__ == "__main__":
