@@ -43,8 +43,8 @@ builds: python
 	$(UV) run dbregress fetch $(QUICKSTART_BUILDS)
 
 lint: python
-	$(UV) run ruff check src tests bench
-	$(UV) run ruff format --check src tests bench
+	$(UV) run ruff check src tests bench tools
+	$(UV) run ruff format --check src tests bench tools
 	$(UV) run mypy --strict src
 
 rust-check:
