@@ -11,7 +11,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 
-.PHONY: demo test setup uv python debian build builds lint rust-check pytest clean
+.PHONY: demo test setup uv python debian build builds schema lint rust-check pytest clean
 
 demo: setup builds
 	$(UV) run dbregress run labs/quickstart.toml
@@ -38,6 +38,12 @@ debian:
 
 build:
 	cargo build --release --locked --quiet
+
+# The step spec's JSON Schema is generated from the loadgen's spec types (loadgen/src/spec.rs);
+# tests/unit/test_schema_fresh.py fails when the checked-in copy differs from what this writes.
+schema: build
+	./target/release/dbregress-loadgen --print-spec-schema > schema/step-spec.schema.json.tmp
+	mv schema/step-spec.schema.json.tmp schema/step-spec.schema.json
 
 builds: python
 	$(UV) run dbregress fetch $(QUICKSTART_BUILDS)

@@ -3,22 +3,34 @@
 
 use crate::step::Step;
 use anyhow::{bail, Result};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InsertSpec {
+    /// l.i0, l.i1, l.i2: rows each client inserts (l.i1/l.i2 delete as many)
     pub rows: Option<u64>,
+    /// Rows per insert statement and commit; defaults 100 (l.i0), 50 (l.i1), 5 (l.i2), 10 (q-steps)
+    #[schemars(range(min = 1))]
     pub rows_per_commit: Option<u64>,
+    /// q-steps: seconds to run
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub duration_s: Option<f64>,
+    /// q-steps: background inserted rows/s per client, and deleted rows/s per client (0 = no
+    /// background writes)
     pub insert_rate: Option<u64>,
+    /// Rows each table holds before the step (one per client); when absent the loadgen
+    /// counts them
     pub expected_rows: Option<Vec<u64>>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+/// The post-write cleanup step
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CleanupSpec {
     #[serde(default = "default_statements_timeout_s")]
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub statements_timeout_s: f64,
 }
 

@@ -1,29 +1,43 @@
 //! The kv parts of the step spec: the `kv` sizes section and the `rocksdb` engine's
-//! options (schema/step-spec.schema.json), with the schema's defaults and the checks the
-//! schema alone cannot make.
+//! options (schema/step-spec.schema.json, generated from these types), with their
+//! defaults and the checks the schema alone cannot make.
 
 use crate::step::Step;
 use anyhow::{bail, Result};
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Sizes of a kv step (METHOD.md section 4).
-#[derive(Debug, Clone, Deserialize)]
+/// Sizes of a kv step (METHOD.md section 4)
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KvSpec {
-    /// Keys in the database: fillseq writes 0..keys-1, other steps pick among them.
+    /// Keys in the database (fillseq writes 0..keys-1; other steps pick among them uniformly)
+    #[schemars(range(min = 1))]
     pub keys: Option<u64>,
     #[serde(default = "default_key_size")]
+    #[schemars(range(min = 8))]
     pub key_size: usize,
     #[serde(default = "default_value_size")]
+    #[schemars(range(min = 1))]
     pub value_size: usize,
+    /// Timed steps: revrange, readrandom, fwdrange, *whilewriting, overwrite,
+    /// overwriteandwait (its overwrite phase)
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub duration_s: Option<f64>,
+    /// overwritesome: fraction of keys overwritten
     #[serde(default = "default_overwrite_fraction")]
+    #[schemars(range(max = 1), extend("exclusiveMinimum" = 0))]
     pub overwrite_fraction: f64,
+    /// Entries read after each seek in range steps
     #[serde(default = "default_range_len")]
+    #[schemars(range(min = 1))]
     pub range_len: u64,
+    /// *whilewriting: the one background writer's limit, MB/s of key+value bytes
     #[serde(default = "default_writer_mb_per_s")]
+    #[schemars(range(min = 0))]
     pub writer_mb_per_s: f64,
+    /// Default true for fillseq, false otherwise
     pub disable_wal: Option<bool>,
 }
 
@@ -106,7 +120,9 @@ impl KvSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+// Serialize for the schema's defaults; no doc comments on the variants, which would
+// make the schema's `enum` a `oneOf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheType {
     Lru,
@@ -114,41 +130,55 @@ pub enum CacheType {
     AutoHyperClock,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
     None,
     Lz4,
 }
 
-/// The rocksdb engine's `options`, defaults as in the schema.
-#[derive(Debug, Clone, Deserialize)]
+/// The rocksdb engine's options; an option left out takes its default
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RocksOptions {
+    /// Block cache capacity
+    #[schemars(range(min = 1))]
     pub cache_mb: Option<u64>,
     #[serde(default = "default_cache_type")]
     pub cache_type: CacheType,
+    /// hyper_clock only; default block_size
     pub estimated_entry_charge: Option<u64>,
     #[serde(default = "default_block_size")]
+    #[schemars(range(min = 512))]
     pub block_size: u64,
+    /// 0 = no bloom filter
     #[serde(default = "default_bloom_bits")]
+    #[schemars(range(min = 0))]
     pub bloom_bits: f64,
     #[serde(default = "default_compression")]
     pub compression: Compression,
+    /// O_DIRECT for reads and for flush/compaction writes
     #[serde(default)]
     pub direct_io: bool,
+    /// needs RocksDB 11.0+
     #[serde(default)]
     pub block_align: bool,
     #[serde(default = "default_write_buffer_mb")]
+    #[schemars(range(min = 1))]
     pub write_buffer_mb: u64,
     #[serde(default = "default_max_background_jobs")]
+    #[schemars(range(min = 1))]
     pub max_background_jobs: u32,
     #[serde(default = "default_l0_trigger")]
+    #[schemars(range(min = 1))]
     pub level0_file_num_compaction_trigger: u32,
     #[serde(default = "default_max_bytes_for_level_base_mb")]
+    #[schemars(range(min = 1))]
     pub max_bytes_for_level_base_mb: u64,
     #[serde(default = "default_target_file_size_base_mb")]
+    #[schemars(range(min = 1))]
     pub target_file_size_base_mb: u64,
+    /// fsync the WAL on every write
     #[serde(default)]
     pub sync: bool,
 }

@@ -28,6 +28,7 @@ use std::time::Instant;
 
 const USAGE: &str = "\
 Usage: dbregress-loadgen <SPEC>
+       dbregress-loadgen --print-spec-schema
 
 Runs one step described by a step spec (schema/step-spec.schema.json) and prints the
 event stream (schema/events.schema.json) on stdout, one JSON object per line.
@@ -38,8 +39,11 @@ Arguments:
           caller's: the lines go and check, and its end)
 
 Options:
-  -h, --help     print this help
-  -V, --version  print the version
+  -h, --help               print this help
+  -V, --version            print the version
+      --print-spec-schema  print the step spec's JSON Schema, generated from the types
+                           the loadgen reads (make schema writes it to
+                           schema/step-spec.schema.json)
 
 Environment:
   DBREGRESS_LOADGEN_FAULT  for tests: panic:client=<i>:after_ops=<n> makes client i
@@ -69,6 +73,10 @@ fn run() -> Result<()> {
         }
         [a] if a == "-V" || a == "--version" => {
             println!("dbregress-loadgen {}", env!("CARGO_PKG_VERSION"));
+            return Ok(());
+        }
+        [a] if a == "--print-spec-schema" => {
+            println!("{}", serde_json::to_string_pretty(&spec::schema())?);
             return Ok(());
         }
         [path] => path.clone(),

@@ -2,13 +2,14 @@
 //! `micro` section. Kept apart from spec.rs so other workloads' changes merge cleanly.
 
 use anyhow::{bail, Result};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
 
 /// Declares the steps once: the enum, its serialized names, and `name()`.
 macro_rules! micro_steps {
     ($($variant:ident = $name:literal),* $(,)?) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
         pub enum MicroStep {
             $(#[serde(rename = $name)] $variant),*
         }
@@ -57,20 +58,24 @@ micro_steps! {
     Insert = "insert",
 }
 
-/// Sizes of a microbenchmark step.
-#[derive(Debug, Clone, Deserialize)]
+/// Sizes of a micro step
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MicroSpec {
-    /// Tables sbtest1..sbtestN; every operation picks one uniformly, as sysbench does.
+    /// Tables sbtest1..sbtestN
     #[serde(default = "default_tables")]
+    #[schemars(range(min = 1))]
     pub tables: u32,
-    /// Rows per table (ids 1..=rows).
+    /// Rows per table, ids 1..rows (load writes them; other steps draw ids from them)
     #[serde(default = "default_rows")]
+    #[schemars(range(min = 10, max = i32::MAX))]
     pub rows: u64,
-    /// Rows per range query.
+    /// Rows per range query (range-*, read-only*, read-write); at most rows
     #[serde(default = "default_range_size")]
+    #[schemars(range(min = 1))]
     pub range_size: u64,
-    /// Seconds each timed step runs.
+    /// Seconds each timed step runs (every step but load and cleanup)
+    #[schemars(extend("exclusiveMinimum" = 0))]
     pub duration_s: Option<f64>,
 }
 

@@ -1,85 +1,158 @@
-//! The step spec (schema/step-spec.schema.json): parse, apply the schema's defaults,
-//! then cross-validate what the schema alone cannot say. It composes the workloads'
-//! sections (insert_spec, kvspec, micro_spec), which build on step.rs as this does.
+//! The step spec: parse, apply the defaults, then cross-validate what the schema alone
+//! cannot say. It composes the workloads' sections (insert_spec, kvspec, micro_spec),
+//! which build on step.rs as this does. The spec's JSON Schema is generated from these
+//! types (`schema()`, printed by `dbregress-loadgen --print-spec-schema`): their doc
+//! comments become its descriptions and serde's defaults its defaults. The checked-in
+//! copy, schema/step-spec.schema.json, is what `make schema` writes.
 
 use crate::insert_spec::{default_statements_timeout_s, CleanupSpec, InsertSpec};
 use crate::kvspec::{KvSpec, RocksOptions};
 use crate::micro_spec::MicroSpec;
-use crate::step::{step_or_micro, Step, Workload};
+use crate::step::{step_or_micro, step_schema, Step, Workload};
 use anyhow::{bail, Context, Result};
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
+use serde_json::Value;
 use std::time::{Duration, Instant};
 
 /// The spec versions this loadgen reads: 2 added handshake, warmup_s and inject_slowdown.
 const SPEC_VERSIONS: [u32; 2] = [1, 2];
 
-/// One step of one workload against one running engine.
-#[derive(Debug, Clone, Deserialize)]
+// The doc comments of the types and fields below are the schema's descriptions (for
+// notes to the reader of this code, use plain comments); serde's defaults are its
+// defaults; schemars attributes add the bounds serde's types do not imply.
+
+/// What dbregress-loadgen is told to do: one step of one workload against one running
+/// engine. Given as a file argument, or on stdin when neither handshake nor
+/// wait_before_close is set. Version 2 added handshake, warmup_s and inject_slowdown; the
+/// loadgen still reads version 1 specs, which may not use them.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(
+    title = "dbregress step spec, version 2",
+    extend("$id" = "https://dbregress.dev/schema/step-spec-2.json")
+)]
 pub struct StepSpec {
+    /// 2 for the fields handshake, warmup_s and inject_slowdown
+    #[schemars(schema_with = "spec_version_schema")]
     pub spec_version: u32,
     pub engine: EngineSpec,
+    /// insert: the Insert Benchmark (METHOD.md section 2); kv: db_bench-style steps
+    /// (section 4); micro: sysbench-style microbenchmarks (section 3) on sbtest1..N
     pub workload: Workload,
+    /// insert workload: l.i0 .. qp (qr/qp rate in insert.insert_rate). kv workload:
+    /// METHOD.md section 4's steps, plus overwrite (random overwrites for duration_s, for
+    /// side-by-side runs with db_bench). micro workload: load, cleanup, and METHOD.md
+    /// section 3's steps (one op = one statement; for read-only*, write-only, read-write
+    /// one transaction; read-only-simple/-sum/-order/-distinct/-count run BEGIN, that one
+    /// range query, COMMIT).
     #[serde(deserialize_with = "step_or_micro")]
+    #[schemars(schema_with = "step_schema")]
     pub step: Step,
-    /// One table per client, pi1..piN.
+    /// insert: one table per client, pi1..piN. kv: reader/writer threads (fillseq always
+    /// uses 1). micro: connections, each picking a table per statement as sysbench does
+    /// (load and cleanup: client i takes tables i, i+clients, ...)
+    #[schemars(range(min = 1))]
     pub clients: u32,
-    /// Client i (1-based) seeds its generators with seed + i.
+    /// Seed of the random generators; client i uses seed + i
     pub seed: u64,
     #[serde(default = "default_report_interval_ms")]
+    #[schemars(range(min = 10))]
     pub report_interval_ms: u64,
     #[serde(default)]
+    #[schemars(extend("default" = {}))]
     pub insert: InsertSpec,
     pub cleanup: Option<CleanupSpec>,
+    /// After the summary line, keep the connections open until stdin closes, so the caller
+    /// can read the server's counters while its backends still live. Needs the spec in a
+    /// file.
     #[serde(default)]
     pub wait_before_close: bool,
-    /// Print `ready` and wait for `go` on stdin, print `stopped` and wait for `check`.
+    /// Let the caller time the step's phases (events schema): after 'ready' wait for the
+    /// line go on stdin, which starts the step's clock; after 'stopped' wait for the line
+    /// check before the end-of-step checks. stdin closing before either is fatal. Needs the
+    /// spec in a file. false: the loadgen runs on its own and reads stdin only for
+    /// wait_before_close.
     #[serde(default)]
     pub handshake: bool,
-    /// Seconds a duration-based step runs before its measured window (0: none).
+    /// Steps that run for a duration (qr, qp, the kv steps with kv.duration_s, the micro
+    /// steps with micro.duration_s) first run this many seconds of the same workload, then
+    /// print 'measuring' and go on without a pause: the summary covers only what follows,
+    /// the intervals cover both. Their run lasts warmup_s + the duration. Fixed-work steps
+    /// (l.i0, l.x, l.i1, l.i2, cleanup, fillseq, overwritesome, flush_mt_l0, micro load)
+    /// ignore it and print 'measuring' right after go.
     #[serde(default)]
+    #[schemars(range(min = 0))]
     pub warmup_s: f64,
-    /// After each timed call, busy-wait this fraction of the call's own duration.
+    /// A fraction F: after each timed driver call the client busy-waits F times the call's
+    /// own duration (not counted in its latency), so a closed-loop step's Q falls by about
+    /// F/(1+F) whatever the engine. For checking that a comparison detects a known
+    /// regression.
     #[serde(default)]
+    #[schemars(range(min = 0))]
     pub inject_slowdown: f64,
     #[serde(default)]
+    #[schemars(extend("default" = {}))]
     pub micro: MicroSpec,
-    /// The `kv` section as given; `kv` holds it with the defaults applied.
+    // The `kv` section as given; `kv` holds it with the defaults applied.
     #[serde(rename = "kv")]
+    #[schemars(extend("default" = {}))]
     kv_given: Option<KvSpec>,
     #[serde(skip)]
     pub kv: KvSpec,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "driver", rename_all = "lowercase", deny_unknown_fields)]
 pub enum EngineSpec {
+    /// A PostgreSQL server on a unix socket; trust authentication.
     Postgres {
+        /// Directory holding .s.PGSQL.<port>
         socket_dir: String,
+        #[schemars(range(min = 1))]
         port: u16,
         user: String,
         database: String,
     },
+    /// No engine: every operation sleeps a scripted latency. For testing the scheduler and
+    /// reports only.
     Null {
+        /// Latency of every operation, microseconds
         #[serde(default)]
         latency_us: u64,
+        /// Every Nth operation fails with an ignorable error (0 = never)
         #[serde(default)]
         fail_every: u64,
     },
-    /// MySQL, MariaDB, Percona or MyRocks on a unix socket; empty password.
+    /// A MySQL-family server (MySQL 5.7/8.x, MariaDB 10.2+, Percona, MyRocks) on a unix
+    /// socket; the user logs in with an empty password (mysql_native_password,
+    /// caching_sha2_password, unix_socket, or skip-grant-tables). The loadgen creates the
+    /// database if missing.
     Mysql {
+        /// Path of the server's unix socket file
         socket: String,
         #[serde(default = "default_mysql_user")]
         user: String,
         database: String,
+        /// ENGINE= of the tables; also picks the post-write cleanup (InnoDB: flush dirty
+        /// pages; RocksDB: flush the memtable, compact L0)
         #[serde(default = "default_storage_engine")]
+        #[schemars(extend("enum" = ["InnoDB", "RocksDB"]))]
         storage_engine: String,
     },
-    /// Embedded: the loadgen dlopens the library and opens the database itself.
+    /// RocksDB, embedded: the loadgen dlopens the library (a rocksdbjni jar's
+    /// librocksdbjni-linux64.so, Debian's librocksdb, or a user's build) and opens the
+    /// database itself. Each step opens the existing database (fillseq creates it).
     Rocksdb {
+        /// Path of the shared library exporting the RocksDB C API
         library: String,
-        /// major.minor[.patch]: decides calling conventions and version-gated options.
+        /// The library's RocksDB version (major.minor[.patch]); decides the calling
+        /// conventions that changed (bloom bits per key int before 6.24, double after) and
+        /// the capabilities that need a version (auto hyper clock cache from 8.7)
+        #[schemars(pattern(r"^[0-9]+\.[0-9]+(\.[0-9]+)?$"))]
         version: String,
         db_path: String,
         options: RocksOptions,
@@ -92,6 +165,65 @@ fn default_mysql_user() -> String {
 
 fn default_storage_engine() -> String {
     "InnoDB".into()
+}
+
+fn spec_version_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({"enum": SPEC_VERSIONS})
+}
+
+/// The JSON Schema of the step spec (draft 2020-12), as schema/step-spec.schema.json holds
+/// it: every subschema inline, as consumers read a field's schema in place; descriptions
+/// one line per paragraph; an optional field absent, never null.
+pub fn schema() -> Schema {
+    SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .with_transform(RecursiveTransform(absent_not_null as fn(&mut Schema)))
+        .with_transform(RecursiveTransform(unwrap_descriptions as fn(&mut Schema)))
+        .into_generator()
+        .into_root_schema_for::<StepSpec>()
+}
+
+/// schemars lets an `Option` field be null, which serde reads as absent; the spec's
+/// writers leave such a field out, and the schema keeps them to that.
+fn absent_not_null(schema: &mut Schema) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let null_schema = |v: &Value| v.get("type") == Some(&Value::from("null"));
+    if let Some(Value::Array(any_of)) = obj.get("anyOf") {
+        if let [a, b] = any_of.as_slice() {
+            let other = match (null_schema(a), null_schema(b)) {
+                (true, false) => Some(b.clone()),
+                (false, true) => Some(a.clone()),
+                _ => None,
+            };
+            if let Some(Value::Object(other)) = other {
+                obj.remove("anyOf");
+                for (k, v) in other {
+                    obj.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+    if let Some(Value::Array(types)) = obj.get_mut("type") {
+        types.retain(|t| t != "null");
+        if let [only] = types.as_slice() {
+            let only = only.clone();
+            obj.insert("type".into(), only);
+        }
+    }
+    if let Some(Value::Array(values)) = obj.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+}
+
+/// Doc comments keep their source's line breaks; a description keeps only the blank lines
+/// between paragraphs.
+fn unwrap_descriptions(schema: &mut Schema) {
+    if let Some(Value::String(d)) = schema.get_mut("description") {
+        let paragraphs: Vec<String> = d.split("\n\n").map(|p| p.replace('\n', " ")).collect();
+        *d = paragraphs.join("\n\n");
+    }
 }
 
 impl EngineSpec {
@@ -250,6 +382,29 @@ mod tests {
     }
 
     #[test]
+    fn the_checked_in_schema_is_the_generated_one() {
+        let checked_in: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap();
+        assert!(
+            schema().as_value() == &checked_in,
+            "schema/step-spec.schema.json is stale: run `make schema` to regenerate it"
+        );
+    }
+
+    #[test]
+    fn the_schema_lists_every_step() {
+        let schema = schema();
+        let names = schema.as_value()["properties"]["step"]["enum"]
+            .as_array()
+            .unwrap();
+        assert_eq!(names.len(), 18 + crate::micro_spec::MicroStep::ALL.len());
+        for name in names {
+            let step = step_or_micro(name.clone()).unwrap();
+            assert_eq!(step.name(), name.as_str().unwrap());
+        }
+    }
+
+    #[test]
     fn defaults_follow_the_schema() {
         // Every top-level default in the schema, given explicitly, changes nothing.
         let schema: serde_json::Value =
@@ -281,7 +436,7 @@ mod tests {
         assert_eq!(q.rows_per_commit(), 10);
         assert_eq!(q.duration(), Duration::from_millis(1500));
         let cleanup = &props["cleanup"]["properties"]["statements_timeout_s"]["default"];
-        let cleanup = Duration::from_secs(cleanup.as_u64().unwrap());
+        let cleanup = Duration::from_secs_f64(cleanup.as_f64().unwrap());
         assert_eq!(q.cleanup_timeout(), cleanup);
         assert!(!q.handshake);
         assert_eq!((q.warmup(), q.inject_slowdown), (Duration::ZERO, 0.0));

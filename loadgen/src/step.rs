@@ -3,9 +3,10 @@
 //! (insert_spec, kvspec, micro_spec) and spec.rs, which composes them, build on these.
 
 use crate::micro_spec::MicroStep;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     Insert,
@@ -13,7 +14,9 @@ pub enum Workload {
     Micro,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+// No doc comments on the serialized variants below (nor on MicroStep's): schemars would
+// turn the schema's plain `enum` of names into a `oneOf` of described constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum Step {
     #[serde(rename = "l.i0")]
     LoadI0,
@@ -162,5 +165,29 @@ pub fn step_or_micro<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Step, D::
                 .map(Step::Micro)
                 .map_err(|_| D::Error::custom(format!("{e}, or a micro step")))
         }
+    }
+}
+
+/// The schema of what `step_or_micro` reads: the names of the enum above, then the micro
+/// steps' names.
+pub fn step_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut names = Vec::new();
+    for schema in [
+        Step::json_schema(generator),
+        MicroStep::json_schema(generator),
+    ] {
+        names_in(schema.as_value(), &mut names);
+    }
+    schemars::json_schema!({"type": "string", "enum": names})
+}
+
+/// The names a unit-variant enum's schema lists: an `enum` (`Step`'s skipped variant makes
+/// schemars wrap it in a `oneOf`).
+fn names_in(schema: &serde_json::Value, names: &mut Vec<serde_json::Value>) {
+    if let Some(listed) = schema.get("enum").and_then(|e| e.as_array()) {
+        names.extend(listed.iter().cloned());
+    }
+    if let Some(one_of) = schema.get("oneOf").and_then(|e| e.as_array()) {
+        one_of.iter().for_each(|s| names_in(s, names));
     }
 }

@@ -1,18 +1,15 @@
 //! Nothing lost, nothing hangs: a panic in one client thread (DBREGRESS_LOADGEN_FAULT)
-//! ends a long step at once with a fatal event and stderr naming the thread and the
-//! panic, in every workload; a bad DBREGRESS_LOADGEN_FAULT is refused at start.
+//! ends an hour-long step with a fatal event and stderr naming the thread and the
+//! panic, in every workload; a bad DBREGRESS_LOADGEN_FAULT is refused at start. No
+//! timing is asserted: a step that waited for its end would outlive the harness's
+//! 120 s watchdog and be killed, with no fatal event, which fails the test.
 
 mod common;
 
 use common::{run_with_fault, spec_schema, Run};
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
-
-/// Every step here would run this long without the fault.
-const DURATION_S: f64 = 30.0;
-
-/// A panic must end the step well within this.
-const PROMPTLY: Duration = Duration::from_secs(5);
+/// Every step here would run this long without the fault: far beyond the watchdog.
+const DURATION_S: f64 = 3600.0;
 
 fn spec(workload: &str, step: &str, clients: u32, params: Value) -> Value {
     let s = json!({"spec_version": 2, "engine": {"driver": "null", "latency_us": 100},
@@ -25,17 +22,9 @@ fn spec(workload: &str, step: &str, clients: u32, params: Value) -> Value {
     s
 }
 
-/// Run with `fault`; the run must end within PROMPTLY.
+/// Run with `fault` under the harness's watchdog.
 fn timed_run(spec: &Value, fault: &str) -> Run {
-    let began = Instant::now();
-    let r = run_with_fault(spec, Some(fault));
-    let took = began.elapsed();
-    assert!(
-        took < PROMPTLY,
-        "{fault}: took {took:?} on {spec}\nstderr: {}",
-        r.stderr
-    );
-    r
+    run_with_fault(spec, Some(fault))
 }
 
 /// The run ended with exit status 1, a fatal event and an error on stderr naming a
@@ -81,7 +70,7 @@ fn a_client_panic_ends_every_workload_at_once() {
             "insert",
             "l.i0",
             2,
-            json!({"rows": 10_000_000, "rows_per_commit": 10}),
+            json!({"rows": 1_000_000_000, "rows_per_commit": 10}),
         ),
         (
             "micro",
@@ -120,9 +109,9 @@ fn a_panic_in_the_warmup_ends_the_step() {
         "insert",
         "qp",
         2,
-        json!({"duration_s": 30.0, "insert_rate": 0}),
+        json!({"duration_s": DURATION_S, "insert_rate": 0}),
     );
-    s["warmup_s"] = json!(20.0);
+    s["warmup_s"] = json!(1800.0);
     assert!(spec_schema().is_valid(&s), "{s}");
     let r = timed_run(&s, "panic:client=1:after_ops=5");
     assert_panicked(&r, 1, 5, "qp with a warm-up");

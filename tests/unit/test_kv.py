@@ -131,7 +131,7 @@ def test_db_bench_steps(step: str, benchmarks: str, extra: dict[str, str]) -> No
 ROCKSDB_OPTIONS = next(
     e["properties"]["options"]["properties"]
     for e in SCHEMA["properties"]["engine"]["oneOf"]
-    if e["properties"]["driver"] == {"const": "rocksdb"}
+    if e["properties"]["driver"]["const"] == "rocksdb"
 )
 
 

@@ -24,7 +24,7 @@ SCHEMA = json.loads((Path(__file__).parents[2] / "schema/step-spec.schema.json")
 ROCKSDB_SCHEMA = next(
     e
     for e in SCHEMA["properties"]["engine"]["oneOf"]
-    if e["properties"]["driver"] == {"const": "rocksdb"}
+    if e["properties"]["driver"]["const"] == "rocksdb"
 )
 
 
