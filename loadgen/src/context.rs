@@ -10,7 +10,7 @@ use crate::fault::Fault;
 use crate::outcome::{ClientOutcome, Histograms};
 use crate::output::ErrorLimiter;
 use crate::spec::StepSpec;
-use crate::stats::{OpKind, Recorder, Stats};
+use crate::stats::{CachePadded, OpKind, Recorder, Stats};
 use crate::step::Workload;
 use anyhow::{anyhow, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -113,8 +113,10 @@ pub struct StepContext {
     pub spec: StepSpec,
     pub driver: Box<dyn Driver>,
     pub stats: Stats,
-    /// Set on the first fatal error or signal; every loop checks it between operations.
-    pub stop: AtomicBool,
+    /// Set on the first fatal error or signal; every loop checks it between operations,
+    /// so it has its cache lines to itself (error counts and the reporter's locks are
+    /// written next to it).
+    pub stop: CachePadded<AtomicBool>,
     errors: ErrorLimiter,
     arrived: AtomicU32,
     /// Opens with the step's start (t = 0).
@@ -139,7 +141,7 @@ impl StepContext {
             spec,
             driver,
             stats: Stats::default(),
-            stop: AtomicBool::new(false),
+            stop: CachePadded(AtomicBool::new(false)),
             errors: ErrorLimiter::default(),
             arrived: AtomicU32::new(0),
             start: Gate::new(),

@@ -59,6 +59,20 @@ impl OpKind {
     }
 }
 
+/// A value alone on its cache lines (two, as the adjacent-line prefetcher pairs them),
+/// so that threads writing neighbouring values do not invalidate each other's.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct CachePadded<T>(pub T);
+
+impl<T> std::ops::Deref for CachePadded<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
 /// Largest latency a histogram holds (1 hour, microseconds); larger values saturate.
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 

@@ -121,13 +121,8 @@ pub struct SbRow {
     pub pad: String,
 }
 
-/// Which sbtest table: `slot` is a small dense number (for the drivers' statement
-/// caches), `name` its SQL name.
-#[derive(Debug, Clone, Copy)]
-pub struct Table<'a> {
-    pub slot: usize,
-    pub name: &'a str,
-}
+/// Which sbtest table: `sbtest<N>` is slot N-1.
+pub use super::Table;
 
 /// What a SQL connection offers the microbenchmarks. Statements run in autocommit
 /// unless between `begin` and `commit`/`rollback`.
@@ -186,6 +181,39 @@ impl<T> StmtCache<T> {
     }
 }
 
+/// Per-connection multi-row insert statements of the load step by (table slot, rows per
+/// statement): a vector per slot holding the one or two batch sizes a load uses, so a
+/// batch finds its statement without hashing.
+pub struct LoadCache<T> {
+    slots: Vec<Vec<(usize, T)>>,
+}
+
+impl<T> Default for LoadCache<T> {
+    fn default() -> Self {
+        LoadCache { slots: Vec::new() }
+    }
+}
+
+impl<T> LoadCache<T> {
+    pub fn get(&self, table: Table, rows: usize) -> Option<&T> {
+        let by_rows = self.slots.get(table.slot)?;
+        by_rows.iter().find(|(n, _)| *n == rows).map(|(_, v)| v)
+    }
+
+    pub fn insert(&mut self, table: Table, rows: usize, v: T) {
+        if self.slots.len() <= table.slot {
+            self.slots.resize_with(table.slot + 1, Vec::new);
+        }
+        self.slots[table.slot].push((rows, v));
+    }
+
+    pub fn clear_table(&mut self, table: Table) {
+        if let Some(by_rows) = self.slots.get_mut(table.slot) {
+            by_rows.clear();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,5 +246,21 @@ mod tests {
         assert_eq!(c.get(b, Stmt::Scan), None);
         assert_eq!(c.get(a, Stmt::Scan), Some(&3));
         assert_eq!(c.get(a, Stmt::PointSelect), None);
+    }
+
+    #[test]
+    fn load_statements_are_found_by_slot_and_rows() {
+        let (a, b) = (Table { slot: 0, name: "a" }, Table { slot: 2, name: "c" });
+        let mut c = LoadCache::default();
+        c.insert(b, 1000, "b1000");
+        c.insert(b, 500, "b500");
+        c.insert(a, 1000, "a1000");
+        assert_eq!(c.get(b, 500), Some(&"b500"));
+        assert_eq!(c.get(a, 1000), Some(&"a1000"));
+        assert_eq!(c.get(a, 500), None);
+        assert_eq!(c.get(Table { slot: 9, name: "x" }, 1000), None);
+        c.clear_table(b);
+        assert_eq!(c.get(b, 1000), None);
+        assert_eq!(c.get(a, 1000), Some(&"a1000"));
     }
 }

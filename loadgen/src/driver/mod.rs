@@ -9,6 +9,7 @@ mod mysql;
 mod mysql_micro;
 mod mywire;
 mod null;
+mod null_bits;
 mod null_kv;
 mod null_script;
 mod pgwire;
@@ -106,6 +107,16 @@ impl RangeIndex {
     ];
 }
 
+/// Which table an operation is on: `slot` is a small dense number, unique within the
+/// table's family (the Insert Benchmark's `pi<N>` and the microbenchmarks' `sbtest<N>`
+/// are both slot N-1), by which drivers find the statements they prepared for it with
+/// an integer compare; `name` is its SQL name, read only when something is prepared.
+#[derive(Debug, Clone, Copy)]
+pub struct Table<'a> {
+    pub slot: usize,
+    pub name: &'a str,
+}
+
 /// A way to reach one engine. SQL engines give connections; key-value engines give
 /// their store; the null driver gives both.
 pub trait Driver: Send + Sync {
@@ -127,31 +138,35 @@ pub trait Driver: Send + Sync {
     }
 }
 
-/// One connection (session) to the engine.
+/// One connection (session) to the engine, on Insert Benchmark tables.
 pub trait Conn: Send {
     /// Drop the table if it exists and create it empty, without secondary indexes.
-    fn create_table(&mut self, table: &str) -> DbResult<()>;
+    fn create_table(&mut self, table: Table) -> DbResult<()>;
     /// Create the three secondary indexes.
-    fn create_indexes(&mut self, table: &str) -> DbResult<()>;
+    fn create_indexes(&mut self, table: Table) -> DbResult<()>;
     /// Insert the rows in one statement and commit; with `want_last_id`, also report
     /// the largest primary key it generated.
-    fn insert(&mut self, table: &str, rows: &[InsertRow], want_last_id: bool)
-        -> DbResult<Inserted>;
+    fn insert(
+        &mut self,
+        table: Table,
+        rows: &[InsertRow],
+        want_last_id: bool,
+    ) -> DbResult<Inserted>;
     /// Delete the `n` rows with the smallest primary keys and commit; returns rows deleted.
-    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64>;
+    fn delete_oldest(&mut self, table: Table, n: u64) -> DbResult<u64>;
     /// The index's covering query from `start`, 10 rows at most; returns rows read.
-    fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64>;
+    fn range_query(&mut self, table: Table, index: RangeIndex, start: i32) -> DbResult<u64>;
     /// Fetch rows by primary key; returns rows found.
-    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64>;
-    fn count_rows(&mut self, table: &str) -> DbResult<u64>;
+    fn point_query(&mut self, table: Table, ids: &[i64; 10]) -> DbResult<u64>;
+    fn count_rows(&mut self, table: Table) -> DbResult<u64>;
     /// Smallest and largest primary key, None when the table is empty.
-    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>>;
+    fn id_bounds(&mut self, table: Table) -> DbResult<Option<(i64, i64)>>;
     /// Ranges of primary keys missing between the smallest and largest, inclusive
     /// (auto-increment values consumed by failed inserts or skipped after a crash).
     /// Slow (a full index scan): only called when the row count says there are gaps.
-    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>>;
+    fn id_gaps(&mut self, table: Table) -> DbResult<Vec<(i64, i64)>>;
     /// The engine's post-write cleanup of one table (vacuum, flush, compact).
-    fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()>;
+    fn cleanup_table(&mut self, table: Table, timeout: Duration) -> DbResult<()>;
     /// Cleanup once for the whole engine after every table (checkpoint).
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()>;
     /// The microbenchmarks' statements, for drivers that offer them.
@@ -176,15 +191,13 @@ pub fn open(spec: &StepSpec) -> anyhow::Result<Box<dyn Driver>> {
             latency_us,
             fail_every,
         } => {
-            let prefill = if spec.step == Step::Fillseq {
-                0
-            } else {
-                spec.kv.keys()
-            };
+            let prefilled = spec.step != Step::Fillseq;
             let (latency, fail) = (*latency_us, *fail_every);
+            let kv_keys = spec.kv.keys();
             Box::new(
-                null::NullDriver::new(latency, fail, prefill, spec.kv.key_size)
-                    .with_sbtest_rows(spec.micro.rows),
+                null::NullDriver::new(latency, fail, kv_keys, prefilled, spec.kv.key_size)
+                    .with_sbtest_rows(spec.micro.rows)
+                    .with_insert_rows(spec.insert.expected_rows.clone().unwrap_or_default()),
             )
         }
         EngineSpec::Mysql {

@@ -3,11 +3,10 @@
 //! counted, never decoded. The storage engine (InnoDB or RocksDB) is this driver's
 //! business: it picks the table's ENGINE and the post-write cleanup.
 
-use super::micro::{MicroConn, StmtCache};
+use super::micro::{LoadCache, MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
-use super::sql;
-use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
-use std::collections::HashMap;
+use super::sql::{self, StmtKey, TableStmts};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -73,32 +72,22 @@ impl Driver for MysqlDriver {
         Ok(Box::new(MyConn {
             client,
             storage_engine: self.storage_engine.clone(),
-            table: String::new(),
-            stmts: HashMap::new(),
+            stmts: TableStmts::default(),
             micro: StmtCache::default(),
-            loads: HashMap::new(),
+            loads: LoadCache::default(),
         }))
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum StmtKey {
-    Insert(usize),
-    Delete,
-    Range(RangeIndex),
-    Point,
 }
 
 pub(super) struct MyConn {
     pub(super) client: MyClient,
     pub(super) storage_engine: String,
-    /// The Insert Benchmark table the statements in `stmts` name.
-    table: String,
-    stmts: HashMap<StmtKey, Prepared>,
+    /// The Insert Benchmark statements prepared on this connection.
+    stmts: TableStmts<Prepared>,
     /// Microbenchmark statements by table slot (see `mysql_micro`), and multi-row
     /// sbtest inserts by (table slot, rows).
     pub(super) micro: StmtCache<Prepared>,
-    pub(super) loads: HashMap<(usize, usize), Prepared>,
+    pub(super) loads: LoadCache<Prepared>,
 }
 
 pub(super) fn classify(e: MyError) -> DbError {
@@ -114,9 +103,11 @@ pub(super) fn values(rows: usize, n: usize) -> String {
     vec![one; rows].join(",")
 }
 
+/// The SQL of a statement on table `t`; the generated keys of an insert come from its
+/// OK packet, so `Insert(n, _)` is one statement either way.
 fn sql_for(key: StmtKey, t: &str) -> String {
     match key {
-        StmtKey::Insert(n) => format!(
+        StmtKey::Insert(n, _) => format!(
             "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
              VALUES {}",
             values(n, 6)
@@ -142,17 +133,14 @@ fn sql_for(key: StmtKey, t: &str) -> String {
 }
 
 impl MyConn {
-    fn prepared(&mut self, table: &str, key: StmtKey) -> DbResult<Prepared> {
-        if self.table != table {
-            self.stmts.clear();
-            self.table = table.to_string();
-        }
-        if let Some(&p) = self.stmts.get(&key) {
+    /// The statement prepared on this connection, preparing it on first use.
+    fn prepared(&mut self, table: Table, key: StmtKey) -> DbResult<Prepared> {
+        if let Some(&p) = self.stmts.get(table, key) {
             return Ok(p);
         }
         let p = self
             .client
-            .prepare(&sql_for(key, table))
+            .prepare(&sql_for(key, table.name))
             .map_err(classify)?;
         self.stmts.insert(key, p);
         Ok(p)
@@ -235,9 +223,9 @@ impl MyConn {
 }
 
 impl Conn for MyConn {
-    fn create_table(&mut self, table: &str) -> DbResult<()> {
+    fn create_table(&mut self, table: Table) -> DbResult<()> {
         self.stmts.clear();
-        self.table.clear();
+        let table = table.name;
         self.batch(&format!("DROP TABLE IF EXISTS {table}"))?;
         self.batch(&format!(
             "CREATE TABLE {table} (transactionid bigint NOT NULL AUTO_INCREMENT, \
@@ -247,7 +235,8 @@ impl Conn for MyConn {
         ))
     }
 
-    fn create_indexes(&mut self, table: &str) -> DbResult<()> {
+    fn create_indexes(&mut self, table: Table) -> DbResult<()> {
+        let table = table.name;
         self.batch(&format!(
             "ALTER TABLE {table} ADD INDEX {table}_marketsegment (productid, customerid, price), \
              ADD INDEX {table}_registersegment (cashregisterid, customerid, price), \
@@ -257,7 +246,7 @@ impl Conn for MyConn {
 
     fn insert(
         &mut self,
-        table: &str,
+        table: Table,
         rows: &[InsertRow],
         want_last_id: bool,
     ) -> DbResult<Inserted> {
@@ -268,7 +257,7 @@ impl Conn for MyConn {
                 MAX_PARAMS / 6
             )));
         }
-        let stmt = self.prepared(table, StmtKey::Insert(rows.len()))?;
+        let stmt = self.prepared(table, StmtKey::Insert(rows.len(), false))?;
         let r = self.client.execute(stmt, |p| {
             for r in rows {
                 p.datetime(r.dateandtime);
@@ -298,19 +287,19 @@ impl Conn for MyConn {
         })
     }
 
-    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
+    fn delete_oldest(&mut self, table: Table, n: u64) -> DbResult<u64> {
         let stmt = self.prepared(table, StmtKey::Delete)?;
         let r = self.client.execute(stmt, |p| p.i64(n as i64));
         r.map(|o| o.rows).map_err(classify)
     }
 
-    fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64> {
+    fn range_query(&mut self, table: Table, index: RangeIndex, start: i32) -> DbResult<u64> {
         let stmt = self.prepared(table, StmtKey::Range(index))?;
         let r = self.client.execute(stmt, |p| p.i64(start.into()));
         r.map(|o| o.rows).map_err(classify)
     }
 
-    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
+    fn point_query(&mut self, table: Table, ids: &[i64; 10]) -> DbResult<u64> {
         let stmt = self.prepared(table, StmtKey::Point)?;
         let r = self
             .client
@@ -318,15 +307,16 @@ impl Conn for MyConn {
         r.map(|o| o.rows).map_err(classify)
     }
 
-    fn count_rows(&mut self, table: &str) -> DbResult<u64> {
-        sql::count_rows(self, table)
+    fn count_rows(&mut self, table: Table) -> DbResult<u64> {
+        sql::count_rows(self, table.name)
     }
 
-    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
-        sql::id_bounds(self, table)
+    fn id_bounds(&mut self, table: Table) -> DbResult<Option<(i64, i64)>> {
+        sql::id_bounds(self, table.name)
     }
 
-    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
+    fn id_gaps(&mut self, table: Table) -> DbResult<Vec<(i64, i64)>> {
+        let table = table.name;
         // No window functions: MySQL 5.7 has none.
         let sql = format!(
             "SELECT a.transactionid + 1, (SELECT MIN(b.transactionid) FROM {table} b \
@@ -338,8 +328,8 @@ impl Conn for MyConn {
         sql::gaps(&rows)
     }
 
-    fn cleanup_table(&mut self, table: &str, _timeout: Duration) -> DbResult<()> {
-        self.batch(&format!("ANALYZE TABLE {table}"))
+    fn cleanup_table(&mut self, table: Table, _timeout: Duration) -> DbResult<()> {
+        self.batch(&format!("ANALYZE TABLE {}", table.name))
     }
 
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {

@@ -9,7 +9,7 @@ use super::{DbError, DbResult};
 impl MicroConn for MyConn {
     fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
         self.micro.clear_table(table);
-        self.loads.retain(|&(slot, _), _| slot != table.slot);
+        self.loads.clear_table(table);
         let t = table.name;
         self.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
         self.batch(&format!(
@@ -24,8 +24,7 @@ impl MicroConn for MyConn {
         if rows.len() * 4 > MAX_PARAMS {
             return Err(DbError::fatal("too many rows for one insert"));
         }
-        let key = (table.slot, rows.len());
-        let stmt = match self.loads.get(&key) {
+        let stmt = match self.loads.get(table, rows.len()) {
             Some(&s) => s,
             None => {
                 let sql = format!(
@@ -34,7 +33,7 @@ impl MicroConn for MyConn {
                     values(rows.len(), 4)
                 );
                 let s = self.client.prepare(&sql).map_err(classify)?;
-                self.loads.insert(key, s);
+                self.loads.insert(table, rows.len(), s);
                 s
             }
         };

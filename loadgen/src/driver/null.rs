@@ -3,36 +3,161 @@
 //! workload's checks hold. For testing the scheduler and reports, never as an engine.
 
 use super::kv::KvStore;
-use super::micro::{Arg, MicroConn, SbRow, Stmt, Table as SbTable};
+use super::micro::{Arg, MicroConn, SbRow, Stmt};
+use super::null_bits::Bits;
 use super::null_kv::NullKv;
 use super::null_script::Script;
-use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicI64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Live ids of a table are `first..next`.
 #[derive(Debug, Clone, Copy)]
-struct Table {
+struct Ids {
     first: i64,
     next: i64,
 }
 
-impl Default for Table {
+impl Ids {
+    /// A table holding ids 1..=rows.
+    fn holding(rows: u64) -> Ids {
+        Ids {
+            first: 1,
+            next: 1 + rows as i64,
+        }
+    }
+}
+
+/// The ids of a microbenchmark table: a bitmap over the ids a step can reach (the
+/// loaded rows, and room for as many inserted), an ordered set for any other id.
+struct IdSet {
+    dense: Bits,
+    other: BTreeSet<i64>,
+}
+
+impl IdSet {
+    /// Ids 1..=rows.
+    fn holding(rows: u64) -> IdSet {
+        let mut dense = Bits::new(2 * rows + 1024);
+        dense.set_range(1, rows + 1);
+        IdSet {
+            dense,
+            other: BTreeSet::new(),
+        }
+    }
+
+    fn dense(&self, id: i64) -> Option<u64> {
+        u64::try_from(id).ok().filter(|&i| i < self.dense.len())
+    }
+
+    fn contains(&self, id: i64) -> bool {
+        match self.dense(id) {
+            Some(i) => self.dense.get(i),
+            None => self.other.contains(&id),
+        }
+    }
+
+    /// True when the id was not there.
+    fn insert(&mut self, id: i64) -> bool {
+        match self.dense(id) {
+            Some(i) => !self.dense.set(i, true),
+            None => self.other.insert(id),
+        }
+    }
+
+    /// True when the id was there.
+    fn remove(&mut self, id: i64) -> bool {
+        match self.dense(id) {
+            Some(i) => self.dense.set(i, false),
+            None => self.other.remove(&id),
+        }
+    }
+
+    fn clear(&mut self) {
+        self.dense.clear();
+        self.other.clear();
+    }
+
+    /// Ids in `lo..=hi`.
+    fn count(&self, lo: i64, hi: i64) -> u64 {
+        if lo > hi {
+            return 0;
+        }
+        let dense = match (u64::try_from(lo.max(0)), u64::try_from(hi)) {
+            (Ok(l), Ok(h)) => self.dense.count(l, h),
+            _ => 0,
+        };
+        dense + self.other.range(lo..=hi).count() as u64
+    }
+
+    fn last(&self) -> Option<i64> {
+        let dense = self.dense.last().map(|i| i as i64);
+        dense.max(self.other.last().copied())
+    }
+}
+
+/// One family's tables by slot, shared by every connection, each behind its own lock.
+struct Registry<T> {
+    slots: Mutex<Vec<Option<Arc<Mutex<T>>>>>,
+}
+
+impl<T> Default for Registry<T> {
     fn default() -> Self {
-        Table { first: 1, next: 1 }
+        Registry {
+            slots: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// A connection's handles to the tables of one family it has used, by slot: the shared
+/// registry is looked at once per table, so an operation locks its table alone.
+struct Handles<T> {
+    slots: Vec<Option<Arc<Mutex<T>>>>,
+}
+
+impl<T> Default for Handles<T> {
+    fn default() -> Self {
+        Handles { slots: Vec::new() }
+    }
+}
+
+impl<T> Handles<T> {
+    /// Table `slot`, made by `init` when no connection has used it yet.
+    fn lock(
+        &mut self,
+        registry: &Registry<T>,
+        slot: usize,
+        init: impl FnOnce() -> T,
+    ) -> MutexGuard<'_, T> {
+        if self.slots.get(slot).is_none_or(Option::is_none) {
+            let mut shared = registry.slots.lock().unwrap();
+            if shared.len() <= slot {
+                shared.resize_with(slot + 1, || None);
+            }
+            let table = shared[slot].get_or_insert_with(|| Arc::new(Mutex::new(init())));
+            if self.slots.len() <= slot {
+                self.slots.resize_with(slot + 1, || None);
+            }
+            self.slots[slot] = Some(table.clone());
+        }
+        let table = self.slots[slot].as_ref().expect("fetched above");
+        table.lock().unwrap()
     }
 }
 
 /// The SQL side's tables, shared by every connection, and the script.
 struct Shared {
     script: Arc<Script>,
-    tables: Mutex<HashMap<String, Table>>,
+    /// Insert Benchmark tables.
+    tables: Registry<Ids>,
+    /// Rows of the Insert Benchmark table in slot i when first seen, as if loaded
+    /// earlier (insert.expected_rows; none without it).
+    table_rows: Vec<u64>,
     /// Microbenchmark tables: their ids.
-    sbtests: Mutex<HashMap<String, BTreeSet<i64>>>,
+    sbtests: Registry<IdSet>,
     /// An sbtest table first seen holds ids 1..=sbtest_rows, as if loaded earlier.
-    sbtest_rows: AtomicI64,
+    sbtest_rows: u64,
 }
 
 pub struct NullDriver {
@@ -41,25 +166,42 @@ pub struct NullDriver {
 }
 
 impl NullDriver {
-    /// `kv_prefill` keys of `key_size` bytes are in its key-value store from the start.
-    pub fn new(latency_us: u64, fail_every: u64, kv_prefill: u64, key_size: usize) -> NullDriver {
+    /// Its key-value store holds `kv_keys` keys of `key_size` bytes (keys 0..kv_keys)
+    /// from the start when `kv_prefilled`, and none otherwise.
+    pub fn new(
+        latency_us: u64,
+        fail_every: u64,
+        kv_keys: u64,
+        kv_prefilled: bool,
+        key_size: usize,
+    ) -> NullDriver {
         let script = Arc::new(Script::new(latency_us, fail_every));
         NullDriver {
-            kv: NullKv::new(script.clone(), kv_prefill, key_size),
+            kv: NullKv::new(script.clone(), kv_keys, kv_prefilled, key_size),
             shared: Arc::new(Shared {
                 script,
-                tables: Mutex::new(HashMap::new()),
-                sbtests: Mutex::new(HashMap::new()),
-                sbtest_rows: AtomicI64::new(0),
+                tables: Registry::default(),
+                table_rows: Vec::new(),
+                sbtests: Registry::default(),
+                sbtest_rows: 0,
             }),
         }
     }
-}
 
-impl NullDriver {
+    fn shared_mut(&mut self) -> &mut Shared {
+        Arc::get_mut(&mut self.shared).expect("configured before any connection")
+    }
+
     /// Tables of the microbenchmarks start with `rows` rows, as a load step left them.
-    pub fn with_sbtest_rows(self, rows: u64) -> NullDriver {
-        self.shared.sbtest_rows.store(rows as i64, Relaxed);
+    pub fn with_sbtest_rows(mut self, rows: u64) -> NullDriver {
+        self.shared_mut().sbtest_rows = rows;
+        self
+    }
+
+    /// Insert Benchmark table pi<i+1> starts with `rows[i]` rows (ids 1..=rows[i]), as
+    /// a load step left them; an empty list leaves every table empty.
+    pub fn with_insert_rows(mut self, rows: Vec<u64>) -> NullDriver {
+        self.shared_mut().table_rows = rows;
         self
     }
 }
@@ -72,6 +214,8 @@ impl Driver for NullDriver {
     fn connect(&self) -> DbResult<Box<dyn Conn>> {
         Ok(Box::new(NullConn {
             shared: self.shared.clone(),
+            tables: Handles::default(),
+            sbtests: Handles::default(),
         }))
     }
 
@@ -82,6 +226,8 @@ impl Driver for NullDriver {
 
 struct NullConn {
     shared: Arc<Shared>,
+    tables: Handles<Ids>,
+    sbtests: Handles<IdSet>,
 }
 
 impl NullConn {
@@ -93,27 +239,28 @@ impl NullConn {
         self.shared.script.pause()
     }
 
-    fn with_table<T>(&self, table: &str, f: impl FnOnce(&mut Table) -> T) -> T {
-        let mut tables = self.shared.tables.lock().unwrap();
-        f(tables.entry(table.to_string()).or_default())
+    fn with_table<T>(&mut self, table: Table, f: impl FnOnce(&mut Ids) -> T) -> T {
+        let rows = self.shared.table_rows.get(table.slot).copied();
+        let init = || Ids::holding(rows.unwrap_or(0));
+        f(&mut self.tables.lock(&self.shared.tables, table.slot, init))
     }
 }
 
 impl Conn for NullConn {
-    fn create_table(&mut self, table: &str) -> DbResult<()> {
+    fn create_table(&mut self, table: Table) -> DbResult<()> {
         self.pause();
-        self.with_table(table, |t| *t = Table::default());
+        self.with_table(table, |t| *t = Ids::holding(0));
         Ok(())
     }
 
-    fn create_indexes(&mut self, _table: &str) -> DbResult<()> {
+    fn create_indexes(&mut self, _table: Table) -> DbResult<()> {
         self.pause();
         Ok(())
     }
 
     fn insert(
         &mut self,
-        table: &str,
+        table: Table,
         rows: &[InsertRow],
         want_last_id: bool,
     ) -> DbResult<Inserted> {
@@ -128,7 +275,7 @@ impl Conn for NullConn {
         })
     }
 
-    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
+    fn delete_oldest(&mut self, table: Table, n: u64) -> DbResult<u64> {
         self.data_op()?;
         Ok(self.with_table(table, |t| {
             let deleted = (n as i64).min(t.next - t.first);
@@ -137,12 +284,12 @@ impl Conn for NullConn {
         }))
     }
 
-    fn range_query(&mut self, table: &str, _index: RangeIndex, _start: i32) -> DbResult<u64> {
+    fn range_query(&mut self, table: Table, _index: RangeIndex, _start: i32) -> DbResult<u64> {
         self.data_op()?;
         Ok(self.with_table(table, |t| (t.next - t.first).min(10) as u64))
     }
 
-    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
+    fn point_query(&mut self, table: Table, ids: &[i64; 10]) -> DbResult<u64> {
         self.data_op()?;
         Ok(self.with_table(table, |t| {
             ids.iter()
@@ -151,21 +298,21 @@ impl Conn for NullConn {
         }))
     }
 
-    fn count_rows(&mut self, table: &str) -> DbResult<u64> {
+    fn count_rows(&mut self, table: Table) -> DbResult<u64> {
         Ok(self.with_table(table, |t| (t.next - t.first) as u64))
     }
 
-    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
+    fn id_bounds(&mut self, table: Table) -> DbResult<Option<(i64, i64)>> {
         Ok(self.with_table(table, |t| {
             (t.next > t.first).then_some((t.first, t.next - 1))
         }))
     }
 
-    fn id_gaps(&mut self, _table: &str) -> DbResult<Vec<(i64, i64)>> {
+    fn id_gaps(&mut self, _table: Table) -> DbResult<Vec<(i64, i64)>> {
         Ok(Vec::new())
     }
 
-    fn cleanup_table(&mut self, _table: &str, _timeout: Duration) -> DbResult<()> {
+    fn cleanup_table(&mut self, _table: Table, _timeout: Duration) -> DbResult<()> {
         self.pause();
         Ok(())
     }
@@ -181,12 +328,10 @@ impl Conn for NullConn {
 }
 
 impl NullConn {
-    fn with_ids<T>(&self, table: SbTable, f: impl FnOnce(&mut BTreeSet<i64>) -> T) -> T {
-        let mut tables = self.shared.sbtests.lock().unwrap();
-        let rows = self.shared.sbtest_rows.load(Relaxed);
-        f(tables
-            .entry(table.name.to_string())
-            .or_insert_with(|| (1..=rows).collect()))
+    fn with_ids<T>(&mut self, table: Table, f: impl FnOnce(&mut IdSet) -> T) -> T {
+        let rows = self.shared.sbtest_rows;
+        let init = || IdSet::holding(rows);
+        f(&mut self.sbtests.lock(&self.shared.sbtests, table.slot, init))
     }
 }
 
@@ -198,16 +343,16 @@ fn int(args: &[Arg], i: usize) -> i64 {
 }
 
 /// Rows each statement would return or change, given the table's ids.
-fn null_exec(ids: &mut BTreeSet<i64>, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+fn null_exec(ids: &mut IdSet, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
     let listed = || {
         args.iter()
-            .filter(|a| matches!(a, Arg::Int(v) if ids.contains(v)))
+            .filter(|a| matches!(a, Arg::Int(v) if ids.contains(*v)))
             .count() as u64
     };
-    let range = |ids: &BTreeSet<i64>| ids.range(int(args, 0)..=int(args, 1)).count() as u64;
+    let range = |ids: &IdSet| ids.count(int(args, 0), int(args, 1));
     Ok(match stmt {
-        Stmt::PointSelect | Stmt::UpdateIndex => ids.contains(&int(args, 0)) as u64,
-        Stmt::UpdateNonIndex => ids.contains(&int(args, 1)) as u64,
+        Stmt::PointSelect | Stmt::UpdateIndex => ids.contains(int(args, 0)) as u64,
+        Stmt::UpdateNonIndex => ids.contains(int(args, 1)) as u64,
         Stmt::PointsAll | Stmt::PointsCoveredPk | Stmt::PointsNotCoveredPk | Stmt::UpdateInList => {
             listed()
         }
@@ -220,7 +365,7 @@ fn null_exec(ids: &mut BTreeSet<i64>, stmt: Stmt, args: &[Arg]) -> DbResult<u64>
         Stmt::RangeCoveredSi | Stmt::RangeNotCoveredSi => (int(args, 1) - int(args, 0) + 1) as u64,
         Stmt::SumRange | Stmt::CountRange => 1,
         Stmt::Scan => 0,
-        Stmt::DeleteOne => ids.remove(&int(args, 0)) as u64,
+        Stmt::DeleteOne => ids.remove(int(args, 0)) as u64,
         Stmt::InsertOne => {
             if !ids.insert(int(args, 0)) {
                 return Err(DbError::ignorable("null driver: duplicate key"));
@@ -231,24 +376,28 @@ fn null_exec(ids: &mut BTreeSet<i64>, stmt: Stmt, args: &[Arg]) -> DbResult<u64>
 }
 
 impl MicroConn for NullConn {
-    fn create_sbtest(&mut self, table: SbTable) -> DbResult<()> {
+    fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
         self.pause();
         self.with_ids(table, |ids| ids.clear());
         Ok(())
     }
 
-    fn insert_sbtest(&mut self, table: SbTable, rows: &[SbRow]) -> DbResult<u64> {
+    fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
         self.data_op()?;
-        self.with_ids(table, |ids| ids.extend(rows.iter().map(|r| r.id)));
+        self.with_ids(table, |ids| {
+            for r in rows {
+                ids.insert(r.id);
+            }
+        });
         Ok(rows.len() as u64)
     }
 
-    fn create_k_index(&mut self, _table: SbTable, _index: &str) -> DbResult<()> {
+    fn create_k_index(&mut self, _table: Table, _index: &str) -> DbResult<()> {
         self.pause();
         Ok(())
     }
 
-    fn exec(&mut self, table: SbTable, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
+    fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
         self.data_op()?;
         self.with_ids(table, |ids| null_exec(ids, stmt, args))
     }
@@ -265,11 +414,41 @@ impl MicroConn for NullConn {
         Ok(())
     }
 
-    fn count_ids(&mut self, table: SbTable, lo: i64, hi: i64) -> DbResult<u64> {
-        Ok(self.with_ids(table, |ids| ids.range(lo..=hi).count() as u64))
+    fn count_ids(&mut self, table: Table, lo: i64, hi: i64) -> DbResult<u64> {
+        Ok(self.with_ids(table, |ids| ids.count(lo, hi)))
     }
 
-    fn max_id(&mut self, table: SbTable) -> DbResult<i64> {
-        Ok(self.with_ids(table, |ids| ids.last().copied().unwrap_or(0)))
+    fn max_id(&mut self, table: Table) -> DbResult<i64> {
+        Ok(self.with_ids(table, |ids| ids.last().unwrap_or(0)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn id_sets_behave_as_ordered_sets(
+            rows in 0u64..100,
+            ops in proptest::collection::vec((0u8..3, -50i64..400), 0..200),
+            lo in -60i64..420,
+            hi in -60i64..420,
+        ) {
+            let mut ids = IdSet::holding(rows);
+            let mut model: BTreeSet<i64> = (1..=rows as i64).collect();
+            for (op, id) in ops {
+                match op {
+                    0 => prop_assert_eq!(ids.insert(id), model.insert(id)),
+                    1 => prop_assert_eq!(ids.remove(id), model.remove(&id)),
+                    _ => prop_assert_eq!(ids.contains(id), model.contains(&id)),
+                }
+            }
+            let want = if lo <= hi { model.range(lo..=hi).count() as u64 } else { 0 };
+            prop_assert_eq!(ids.count(lo, hi), want);
+            prop_assert_eq!(ids.count(i64::MIN, i64::MAX), model.len() as u64);
+            prop_assert_eq!(ids.last(), model.last().copied());
+        }
     }
 }

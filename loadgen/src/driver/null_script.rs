@@ -21,11 +21,15 @@ impl Script {
         }
     }
 
-    /// Sleep the scripted latency; fail if this is the Nth data operation.
+    /// Sleep the scripted latency; fail if this is the Nth data operation. Without
+    /// failures nothing is counted: the counter is shared by every thread.
     pub fn data_op(&self) -> DbResult<()> {
         self.pause();
+        if self.fail_every == 0 {
+            return Ok(());
+        }
         let n = self.ops.fetch_add(1, Relaxed) + 1;
-        if self.fail_every > 0 && n.is_multiple_of(self.fail_every) {
+        if n.is_multiple_of(self.fail_every) {
             return Err(DbError::ignorable(format!(
                 "null driver: injected error (operation {n})"
             )));

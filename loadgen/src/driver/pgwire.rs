@@ -87,6 +87,8 @@ pub struct PgClient {
     rlen: usize,
     /// How long a read waits for the server: the connect timeout, then no limit.
     wait_ms: i32,
+    /// The first column of the last row `execute_returning` read, reused.
+    last: Vec<u8>,
 }
 
 /// Start a message of type `tag` in `buf`; `finish` fills in its length.
@@ -194,6 +196,7 @@ impl PgClient {
             rpos: 0,
             rlen: 0,
             wait_ms: timeout.as_millis().min(i32::MAX as u128) as i32,
+            last: Vec::new(),
         };
         c.wbuf.extend_from_slice(&[0; 4]);
         c.wbuf.extend_from_slice(&196608i32.to_be_bytes()); // protocol 3.0
@@ -353,13 +356,14 @@ impl PgClient {
         finish(&mut self.wbuf, at);
     }
 
-    /// Like `execute`, also returning the first column of the last result row as text.
+    /// Like `execute`, also returning the first column of the last result row as text
+    /// (None when there is no row, or it is NULL), in a buffer the client reuses.
     pub fn execute_returning(
         &mut self,
         name: &str,
         nparams: usize,
         params: impl FnOnce(&mut Params),
-    ) -> PgResult<(u64, Option<String>)> {
+    ) -> PgResult<(u64, Option<&[u8]>)> {
         self.bind_execute(name, nparams, params);
         self.sync_and_read_last()
     }
@@ -379,25 +383,49 @@ impl PgClient {
         Ok(rows)
     }
 
-    fn sync_and_read_last(&mut self) -> PgResult<(u64, Option<String>)> {
+    /// An INSERT ... RETURNING sends a DataRow per row: each is checked whole, and only
+    /// the first column of the last one is kept, copied into `last`; nothing allocated.
+    fn sync_and_read_last(&mut self) -> PgResult<(u64, Option<&[u8]>)> {
         let at = begin(&mut self.wbuf, b'S');
         finish(&mut self.wbuf, at);
         self.flush()?;
-        let (mut rows, mut last) = (0, None);
-        self.read_until_ready(|tag, body| {
+        let (mut rows, mut has_last) = (0, false);
+        let mut last = std::mem::take(&mut self.last);
+        let r = self.read_until_ready(|tag, body| {
             match tag {
                 b'C' => rows = tag_rows(body),
-                b'D' => last = parse_text_row(body)?.into_iter().next().flatten(),
+                b'D' => {
+                    has_last = false;
+                    walk_text_row(body, |i, v| {
+                        if let (0, Some(v)) = (i, v) {
+                            last.clear();
+                            last.extend_from_slice(v);
+                            has_last = true;
+                        }
+                    })?;
+                }
                 _ => {}
             }
             Ok(())
-        })?;
-        Ok((rows, last))
+        });
+        self.last = last;
+        r?;
+        Ok((rows, has_last.then_some(&self.last[..])))
     }
 }
 
 /// The columns of a DataRow body as text, NULL as None.
 fn parse_text_row(body: &[u8]) -> PgResult<Vec<Option<String>>> {
+    let mut row = Vec::new();
+    walk_text_row(body, |_, v| {
+        row.push(v.map(|v| String::from_utf8_lossy(v).into_owned()))
+    })?;
+    Ok(row)
+}
+
+/// Hand each column of a DataRow body (its index, its bytes, NULL as None) to `f`,
+/// checking the whole row's framing.
+fn walk_text_row<'a>(body: &'a [u8], mut f: impl FnMut(usize, Option<&'a [u8]>)) -> PgResult<()> {
     let bad = |what: String| PgError::client(format!("malformed DataRow from the server: {what}"));
     let Some((&count, mut rest)) = body.split_first_chunk::<2>() else {
         return Err(bad(format!(
@@ -407,8 +435,6 @@ fn parse_text_row(body: &[u8]) -> PgResult<Vec<Option<String>>> {
     };
     let n = i16::from_be_bytes(count);
     let n = usize::try_from(n).map_err(|_| bad(format!("column count {n}")))?;
-    // Each column takes at least its 4 length bytes.
-    let mut row = Vec::with_capacity(n.min(rest.len() / 4));
     for i in 1..=n {
         let Some((&len, tail)) = rest.split_first_chunk::<4>() else {
             return Err(bad(format!("column {i} of {n} is missing")));
@@ -427,12 +453,12 @@ fn parse_text_row(body: &[u8]) -> PgResult<Vec<Option<String>>> {
                         ))
                     })?;
                 rest = tail;
-                Some(String::from_utf8_lossy(v).into_owned())
+                Some(v)
             }
         };
-        row.push(value);
+        f(i - 1, value);
     }
-    Ok(row)
+    Ok(())
 }
 
 impl Drop for PgClient {

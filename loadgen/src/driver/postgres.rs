@@ -2,10 +2,10 @@
 //! Statements are prepared once per connection; result rows are counted from the
 //! command tag, never decoded.
 
+use super::micro::{LoadCache, StmtCache};
 use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
-use super::sql;
-use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex};
-use std::collections::HashMap;
+use super::sql::{self, StmtKey, TableStmts};
+use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -54,34 +54,23 @@ impl Driver for PostgresDriver {
         })?;
         Ok(Box::new(PgConn {
             client,
-            table: String::new(),
-            stmts: HashMap::new(),
+            stmts: TableStmts::default(),
             next_id: 0,
-            micro: Default::default(),
-            loads: HashMap::new(),
+            micro: StmtCache::default(),
+            loads: LoadCache::default(),
         }))
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum StmtKey {
-    /// Rows per statement, and whether it returns the generated keys.
-    Insert(usize, bool),
-    Delete,
-    Range(RangeIndex),
-    Point,
-}
-
 pub(super) struct PgConn {
     pub(super) client: PgClient,
-    /// The table the prepared statements in `stmts` name.
-    table: String,
-    stmts: HashMap<StmtKey, String>,
+    /// The Insert Benchmark statements prepared on this connection, by their names.
+    stmts: TableStmts<String>,
     pub(super) next_id: u32,
     /// Microbenchmark statements by table slot, and multi-row sbtest inserts by
     /// (table slot, rows); see `postgres_micro`.
-    pub(super) micro: super::micro::StmtCache<String>,
-    pub(super) loads: HashMap<(usize, usize), String>,
+    pub(super) micro: StmtCache<String>,
+    pub(super) loads: LoadCache<String>,
 }
 
 pub(super) fn classify(e: PgError) -> DbError {
@@ -156,23 +145,26 @@ fn sql_for(key: StmtKey, t: &str) -> (String, Vec<u32>) {
     (sql, types)
 }
 
-impl PgConn {
-    /// The name of the statement prepared on this connection, preparing it on first use.
-    fn prepared(&mut self, table: &str, key: StmtKey) -> DbResult<&str> {
-        if self.table != table {
-            self.stmts.clear();
-            self.table = table.to_string();
-        }
-        if !self.stmts.contains_key(&key) {
-            let name = format!("s{}", self.next_id);
-            self.next_id += 1;
-            let (sql, types) = sql_for(key, table);
-            self.client.prepare(&name, &sql, &types).map_err(classify)?;
-            self.stmts.insert(key, name);
-        }
-        Ok(&self.stmts[&key])
+/// Execute the Insert Benchmark statement `key` on `table`, preparing it on first use:
+/// `params` writes its `nparams` parameters, `run` executes it by name.
+fn with_stmt<T>(
+    c: &mut PgConn,
+    table: Table,
+    key: StmtKey,
+    run: impl FnOnce(&mut PgClient, &str) -> Result<T, PgError>,
+) -> DbResult<T> {
+    if c.stmts.get(table, key).is_none() {
+        let name = format!("s{}", c.next_id);
+        c.next_id += 1;
+        let (sql, types) = sql_for(key, table.name);
+        c.client.prepare(&name, &sql, &types).map_err(classify)?;
+        c.stmts.insert(key, name);
     }
+    let name = c.stmts.get(table, key).expect("prepared above");
+    run(&mut c.client, name).map_err(classify)
+}
 
+impl PgConn {
     pub(super) fn batch(&mut self, sql: &str) -> DbResult<()> {
         self.client.simple_query(sql).map(|_| ()).map_err(classify)
     }
@@ -204,8 +196,9 @@ impl PgConn {
 }
 
 impl Conn for PgConn {
-    fn create_table(&mut self, table: &str) -> DbResult<()> {
+    fn create_table(&mut self, table: Table) -> DbResult<()> {
         self.stmts.clear();
+        let table = table.name;
         self.batch(&format!(
             "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (\
              transactionid bigserial PRIMARY KEY, dateandtime timestamp, cashregisterid int, \
@@ -213,7 +206,8 @@ impl Conn for PgConn {
         ))
     }
 
-    fn create_indexes(&mut self, table: &str) -> DbResult<()> {
+    fn create_indexes(&mut self, table: Table) -> DbResult<()> {
+        let table = table.name;
         self.batch(&format!(
             "CREATE INDEX {table}_marketsegment ON {table} (productid, customerid, price)"
         ))?;
@@ -227,7 +221,7 @@ impl Conn for PgConn {
 
     fn insert(
         &mut self,
-        table: &str,
+        table: Table,
         rows: &[InsertRow],
         want_last_id: bool,
     ) -> DbResult<Inserted> {
@@ -238,61 +232,57 @@ impl Conn for PgConn {
             )));
         }
         let key = StmtKey::Insert(rows.len(), want_last_id);
-        self.prepared(table, key)?;
-        let name = &self.stmts[&key];
-        let r = self.client.execute_returning(name, rows.len() * 6, |p| {
-            for r in rows {
-                p.timestamp(r.dateandtime);
-                p.i32(r.cashregisterid);
-                p.i32(r.customerid);
-                p.i32(r.productid);
-                p.i32(r.price);
-                p.str(&r.data);
-            }
-        });
-        let (rows, last) = r.map_err(classify)?;
-        let last_id = match last.map(|v| v.parse::<i64>()) {
-            Some(Ok(id)) => Some(id),
-            Some(Err(_)) => return Err(DbError::fatal("INSERT RETURNING gave a non-integer key")),
+        let (rows, last) = with_stmt(self, table, key, |client, name| {
+            let (n, last) = client.execute_returning(name, rows.len() * 6, |p| {
+                for r in rows {
+                    p.timestamp(r.dateandtime);
+                    p.i32(r.cashregisterid);
+                    p.i32(r.customerid);
+                    p.i32(r.productid);
+                    p.i32(r.price);
+                    p.str(&r.data);
+                }
+            })?;
+            // Parsed here, from the client's reused buffer: nothing allocated.
+            let parse = |v: &[u8]| std::str::from_utf8(v).ok()?.parse::<i64>().ok();
+            Ok((n, last.map(parse)))
+        })?;
+        let last_id = match last {
+            Some(Some(id)) => Some(id),
+            Some(None) => return Err(DbError::fatal("INSERT RETURNING gave a non-integer key")),
             None => None,
         };
         Ok(Inserted { rows, last_id })
     }
 
-    fn delete_oldest(&mut self, table: &str, n: u64) -> DbResult<u64> {
-        self.prepared(table, StmtKey::Delete)?;
-        let name = &self.stmts[&StmtKey::Delete];
-        self.client
-            .execute(name, 1, |p| p.i64(n as i64))
-            .map_err(classify)
+    fn delete_oldest(&mut self, table: Table, n: u64) -> DbResult<u64> {
+        with_stmt(self, table, StmtKey::Delete, |client, name| {
+            client.execute(name, 1, |p| p.i64(n as i64))
+        })
     }
 
-    fn range_query(&mut self, table: &str, index: RangeIndex, start: i32) -> DbResult<u64> {
-        self.prepared(table, StmtKey::Range(index))?;
-        let name = &self.stmts[&StmtKey::Range(index)];
-        self.client
-            .execute(name, 1, |p| p.i32(start))
-            .map_err(classify)
+    fn range_query(&mut self, table: Table, index: RangeIndex, start: i32) -> DbResult<u64> {
+        with_stmt(self, table, StmtKey::Range(index), |client, name| {
+            client.execute(name, 1, |p| p.i32(start))
+        })
     }
 
-    fn point_query(&mut self, table: &str, ids: &[i64; 10]) -> DbResult<u64> {
-        self.prepared(table, StmtKey::Point)?;
-        let name = &self.stmts[&StmtKey::Point];
-        let r = self
-            .client
-            .execute(name, 10, |p| ids.iter().for_each(|&id| p.i64(id)));
-        r.map_err(classify)
+    fn point_query(&mut self, table: Table, ids: &[i64; 10]) -> DbResult<u64> {
+        with_stmt(self, table, StmtKey::Point, |client, name| {
+            client.execute(name, 10, |p| ids.iter().for_each(|&id| p.i64(id)))
+        })
     }
 
-    fn count_rows(&mut self, table: &str) -> DbResult<u64> {
-        sql::count_rows(self, table)
+    fn count_rows(&mut self, table: Table) -> DbResult<u64> {
+        sql::count_rows(self, table.name)
     }
 
-    fn id_bounds(&mut self, table: &str) -> DbResult<Option<(i64, i64)>> {
-        sql::id_bounds(self, table)
+    fn id_bounds(&mut self, table: Table) -> DbResult<Option<(i64, i64)>> {
+        sql::id_bounds(self, table.name)
     }
 
-    fn id_gaps(&mut self, table: &str) -> DbResult<Vec<(i64, i64)>> {
+    fn id_gaps(&mut self, table: Table) -> DbResult<Vec<(i64, i64)>> {
+        let table = table.name;
         let sql = format!(
             "SELECT prev + 1, transactionid - 1 FROM (SELECT transactionid, \
              lag(transactionid) OVER (ORDER BY transactionid) AS prev FROM {table}) s \
@@ -302,8 +292,9 @@ impl Conn for PgConn {
         sql::gaps(&rows)
     }
 
-    fn cleanup_table(&mut self, table: &str, timeout: Duration) -> DbResult<()> {
+    fn cleanup_table(&mut self, table: Table, timeout: Duration) -> DbResult<()> {
         self.set_timeout(timeout)?;
+        let table = table.name;
         self.batch(&format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) {table}"))
     }
 

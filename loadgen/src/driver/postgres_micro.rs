@@ -31,7 +31,7 @@ impl PgConn {
 impl MicroConn for PgConn {
     fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
         self.micro.clear_table(table);
-        self.loads.retain(|&(slot, _), _| slot != table.slot);
+        self.loads.clear_table(table);
         let t = table.name;
         self.batch(&format!(
             "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id integer NOT NULL, \
@@ -44,8 +44,7 @@ impl MicroConn for PgConn {
         if rows.len() > MAX_ROWS_PER_INSERT {
             return Err(DbError::fatal("too many rows for one insert"));
         }
-        let key = (table.slot, rows.len());
-        if !self.loads.contains_key(&key) {
+        if self.loads.get(table, rows.len()).is_none() {
             let values: Vec<String> = (0..rows.len())
                 .map(|i| {
                     let p = 4 * i;
@@ -59,9 +58,9 @@ impl MicroConn for PgConn {
             );
             let name =
                 self.prepare_named(&sql, &[INT4, INT4, VARCHAR, VARCHAR].repeat(rows.len()))?;
-            self.loads.insert(key, name);
+            self.loads.insert(table, rows.len(), name);
         }
-        let name = &self.loads[&key];
+        let name = self.loads.get(table, rows.len()).expect("prepared above");
         let r = self.client.execute(name, rows.len() * 4, |p| {
             for r in rows {
                 p.i32(r.id as i32);

@@ -8,7 +8,7 @@ use super::live_ids::LiveIds;
 use super::roles::{join, spawn_role};
 use super::rows::RowGen;
 use crate::context::StepContext;
-use crate::driver::{Conn, DbResult};
+use crate::driver::{Conn, DbResult, Table};
 use crate::outcome::{ClientOutcome, Histograms, RowCheck, StepPlan};
 use crate::output::QUnit;
 use crate::pace::{Pacing, Stop};
@@ -97,6 +97,14 @@ fn setup<T>(what: &str, table: &str, r: DbResult<T>) -> Result<T> {
 }
 
 impl Client<'_> {
+    /// This client's table, pi<client>, in slot client - 1.
+    fn t(&self) -> Table<'_> {
+        Table {
+            slot: self.client as usize - 1,
+            name: &self.table,
+        }
+    }
+
     /// A generator seeded with seed + client, one stream per role.
     fn rng(&self, role: u64) -> SmallRng {
         SmallRng::seed_from_u64((self.ctx.spec.seed + self.client as u64) ^ (role << 56))
@@ -105,7 +113,7 @@ impl Client<'_> {
     fn rows_before(&self, conn: &mut dyn Conn) -> Result<u64> {
         match &self.ctx.spec.insert.expected_rows {
             Some(rows) => Ok(rows[self.client as usize - 1]),
-            None => setup("count rows of", &self.table, conn.count_rows(&self.table)),
+            None => setup("count rows of", &self.table, conn.count_rows(self.t())),
         }
     }
 
@@ -138,7 +146,7 @@ impl Client<'_> {
         inserted: u64,
         deleted: u64,
     ) -> Result<RowCheck> {
-        let found = setup("count rows of", &self.table, conn.count_rows(&self.table))?;
+        let found = setup("count rows of", &self.table, conn.count_rows(self.t()))?;
         Ok(RowCheck {
             before,
             inserted,
@@ -152,17 +160,13 @@ impl Client<'_> {
         let bounds = setup(
             "read the id range of",
             &self.table,
-            conn.id_bounds(&self.table),
+            conn.id_bounds(self.t()),
         )?;
         let contiguous = bounds.is_none_or(|(min, max)| (max - min + 1) as u64 == rows);
         let holes = if contiguous {
             Vec::new()
         } else {
-            setup(
-                "find the id gaps of",
-                &self.table,
-                conn.id_gaps(&self.table),
-            )?
+            setup("find the id gaps of", &self.table, conn.id_gaps(self.t()))?
         };
         Ok(LiveIds::new(bounds, holes))
     }
@@ -170,13 +174,13 @@ impl Client<'_> {
     /// l.i0: create the table, insert in PK order as fast as possible.
     fn load(&self) -> Result<ClientOutcome> {
         let mut conn = self.ctx.connect()?;
-        setup("create table", &self.table, conn.create_table(&self.table))?;
+        setup("create table", &self.table, conn.create_table(self.t()))?;
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
         let rows = self.ctx.spec.insert.rows.unwrap_or(0);
         let mut gen = RowGen::new(self.rng(0));
         let inserter = Inserter {
-            table: &self.table,
+            table: self.t(),
             batch: self.ctx.spec.rows_per_commit(),
         };
         let inserted = inserter.run(
@@ -202,7 +206,7 @@ impl Client<'_> {
         let rows = self.rows_before(conn.as_mut())?;
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
-        let table = &self.table;
+        let table = self.t();
         w.call(OpKind::CreateIndex, start, || {
             conn.create_indexes(table).map(|_| rows)
         })?;
@@ -215,7 +219,7 @@ impl Client<'_> {
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
         let timeout = self.ctx.spec.cleanup_timeout();
-        let table = &self.table;
+        let table = self.t();
         w.call(OpKind::Cleanup, start, || {
             conn.cleanup_table(table, timeout).map(|_| 0)
         })?;
@@ -238,7 +242,7 @@ impl Client<'_> {
         let start = self.start()?;
         let progress = Progress::default();
         let mut gen = RowGen::new(self.rng(0));
-        let (ctx, table, client) = (self.ctx, self.table.as_str(), self.client);
+        let (ctx, table, client) = (self.ctx, self.t(), self.client);
         let ((inserted, h1), (deleted, h2)) = std::thread::scope(|s| {
             let ins = spawn_role(s, ctx, (client, "insert"), start, |w| {
                 let inserter = Inserter { table, batch };
@@ -287,7 +291,7 @@ impl Client<'_> {
         let (mut qrng, mut gen) = (self.rng(1), RowGen::new(self.rng(0)));
         let start = self.start()?;
         let stop = Stop::Deadline(spec.deadline(start, spec.duration()));
-        let (ctx, table, live) = (self.ctx, self.table.as_str(), live.as_ref());
+        let (ctx, table, live) = (self.ctx, self.t(), live.as_ref());
         let client = self.client;
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {
             let q = spawn_role(s, ctx, (client, "query"), start, |w| {

@@ -5,48 +5,89 @@
 use super::live_ids::LiveIds;
 use super::rows::{self, RowGen};
 use crate::context::Worker;
-use crate::driver::Conn;
+use crate::driver::{Conn, Table};
 use crate::pace::{sleep_until, Pacing, Stop};
+use crate::stats::CachePadded;
 use crate::stats::OpKind;
 use anyhow::Result;
 use rand::rngs::SmallRng;
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
+use std::sync::OnceLock;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-/// Rows committed by the inserter, for a deleter that follows it.
-#[derive(Default)]
+/// How long a parked deleter sleeps before it looks at the stop flag again.
+const WAIT: Duration = Duration::from_millis(50);
+
+/// Rows committed by the inserter, for a deleter that follows it. A batch costs the
+/// inserter two atomic accesses; it wakes the deleter only when the deleter is parked
+/// waiting for what this batch reached, so a deleter that keeps busy is never woken.
+/// `inserted`/`finished` against `want` is a store-then-load handshake on both sides
+/// (each publishes, then reads the other's), which needs SeqCst: with anything weaker
+/// both could miss the other and the deleter would sleep until its timeout.
 pub struct Progress {
-    state: Mutex<(u64, bool)>,
-    cv: Condvar,
+    inserted: CachePadded<AtomicU64>,
+    finished: AtomicBool,
+    /// The row count the parked deleter waits for; u64::MAX when it is not parked.
+    want: CachePadded<AtomicU64>,
+    deleter: OnceLock<Thread>,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Progress {
+            inserted: CachePadded(AtomicU64::new(0)),
+            finished: AtomicBool::new(false),
+            want: CachePadded(AtomicU64::new(u64::MAX)),
+            deleter: OnceLock::new(),
+        }
+    }
 }
 
 impl Progress {
     pub fn advance(&self, rows: u64) {
-        self.state.lock().unwrap().0 += rows;
-        self.cv.notify_one();
+        // Only the inserter writes `inserted`.
+        let total = self.inserted.load(Relaxed) + rows;
+        self.inserted.store(total, SeqCst);
+        if total >= self.want.load(SeqCst) {
+            self.wake();
+        }
     }
 
     pub fn finish(&self) {
-        self.state.lock().unwrap().1 = true;
-        self.cv.notify_one();
+        self.finished.store(true, SeqCst);
+        self.wake();
+    }
+
+    fn wake(&self) {
+        if let Some(t) = self.deleter.get() {
+            t.unpark();
+        }
     }
 
     /// Wait until `rows` were inserted or the inserter finished; (inserted, finished).
+    /// The one deleter calls it.
     pub fn wait_for(&self, rows: u64, w: &Worker) -> (u64, bool) {
-        let mut st = self.state.lock().unwrap();
-        while st.0 < rows && !st.1 && !w.stopped() {
-            st = self
-                .cv
-                .wait_timeout(st, Duration::from_millis(50))
-                .unwrap()
-                .0;
+        self.deleter.get_or_init(std::thread::current);
+        loop {
+            let st = (self.inserted.load(SeqCst), self.finished.load(SeqCst));
+            if st.0 >= rows || st.1 || w.stopped() {
+                self.want.store(u64::MAX, Relaxed);
+                return st;
+            }
+            if self.want.load(Relaxed) != rows {
+                // Publish what we wait for, then look again before parking.
+                self.want.store(rows, SeqCst);
+                continue;
+            }
+            // An unpark that comes before the park makes it return at once.
+            std::thread::park_timeout(WAIT);
         }
-        *st
     }
 }
 
 pub struct Inserter<'a> {
-    pub table: &'a str,
+    pub table: Table<'a>,
     pub batch: u64,
 }
 
@@ -98,7 +139,7 @@ impl Inserter<'_> {
 pub fn delete_behind(
     w: &mut Worker,
     conn: &mut dyn Conn,
-    table: &str,
+    table: Table,
     batch: u64,
     total: u64,
     progress: &Progress,
@@ -130,7 +171,7 @@ pub fn delete_behind(
 pub fn delete_paced(
     w: &mut Worker,
     conn: &mut dyn Conn,
-    table: &str,
+    table: Table,
     batch: u64,
     rate: u64,
     stop: Stop,
@@ -160,7 +201,7 @@ pub fn delete_paced(
 pub fn query_loop(
     w: &mut Worker,
     conn: &mut dyn Conn,
-    table: &str,
+    table: Table,
     rng: &mut SmallRng,
     stop: Stop,
     live: Option<&LiveIds>,
@@ -168,8 +209,10 @@ pub fn query_loop(
     let (mut expected, mut found) = (0, 0);
     let mut ids = [0i64; 10];
     let mut now = Instant::now();
+    // Dropped when the loop ends, however: a delete waiting for it then goes on.
+    let mut live = live.map(LiveIds::reader);
     while stop.allows(now, 0) && !w.stopped() {
-        now = match live {
+        now = match &mut live {
             Some(live) => {
                 let want = live.begin_query(rng, &mut ids);
                 let r = w.call(OpKind::PointQuery, now, || conn.point_query(table, &ids));

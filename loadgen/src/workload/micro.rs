@@ -195,8 +195,9 @@ impl Client<'_> {
         let timeout = self.ctx.spec.cleanup_timeout();
         for n in self.own_tables() {
             let name = table_name(n);
+            let t = table(n as usize - 1, &name);
             w.call(OpKind::Cleanup, Instant::now(), || {
-                conn.cleanup_table(&name, timeout).map(|_| 0)
+                conn.cleanup_table(t, timeout).map(|_| 0)
             })?;
         }
         if self.ctx.last_to_arrive() {

@@ -91,7 +91,9 @@ fn converse(bytes: &[u8]) -> Option<Heard> {
     let mut c = PgClient::start(client, "u", "d", Duration::from_secs(5)).ok()?;
     let q = c.simple_query("SELECT x FROM t");
     let p = c.prepare("s0", "INSERT ...", &[INT4]);
-    let i = c.execute_returning("s0", 1, |p| p.i32(7));
+    let i = c
+        .execute_returning("s0", 1, |p| p.i32(7))
+        .map(|(n, v)| (n, v.map(|v| String::from_utf8_lossy(v).into_owned())));
     let d = c.execute("s0", 1, |p| p.i64(5));
     Some((q, p, i, d))
 }
@@ -300,4 +302,42 @@ fn timestamps_count_from_2000() {
     let mut buf = Vec::new();
     Params { buf: &mut buf }.timestamp(UNIX_EPOCH + Duration::from_secs(PG_EPOCH_UNIX_S + 1));
     assert_eq!(&buf[4..], &1_000_000i64.to_be_bytes());
+}
+
+#[test]
+fn returning_keeps_the_last_rows_first_column_in_one_buffer() {
+    let login = [(b'R', vec![0, 0, 0, 0]), (b'Z', b"I".to_vec())];
+    let id = |v: &str| data_row(&[Some(v.as_bytes().to_vec()), Some(b"x".to_vec())]);
+    let mut m = login.to_vec();
+    // Three rows returned: the last one's first column is kept.
+    m.extend([
+        (b'2', vec![]),
+        (b'D', id("7")),
+        (b'D', id("8")),
+        (b'D', id("19")),
+        (b'C', b"INSERT 0 3\0".to_vec()),
+        (b'Z', b"I".to_vec()),
+    ]);
+    // The last row's first column is NULL: nothing is kept from the rows before it.
+    m.extend([
+        (b'2', vec![]),
+        (b'D', id("20")),
+        (b'D', data_row(&[None])),
+        (b'C', b"INSERT 0 2\0".to_vec()),
+        (b'Z', b"I".to_vec()),
+    ]);
+    // A malformed row is an error (which ends the session).
+    m.extend([(b'2', vec![]), (b'D', vec![0, 1, 0, 0, 0, 9])]);
+    let (client, mut server) = UnixStream::pair().unwrap();
+    server.write_all(&frame(&m)).unwrap();
+    server.shutdown(Shutdown::Write).unwrap();
+    let mut c = PgClient::start(client, "u", "d", Duration::from_secs(5)).unwrap();
+    let insert = |c: &mut PgClient| {
+        c.execute_returning("s0", 1, |p| p.i32(1))
+            .map(|(n, v)| (n, v.map(|v| String::from_utf8_lossy(v).into_owned())))
+    };
+    assert_eq!(insert(&mut c).unwrap(), (3, Some("19".into())));
+    assert_eq!(insert(&mut c).unwrap(), (2, None));
+    let e = insert(&mut c).unwrap_err();
+    assert!(e.message.contains("malformed DataRow"), "{}", e.message);
 }
