@@ -193,16 +193,22 @@ def main() -> None:
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+    def spread(side: str, step: str) -> str:
+        """The range of the round-by-round ratios against db_bench's run of that round."""
+        rs = [r[step] / b[step] for r, b in zip(runs[side], runs["db_bench"], strict=True)]
+        return f"{min(rs):.2f}-{max(rs):.2f}"
+
     print(
-        "| step | db_bench 7.8.3 (Debian) | loadgen, rocksdbjni 7.8.3 | ratio | "
-        "loadgen, Debian librocksdb 7.8.3 | ratio |"
+        "| step | db_bench 7.8.3 (Debian) | loadgen, rocksdbjni 7.8.3 | ratio (rounds' range) | "
+        "loadgen, Debian librocksdb 7.8.3 | ratio (rounds' range) |"
     )
     print("|---|---|---|---|---|---|")
     for step in STEPS:
         print(
             f"| {step} | {bench[step]:,.0f} | {jni[step]:,.0f} | "
-            f"{jni[step] / bench[step]:.2f} | {system[step]:,.0f} | "
-            f"{system[step] / bench[step]:.2f} |"
+            f"{jni[step] / bench[step]:.2f} ({spread('jni', step)}) | {system[step]:,.0f} | "
+            f"{system[step] / bench[step]:.2f} ({spread('system', step)}) |"
         )
 
 

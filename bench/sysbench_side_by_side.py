@@ -158,10 +158,19 @@ def measure(
     finally:
         engine.stop()
         shutil.rmtree(options.workdir, ignore_errors=True)
-    return {
+    out = {
         side: {k: statistics.median(r[k] for r in rs) for k in ("qps", "client_us")}
         for side, rs in runs.items()
     }
+    # Each round's own ratios (the two sides ran back to back): their range is the spread.
+    pairs = list(zip(runs["loadgen"], runs["sysbench"], strict=True))
+    out["spread"] = {
+        "qps_lo": min(lg["qps"] / sb["qps"] for lg, sb in pairs),
+        "qps_hi": max(lg["qps"] / sb["qps"] for lg, sb in pairs),
+        "cpu_lo": min(lg["client_us"] / sb["client_us"] for lg, sb in pairs),
+        "cpu_hi": max(lg["client_us"] / sb["client_us"] for lg, sb in pairs),
+    }
+    return out
 
 
 def main() -> None:
@@ -190,18 +199,21 @@ def main() -> None:
         for build in builds:
             for placement in placements():
                 m = measure(build, placement, args, scratch)
-                sb, lg = m["sysbench"], m["loadgen"]
+                sb, lg, sp = m["sysbench"], m["loadgen"], m["spread"]
                 rows.append(
                     f"| {build.spec} | {placement.mode} | {sb['qps']:,.0f} | {lg['qps']:,.0f} | "
                     f"{sb['client_us']:.1f} | {lg['client_us']:.1f} | "
-                    f"{lg['qps'] / sb['qps']:.2f} | {lg['client_us'] / sb['client_us']:.2f} |"
+                    f"{lg['qps'] / sb['qps']:.2f} ({sp['qps_lo']:.2f}-{sp['qps_hi']:.2f}) | "
+                    f"{lg['client_us'] / sb['client_us']:.2f} "
+                    f"({sp['cpu_lo']:.2f}-{sp['cpu_hi']:.2f}) |"
                 )
                 print(f"done: {build.spec}, {placement.mode}", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     print(
         "| engine | placement | sysbench QPS | loadgen QPS | sysbench µs/query | "
-        "loadgen µs/query | QPS loadgen/sysbench | CPU loadgen/sysbench |"
+        "loadgen µs/query | QPS loadgen/sysbench (rounds' range) | "
+        "CPU loadgen/sysbench (rounds' range) |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for line in rows:
