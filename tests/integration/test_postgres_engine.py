@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.postgres import PostgresEngine, processes_in
 from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
 from dbregress.provision import Build, BuildSpec
+from tests.integration.spies import server_waits
 
 pytestmark = pytest.mark.engine
 
@@ -190,20 +190,6 @@ def test_backend_crash_is_detected(build: Build, workroot: Path) -> None:
         engine.stop()
 
 
-def _server_waits(monkeypatch: pytest.MonkeyPatch, pid: int) -> list[float | None]:
-    """From now on, the timeout of every wait for process `pid`, in order."""
-    waits: list[float | None] = []
-    real_wait = subprocess.Popen.wait
-
-    def wait(self: subprocess.Popen[bytes], timeout: float | None = None) -> int:
-        if self.pid == pid:
-            waits.append(timeout)
-        return real_wait(self, timeout)
-
-    monkeypatch.setattr(subprocess.Popen, "wait", wait)
-    return waits
-
-
 def test_stop_kills_a_server_that_ignores_shutdown(
     build: Build, workroot: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -214,7 +200,7 @@ def test_stop_kills_a_server_that_ignores_shutdown(
     # stop() wakes the tree, then a woken server would act on SIGINT at once: asking
     # with SIGCONT instead makes it a server that ignores the request, every time
     monkeypatch.setattr(engine, "STOP_SIGNAL", signal.SIGCONT)
-    waits = _server_waits(monkeypatch, engine.server_pid())
+    waits = server_waits(monkeypatch, engine.server_pid())
     engine.stop()
     # the shutdown is waited for stop_timeout_s, not longer; then the killed tree is
     # reaped (a wait without a timeout)

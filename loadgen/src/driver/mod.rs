@@ -22,6 +22,8 @@ mod rocksdb_session;
 mod rocksdb_stats;
 mod sockwait;
 mod sql;
+#[cfg(test)]
+mod wire_props;
 
 use crate::spec::{EngineSpec, StepSpec};
 use crate::step::Step;

@@ -5,6 +5,7 @@
 
 use super::super::mypacket::{lenenc, read_lenenc, Greeting};
 use super::*;
+use crate::driver::wire_props::{edits, mutate, text};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::net::Shutdown;
@@ -168,30 +169,6 @@ fn converse(bytes: &[u8]) -> Option<Heard> {
     let stmt = p.as_ref().map_or(Prepared { id: 1, params: 1 }, |s| *s);
     let e = c.execute(stmt, |p| p.i64(1));
     Some((q, r, i, p, e))
-}
-
-/// Byte edits: (where, what: 0 replace / 1 insert / 2 delete, byte).
-fn mutate(mut v: Vec<u8>, edits: &[(usize, u8, u8)]) -> Vec<u8> {
-    for &(at, kind, byte) in edits {
-        let at = at % (v.len() + 1);
-        match kind % 3 {
-            0 if at < v.len() => v[at] = byte,
-            1 => v.insert(at, byte),
-            _ if at < v.len() => {
-                v.remove(at);
-            }
-            _ => v.push(byte),
-        }
-    }
-    v
-}
-
-fn edits() -> impl Strategy<Value = Vec<(usize, u8, u8)>> {
-    vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6)
-}
-
-fn text(c: &Option<Vec<u8>>) -> Option<String> {
-    c.as_ref().map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 fn conversations() -> impl Strategy<Value = Vec<u8>> {

@@ -3,6 +3,7 @@
 //! replies must give Ok or Err, never a panic; valid replies must read back as sent.
 
 use super::*;
+use crate::driver::wire_props::{edits, mutate, text};
 use proptest::collection::vec;
 use proptest::prelude::*;
 use std::net::Shutdown;
@@ -96,30 +97,6 @@ fn converse(bytes: &[u8]) -> Option<Heard> {
         .map(|(n, v)| (n, v.map(|v| String::from_utf8_lossy(v).into_owned())));
     let d = c.execute("s0", 1, |p| p.i64(5));
     Some((q, p, i, d))
-}
-
-/// Byte edits: (where, what: 0 replace / 1 insert / 2 delete, byte).
-fn mutate(mut v: Vec<u8>, edits: &[(usize, u8, u8)]) -> Vec<u8> {
-    for &(at, kind, byte) in edits {
-        let at = at % (v.len() + 1);
-        match kind % 3 {
-            0 if at < v.len() => v[at] = byte,
-            1 => v.insert(at, byte),
-            _ if at < v.len() => {
-                v.remove(at);
-            }
-            _ => v.push(byte),
-        }
-    }
-    v
-}
-
-fn edits() -> impl Strategy<Value = Vec<(usize, u8, u8)>> {
-    vec((any::<usize>(), any::<u8>(), any::<u8>()), 1..6)
-}
-
-fn text(c: &Option<Vec<u8>>) -> Option<String> {
-    c.as_ref().map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 proptest! {
