@@ -221,9 +221,19 @@ class Case:
                 with _gone():
                     os.kill(pid, sig)
         elif kind == "loadgen-kill":
-            for pid in _matching(
-                lambda cmd, cwd: "dbregress-loadgen" in cmd and str(self.results) in cmd
-            ):
+            # Job a's loadgen; a short step's may have ended at the drawn moment, so the
+            # fault goes to the next one (the setup between two steps has none).
+            def job_a_loadgens() -> list[int]:
+                return _matching(
+                    lambda cmd, cwd: (
+                        "dbregress-loadgen" in cmd
+                        and f"{self.results}/" in cmd
+                        and "/a/r1/steps/" in cmd
+                    )
+                )
+
+            self._wait(lambda: job_a_loadgens() or proc.poll() is not None, 60, "a loadgen")
+            for pid in job_a_loadgens():
                 with _gone():
                     os.kill(pid, signal.SIGKILL)
         elif kind in ("ctrl-c", "ctrl-c-twice"):
