@@ -58,10 +58,6 @@ def install() -> None:
         _state.pending = None
 
 
-def interrupted() -> bool:
-    return _state.count > 0
-
-
 @contextmanager
 def hurrying(hurry: Callable[[], None]) -> Iterator[None]:
     """While the block runs, a second signal calls `hurry` (kill the job's processes)."""
