@@ -15,9 +15,11 @@ What must hold after every fault:
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -206,9 +208,59 @@ class Case:
 
         self._wait(lambda: started() or proc.poll() is not None, 180, f"step {step}")
         time.sleep(delay)
+        if self.kind == "loadgen-kill":
+            return self._kill_a_loadgen(proc)
         before = self._finished()
         self._inject(proc)
         return before
+
+    def _kill_a_loadgen(self, proc: subprocess.Popen[str]) -> dict[Path, bytes]:
+        """SIGKILL job a's loadgen. A short step's loadgen may have done its work by the
+        drawn moment (the kill then lands after its summary, and the step rightly
+        stands), and the setup between two steps has none: the kill then goes to job a's
+        next loadgen, until one dies before its step's result is written."""
+        missed: set[str] = set()
+
+        def loadgens() -> list[tuple[int, str]]:
+            found = []
+            for pid in _matching(
+                lambda cmd, cwd: (
+                    "dbregress-loadgen" in cmd
+                    and f"{self.results}/" in cmd
+                    and "/a/r1/steps/" in cmd
+                )
+            ):
+                stem = re.search(r"/a/r1/steps/([^/\s]+)\.spec\.json", _cmdline(pid))
+                if stem and stem.group(1) not in missed:
+                    found.append((pid, stem.group(1)))
+            return found
+
+        for _ in STEPS:
+            self._wait(lambda: loadgens() or proc.poll() is not None, 60, "a loadgen")
+            targets = loadgens()
+            if not targets:
+                break
+            before = self._finished()
+            for pid, _stem in targets:
+                with _gone():
+                    os.kill(pid, signal.SIGKILL)
+            stems = {stem for _pid, stem in targets}
+            run = self._run_dir()
+            assert run is not None  # job a's loadgen runs, so the run folder exists
+            steps = run / "a" / "r1" / "steps"
+
+            written = [steps / f"{stem}.json" for stem in stems]
+            self._wait(
+                functools.partial(_settled, proc, written, run),
+                60,
+                "the killed loadgen's step to end",
+            )
+            if not any(_stood(path) for path in written):
+                self.out.point += f" (killed the loadgen of {', '.join(sorted(stems))})"
+                return before
+            missed |= stems
+        self.out.problems.append("harness: no loadgen of job a could be killed mid-step")
+        return {}
 
     def _inject(self, proc: subprocess.Popen[str]) -> None:
         kind = self.kind
@@ -220,22 +272,6 @@ class Case:
             for pid in pids:
                 with _gone():
                     os.kill(pid, sig)
-        elif kind == "loadgen-kill":
-            # Job a's loadgen; a short step's may have ended at the drawn moment, so the
-            # fault goes to the next one (the setup between two steps has none).
-            def job_a_loadgens() -> list[int]:
-                return _matching(
-                    lambda cmd, cwd: (
-                        "dbregress-loadgen" in cmd
-                        and f"{self.results}/" in cmd
-                        and "/a/r1/steps/" in cmd
-                    )
-                )
-
-            self._wait(lambda: job_a_loadgens() or proc.poll() is not None, 60, "a loadgen")
-            for pid in job_a_loadgens():
-                with _gone():
-                    os.kill(pid, signal.SIGKILL)
         elif kind in ("ctrl-c", "ctrl-c-twice"):
             proc.send_signal(signal.SIGINT)
             if kind == "ctrl-c-twice":
@@ -438,6 +474,24 @@ def _cmdline(pid: int) -> str:
     except OSError:
         return ""
     return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
+def _stood(result: Path) -> bool:
+    """The step's result is written and it did not fail: the kill came too late."""
+    try:
+        return bool(json.loads(result.read_text()).get("status") != "failed")
+    except (OSError, ValueError):
+        return False
+
+
+def _settled(proc: subprocess.Popen[str], written: list[Path], run: Path) -> bool:
+    """After a loadgen kill: its step's result written (failed: a hit; else a miss), or the
+    runner past job a or ended."""
+    return (
+        proc.poll() is not None
+        or any(path.exists() for path in written)
+        or any(run.glob("b/r1/steps/*.spec.json"))
+    )
 
 
 def _matching(test: Callable[[str, str], bool]) -> list[int]:
