@@ -17,7 +17,8 @@ class Cell:
     q_unit: str = ""
     q_op: str = ""
     per_op: dict[str, float | None] = field(default_factory=dict)
-    latency: dict[str, dict[str, float]] = field(default_factory=dict)  # op -> p50/p99/max
+    # op -> p50/p99/p999/max; None where no repeat says (an import's file may not)
+    latency: dict[str, dict[str, float | None]] = field(default_factory=dict)
     sla: dict[str, Any] | None = None  # target, achieved (median), ok (every repeat)
     engine: dict[str, float | None] = field(default_factory=dict)  # write_amp, stall_pct, ...
     repeats: int = 0
@@ -54,7 +55,7 @@ def aggregate(results: list[dict[str, Any]]) -> Cell:
     per_op = {k: _median(r["per_op"].get(k) for r in ok) for k in first["per_op"]}
     latency = {
         op: {
-            p: float(_median(r["ops"][op]["latency_us"][p] for r in ok if op in r["ops"]) or 0)
+            p: _median(r["ops"][op]["latency_us"].get(p) for r in ok if op in r["ops"])
             for p in ("p50", "p99", "p999", "max")
         }
         for op in first["ops"]
