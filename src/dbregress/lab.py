@@ -138,6 +138,7 @@ class Lab:
     order: str = "random"  # columns within a round: random (seeded) or as listed
     warmup_job: bool = True
     drop_caches: bool | None = None  # None: only for configs that read from storage
+    aslr: bool = True  # address-space layout randomization for servers and loadgens
     verdict: VerdictPolicy = VerdictPolicy()
 
     @property
@@ -206,6 +207,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         order=_choice(top, "order", ORDERS, "random"),
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
+        aslr=top.get("aslr", bool, True),
         verdict=_verdict(top),
     )
     top.reject_unknown()

@@ -22,6 +22,7 @@ from typing import Any
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect import layout
 from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.collect.host import host_facts
 from dbregress.engines.base import Engine, EngineOptions, Sizes
@@ -99,9 +100,10 @@ class Runner:
         """A new run folder under `results_root`, or, with `resume`, that run folder
         continued: its finished jobs are kept, an interrupted one is run again."""
         self.lab = lab
+        layout.set_randomization(lab.aslr)
         self.memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         if resume is None:
-            self.writer = RunWriter(results_root, lab, host_facts())
+            self.writer = RunWriter(results_root, lab, host_facts() | {"aslr": layout.state()})
         else:
             self.writer = RunWriter.reopen(resume, lab)
         self.progress = progress or (lambda p: None)
