@@ -7,8 +7,9 @@ PYTHON ?= python3
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # Debian packages: the system PostgreSQL and MariaDB builds (with MyRocks), the peers the
 # bench/ scripts compare with, and what old MariaDB jars need (libaio1 for mysqld,
-# libncurses5 for their mysql client).
-DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio
+# libncurses5 for their mysql client), and headless Chromium with a font for the test
+# that opens the HTML report as a reader would (tests/e2e/test_html_report.py).
+DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 
 .PHONY: demo test setup uv python debian build builds schema lint rust-check pytest clean

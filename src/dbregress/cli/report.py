@@ -11,12 +11,12 @@ from typing import Any
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
 from dbregress.errors import DbregressError
-from dbregress.report import json_report, markdown
+from dbregress.report import exports, html, json_report, markdown
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
 from dbregress.store.run import RunData, read_run, resolve_run
 
-FORMATS = ("md", "json")
+FORMATS = ("md", "html", "json", "tsv", "csv")
 FAIL_ON = ("slower",)
 EXIT_SLOWER = 1  # --fail-on slower found a confirmed regression; errors exit 2
 
@@ -33,12 +33,20 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "report",
         help="print and write a run's report",
-        description="Print a run's report (Markdown, or the verdicts as JSON) and write "
-        "report.md and verdicts.json into the run folder.",
+        description="Print a run's report (Markdown, the verdicts as JSON, or its tables as "
+        "TSV or CSV) and write report.md, report.html and verdicts.json into the run folder. "
+        "--format html prints the path of report.html (docs/reports.md).",
     )
     p.add_argument("run", help="run folder, run id under --results, or 'latest'")
     p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="md",
+        help="md (default), html (writes report.html, prints its path), json (the verdicts), "
+        "tsv (tables laid out as the seed reports publish them) or csv (one row per "
+        "comparison, column and step)",
+    )
     p.add_argument(
         "--columns",
         help="comma-separated non-base columns to report (default: all); verdicts are then "
@@ -67,8 +75,9 @@ def only_columns(data: RunData, columns: str) -> RunData:
 def write_report(
     path: Path, summary: bool = False, fmt: str = "md", columns: str | None = None
 ) -> tuple[str, RunVerdicts]:
-    """Writes report.md and verdicts.json into the run folder (unless columns are picked);
-    returns the text to print and the verdicts."""
+    """Writes report.md, verdicts.json and report.html into the run folder (unless columns
+    are picked); returns the text to print and the verdicts. With columns picked, --format
+    html returns the page itself, to be printed."""
     data = read_run(path)
     if columns:
         data = only_columns(data, columns)
@@ -80,13 +89,25 @@ def write_report(
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     as_json = json_report.render(data.record, verdicts)
+    page = html.render(data, m, verdicts, cal) if not columns or fmt == "html" else ""
     if not columns:
         write_atomic(path / "report.md", full)
         write_json(path / "verdicts.json", as_json)
+        write_atomic(path / "report.html", page)
     if fmt == "json":
         return json.dumps(as_json, indent=1), verdicts
+    if fmt == "html":
+        return (page if columns else str(path / "report.html")), verdicts
+    if fmt == "tsv":
+        return exports.tsv(data.record, m, verdicts), verdicts
+    if fmt == "csv":
+        return exports.csv_text(data.record, m, verdicts).rstrip("\n"), verdicts
     shown = markdown.summary_tables(data.record, m, verdicts) if summary else full
-    where = f"Report: {path / 'report.md'}" if not columns else "(columns picked: not written)"
+    where = (
+        f"Report: {path / 'report.md'} (HTML: {path / 'report.html'})"
+        if not columns
+        else "(columns picked: not written)"
+    )
     return f"{shown}\n{where}", verdicts
 
 

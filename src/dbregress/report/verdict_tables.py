@@ -110,19 +110,26 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def host_noise(results: list[dict[str, Any]], v: RunVerdicts) -> list[str]:
-    """What else used the host during the measured windows, and which repeats it spoiled."""
+def noise_line(results: list[dict[str, Any]]) -> str:
+    """One sentence on what else used the host during the measured windows ("" if no
+    window says)."""
     hosts = [r["host"] for r in results if r.get("status") == "ok" and r.get("host")]
     if not hosts:
-        return []
+        return ""
     steal = _median([h["steal_frac"] for h in hosts if h.get("steal_frac") is not None])
     other = _median([h["other_cpu_frac"] for h in hosts if h.get("other_cpu_frac") is not None])
-    out = [
-        "## Host noise",
-        "",
+    return (
         f"Over {len(hosts)} measured windows, median steal {_pct(steal)} and median CPU "
-        f"used by other processes {_pct(other)} of the host. ",
-    ]
+        f"used by other processes {_pct(other)} of the host. "
+    )
+
+
+def host_noise(results: list[dict[str, Any]], v: RunVerdicts) -> list[str]:
+    """What else used the host during the measured windows, and which repeats it spoiled."""
+    line = noise_line(results)
+    if not line:
+        return []
+    out = ["## Host noise", "", line]
     if v.disturbed:
         rows = [[d.column, str(d.repeat), d.step, d.why] for d in v.disturbed]
         out += [
@@ -145,6 +152,15 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
         f"`dbregress calibrate {cal.get('lab', '?')}` on {cal.get('measured_at', '?')}:",
         "",
     ]
+    rows = calibration_rows(cal)
+    out += table(["placement", "median CV", "median detectable change", "A/A run"], rows)
+    if cal.get("steadiest") and len(rows) > 1:
+        out += [f"Steadiest placement: {cal['steadiest']}.", ""]
+    return out
+
+
+def calibration_rows(cal: dict[str, Any]) -> list[list[str]]:
+    """Per placement: median CV, median detectable change, the A/A run."""
     rows = []
     for mode, p in cal.get("placements", {}).items():
         steps = p.get("steps", [])
@@ -157,7 +173,4 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
                 p.get("run_id", "?"),
             ]
         )
-    out += table(["placement", "median CV", "median detectable change", "A/A run"], rows)
-    if cal.get("steadiest") and len(rows) > 1:
-        out += [f"Steadiest placement: {cal['steadiest']}.", ""]
-    return out
+    return rows

@@ -1,0 +1,150 @@
+"""Plain-text exports of a run's tables: `dbregress report RUN --format tsv|csv`.
+
+TSV is laid out as the seed reports publish their tables, ready to paste: per comparison
+an absolute table (median QPS over repeats) and a relative one (QPS vs the base, the
+verdicts' ratio). Each starts with a legend, `col-N : <label> (<build>, <config>)`, a
+blank line and a header row of the col-N names; then one row per step, the values
+separated by tabs and the step name last.
+
+CSV has one row per (comparison, column, step), header row first: the QPS ratio with its
+interval and verdict, the repeats, the median QPS and every per-operation metric with
+its own ratio and verdict. The base column's rows carry its absolute values only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+
+from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
+from dbregress.analysis.summary import Cell, Matrix
+from dbregress.analysis.verdict import Comparison
+
+
+def _column_names(record: dict[str, Any]) -> dict[str, str]:
+    """label -> `label (build, config)`."""
+    return {c["label"]: f"{c['label']} ({c['build']}, {c['config']})" for c in record["columns"]}
+
+
+def _qps(cell: Cell) -> str:
+    if cell.status != "ok" or cell.qps is None:
+        return "-"
+    return f"{cell.qps:.0f}" if abs(cell.qps) >= 100 else f"{cell.qps:.3g}"
+
+
+def _ratio(c: Comparison | None) -> str:
+    if c is None or c.ratio is None:
+        return "-"
+    return "inf" if math.isinf(c.ratio) else f"{c.ratio:.2f}"
+
+
+def _table(title: str, legend: list[str], rows: list[list[str]], width: int) -> list[str]:
+    header = "\t".join(f"col-{i}" for i in range(1, width + 1))
+    return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
+
+
+def tsv(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+    names = _column_names(record)
+    out: list[str] = []
+    for m in ms:
+        legend = [f"col-{i} : {names.get(lb, lb)}" for i, lb in enumerate(m.labels, 1)]
+        rows = [[*(_qps(m.cell(lb, s)) for lb in m.labels), s] for s in m.steps]
+        title = f"{m.comparison}: QPS, median over repeats"
+        out += _table(title, legend, rows, len(m.labels))
+        others = m.labels[1:]
+        if not others:
+            continue
+        found = v.for_comparison(m.comparison)
+        legend = [
+            f"Relative to: {names.get(m.base, m.base)}",
+            *(f"col-{i} : {names.get(lb, lb)}" for i, lb in enumerate(others, 1)),
+        ]
+        rows = [[*(_ratio(found.get((lb, s))) for lb in others), s] for s in m.steps]
+        out += _table(f"{m.comparison}: relative QPS", legend, rows, len(others))
+    return "\n".join(out)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return ""
+    return repr(float(value)) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
+
+
+def _triple(c: Comparison | None) -> list[str]:
+    if c is None:
+        return ["", "", "", ""]
+    low, high = c.ci if c.ci is not None else (None, None)
+    return [_num(c.ratio), _num(low), _num(high), c.verdict]
+
+
+CSV_HEADER = [
+    "comparison",
+    "benchmark",
+    "column",
+    "base",
+    "build",
+    "config",
+    "step",
+    "status",
+    "op",
+    "unit",
+    "repeats",
+    "qps_median",
+    "ratio",
+    "ci_low",
+    "ci_high",
+    "verdict",
+    "repeats_base",
+    "repeats_column",
+    "p_value",
+    *(
+        f"{mt.key}{suffix}"
+        for mt in VERDICT_METRICS
+        for suffix in ("", "_ratio", "_ci_low", "_ci_high", "_verdict")
+    ),
+]
+
+
+def csv_rows(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> list[list[str]]:
+    columns = {c["label"]: c for c in record["columns"]}
+    rows = []
+    for m in ms:
+        found = v.for_comparison(m.comparison)
+        for lb in m.labels:
+            col = columns.get(lb, {})
+            for s in m.steps:
+                cell = m.cell(lb, s)
+                c = found.get((lb, s)) if lb != m.base else None
+                row = [
+                    m.comparison,
+                    m.benchmark,
+                    lb,
+                    m.base,
+                    str(col.get("build", "")),
+                    str(col.get("config", "")),
+                    s,
+                    cell.status,
+                    cell.q_op,
+                    cell.q_unit,
+                    str(cell.repeats),
+                    _num(cell.qps),
+                    *_triple(c),
+                    str(c.n_base) if c else "",
+                    str(c.n_other) if c else "",
+                    _num(c.p_value) if c else "",
+                ]
+                for mt in VERDICT_METRICS:
+                    mc = v.metrics.get(mt.key, {}).get((m.comparison, lb, s))
+                    row += [_num(cell.per_op.get(mt.key)), *_triple(mc)]
+                rows.append(row)
+    return rows
+
+
+def csv_text(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
+    writer.writerows(csv_rows(record, ms, v))
+    return buf.getvalue()

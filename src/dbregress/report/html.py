@@ -1,0 +1,426 @@
+"""The HTML report: one self-contained file (report.html) with inline SVG charts, inline
+CSS and no script, so it opens offline and anywhere (docs/reports.md).
+
+Per comparison: relative QPS coloured by verdict with its intervals, a ratio chart per
+column, absolute Q, per step the throughput per interval and the latency percentile
+curves of every column (one repeat each), and the per-operation metrics absolute and
+relative. Then what a reader needs to reproduce the run: host, placement, builds,
+configs and the lab file itself.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup
+
+from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.groups import group_summaries
+from dbregress.analysis.metrics import PER_OP, Metric
+from dbregress.analysis.summary import Matrix
+from dbregress.analysis.verdict import Comparison
+from dbregress.report import svg
+from dbregress.report import verdict_tables as vt
+from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt
+from dbregress.store.run import RunData
+from dbregress.store.series import (
+    StepFiles,
+    interval_rates,
+    percentile_curve,
+    read_histograms,
+    step_index,
+)
+
+# The per-operation costs the HTML shows (the CSV export has every one).
+HTML_METRICS = ("server_cpu_us", "client_cpu_us", "cs", "rkb", "wkb")
+# With more columns than this, the long per-op tables start folded.
+OPEN_UP_TO = 8
+# Up to this many non-base columns, a ratio chart each; beyond, one heat map.
+SMALL_MULTIPLES_UP_TO = 6
+
+
+@dataclass
+class Cell:
+    """One table cell: text, an optional second line, a CSS class and a hover title."""
+
+    text: str
+    sub: str = ""
+    css: str = ""
+    title: str = ""
+
+
+@dataclass
+class Row:
+    head: str
+    cells: list[Cell] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class StepCharts:
+    step: str
+    op: str
+    throughput: Markup
+    latency: Markup
+    empty: bool  # no column had a series or a histogram for this step
+
+
+def _env() -> Environment:
+    return Environment(
+        loader=PackageLoader("dbregress.report", "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
+def _ci(c: Comparison) -> str:
+    return f"[{c.ci[0]:.2f}, {c.ci[1]:.2f}]" if c.ci is not None else ""
+
+
+def _ratio(c: Comparison | None, marks: dict[str, str], css: str) -> Cell:
+    if c is None or c.ratio is None:
+        return Cell("-")
+    title = f"{c.verdict}: {c.reason}; repeats {c.n_base}/{c.n_other}"
+    if c.verdict == "undecided" and c.more_repeats is not None:
+        title += f"; about {c.more_repeats} more per side would probably decide it"
+    ratio = "inf" if math.isinf(c.ratio) else f"{c.ratio:.2f}"
+    return Cell(f"{ratio} {marks.get(c.verdict, '?')}", _ci(c), css, title)
+
+
+def qps_ratio_cell(c: Comparison | None) -> Cell:
+    return _ratio(c, vt.QPS_MARKS, f"v-{c.verdict}" if c else "")
+
+
+def metric_ratio_cell(c: Comparison | None, mt: Metric) -> Cell:
+    if c is None:
+        return Cell("-")
+    worse = (c.verdict == "higher") == (mt.better == "lower")
+    effect = "worse" if worse else "better"
+    marks = {
+        "higher": WORSE_BETTER[effect],
+        "lower": WORSE_BETTER[effect],
+        "same": "=",
+        "undecided": "?",
+    }
+    css = f"v-{'slower' if worse else 'faster'}" if c.verdict in ("higher", "lower") else ""
+    return _ratio(c, marks, css or f"v-{c.verdict}")
+
+
+def relative_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
+    found = v.for_comparison(m.comparison)
+    return [Row(s, [qps_ratio_cell(found.get((lb, s))) for lb in m.labels[1:]]) for s in m.steps]
+
+
+def ratio_charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
+    """One chart per non-base column (small multiples); with many columns, one heat map
+    of every ratio instead."""
+    found = v.for_comparison(m.comparison)
+    if len(m.labels) - 1 > SMALL_MULTIPLES_UP_TO:
+        cells = {
+            (s, lb): svg.RatioPoint(s, c.ratio, c.ci, c.verdict) for (lb, s), c in found.items()
+        }
+        title = f"Relative QPS vs {m.base}, every step and column"
+        return [Markup(svg.ratio_heatmap(m.steps, m.labels[1:], cells, title))]
+    out = []
+    for lb in m.labels[1:]:
+        points = []
+        for s in m.steps:
+            c = found.get((lb, s))
+            if c is None:
+                points.append(svg.RatioPoint(s, None, None, "undecided"))
+            else:
+                points.append(svg.RatioPoint(s, c.ratio, c.ci, c.verdict, c.reason))
+        chart = svg.ratio_chart(points, f"{lb} vs {m.base}", v.policy.band)
+        out.append(Markup(chart))
+    return out
+
+
+def throughput_rows(m: Matrix) -> list[Row]:
+    rows = []
+    for s in m.steps:
+        cells = []
+        for lb in m.labels:
+            c = m.cell(lb, s)
+            if c.status != "ok":
+                cells.append(Cell(c.status, css="v-missing", title=c.error[:300]))
+                continue
+            failed = c.sla is not None and not c.sla["ok"]
+            title = f"median of {c.repeats} repeat(s)"
+            if failed and c.sla is not None:
+                title += (
+                    f"; failed its SLA: {fmt(c.sla['achieved_rows_per_s'])} of "
+                    f"{fmt(c.sla['target_rows_per_s'])} rows/s"
+                )
+            cells.append(Cell(fmt(c.qps) + (" †" if failed else ""), title=title))
+        rows.append(Row(s, cells, m.cell(m.base, s).q_unit or "-"))
+    return rows
+
+
+def metric_tables(m: Matrix, v: RunVerdicts) -> list[dict[str, Any]]:
+    tables = []
+    for mt in PER_OP:
+        if mt.key not in HTML_METRICS:
+            continue
+        verdicts = v.metrics.get(mt.key, {})
+        rows = []
+        for s in m.steps:
+            cells = []
+            for lb in m.labels:
+                c = m.cell(lb, s)
+                cells.append(Cell(num(c.per_op.get(mt.key)) if c.status == "ok" else c.status))
+            for lb in m.labels[1:]:
+                cells.append(metric_ratio_cell(verdicts.get((m.comparison, lb, s)), mt))
+            rows.append(Row(s, cells))
+        tables.append({"metric": mt, "rows": rows})
+    return tables
+
+
+class FirstRepeats:
+    """For each (column, step): the job and result of the lowest-numbered measured
+    repeat where the step is ok, and where its files are."""
+
+    def __init__(self, data: RunData) -> None:
+        self.path = data.path
+        self.found: dict[tuple[str, str], tuple[int, str, dict[str, Any]]] = {}
+        for job, results in data.steps.items():
+            label, _, repeat = job.rpartition("/r")
+            if not repeat.isdigit() or int(repeat) == 0:
+                continue
+            for r in results:
+                key = (label, str(r.get("step")))
+                if r.get("status") == "ok" and int(repeat) < self.found.get(key, (1 << 62,))[0]:
+                    self.found[key] = (int(repeat), job, r)
+        self.files: dict[str, dict[str, StepFiles]] = {}
+
+    def get(self, label: str, step: str) -> tuple[str, dict[str, Any], StepFiles] | None:
+        hit = self.found.get((label, step))
+        if hit is None:
+            return None
+        _, job, result = hit
+        if job not in self.files:
+            self.files[job] = step_index(self.path / job)
+        files = self.files[job].get(step)
+        return (job, result, files) if files is not None else None
+
+
+def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepCharts]:
+    """Per step: Q per interval and the latency percentiles of the step's main op, one
+    line per column from its first measured repeat."""
+    first = FirstRepeats(data)
+    out = []
+    for s in m.steps:
+        rates, curves = [], []
+        warmup = 0.0
+        op = unit = ""
+        for lb in m.labels:
+            found = first.get(lb, s)
+            if found is None:
+                continue
+            job, result, files = found
+            op, unit = result["q"]["op"], result["q"]["unit"]
+            warmup = max(warmup, float((result.get("window") or {}).get("warmup_s") or 0))
+            width = 2.2 if lb == m.base else 1.3
+            name = f"{lb} ({job.rpartition('/')[2]})"
+            steps = interval_rates(files.csv, op, "rows" if unit == "rows" else "ops")
+            points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
+            rates.append(svg.Series(name, colours[lb], points, width))
+            encoded = read_histograms(files.hlog).get(op)
+            curve = percentile_curve(encoded) if encoded else None
+            if curve:
+                pts = [(svg.nines(p), v) for p, v in curve]
+                curves.append(svg.Series(name, colours[lb], pts, width))
+        shade = (0.0, warmup, "warm-up") if warmup > 0 else None
+        per = "rows/s" if unit == "rows" else "ops/s"
+        end = max((x for series in rates for x, _ in series.points), default=1.0)
+        throughput = svg.line_chart(
+            rates,
+            f"{s}: {per} per interval",
+            "seconds",
+            per,
+            width=360,
+            height=210,
+            x_range=(0.0, end),
+            shade_x=shade,
+        )
+        latency = svg.line_chart(
+            curves,
+            f"{s}: latency percentiles",
+            "percentile (%)",
+            "µs",
+            width=360,
+            height=210,
+            log_y=True,
+            x_ticks=svg.NINES_TICKS,
+            x_range=(0.0, 5.0),
+            y_from_zero=False,
+        )
+        empty = not any(x.points for x in rates) and not curves
+        out.append(StepCharts(s, op, Markup(throughput), Markup(latency), empty))
+    # a run without series or histograms at all (imported results): no empty charts
+    return [] if all(c.empty for c in out) else out
+
+
+def group_rows(m: Matrix) -> list[list[str]]:
+    return [
+        [
+            g.group,
+            g.label,
+            str(g.count),
+            *(fmt(x, 2) for x in (g.average, g.median, g.minimum, g.maximum)),
+            fmt(g.stddev, 3),
+        ]
+        for g in group_summaries(m)
+    ]
+
+
+def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
+    colours = svg.column_colours(m.labels)
+    found = v.for_comparison(m.comparison)
+    return {
+        "name": m.comparison,
+        "id": "cmp-" + "".join(ch if ch.isalnum() else "-" for ch in m.comparison),
+        "benchmark": BENCHMARK_NAMES.get(m.benchmark, m.benchmark),
+        "base": m.base,
+        "labels": m.labels,
+        "others": m.labels[1:],
+        "counts": vt.counts_line(found),
+        "relative": relative_rows(m, v),
+        "ratio_charts": ratio_charts(m, v),
+        "throughput": throughput_rows(m),
+        "colours": [(lb, colours[lb]) for lb in m.labels],
+        "steps": step_charts(data, m, colours),
+        "metrics": metric_tables(m, v),
+        "groups": group_rows(m),
+        "open": len(m.labels) <= OPEN_UP_TO,
+        "heatmap": len(m.labels) - 1 > SMALL_MULTIPLES_UP_TO,
+    }
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _repeats(value: Any) -> str | None:
+    if isinstance(value, dict) and "min" in value:
+        low, high = value["min"], value.get("max", value["min"])
+        return f"{low}..{high} (more rounds while a step is undecided)" if high != low else str(low)
+    return None if value is None else _text(value)
+
+
+def num(value: float | None) -> str:
+    """A table figure: as in report.md, but a small non-zero value keeps two significant
+    digits instead of showing 0.00."""
+    if value is not None and value != 0 and abs(value) < 0.01 and math.isfinite(value):
+        return f"{value:.2g}"
+    return fmt(value)
+
+
+def _settings(settings: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "-"
+
+
+def reproduce(data: RunData) -> dict[str, Any]:
+    """What a reader needs to run this again: host, placement, builds, configs, lab."""
+    record = data.record
+    lab = data.path / "lab.toml"
+    try:
+        lab_text = lab.read_text()
+    except OSError:
+        lab_text = "(lab.toml is missing from the run folder)"
+    builds = []
+    for c in record["columns"]:
+        b = record.get("builds", {}).get(c["label"], {})
+        rest = {k: val for k, val in b.items() if k not in ("spec", "version_string")}
+        builds.append([c["label"], c["build"], b.get("version_string", "?"), _settings(rest)])
+    configs = []
+    for c in record["columns"]:
+        jobs = [
+            j
+            for name, j in sorted(record.get("jobs", {}).items())
+            if name.rpartition("/r")[0] == c["label"]
+        ]
+        first = jobs[0] if jobs else {}
+        configs.append(
+            [
+                c["label"] + (" (base)" if c["base"] else ""),
+                c["comparison"],
+                c["config"],
+                _settings(c.get("settings") or {}),
+                _settings(first.get("settings") or {}),
+                _settings(first.get("sizes") or {}),
+            ]
+        )
+    run_facts = [
+        ("run id", record["run_id"]),
+        ("status", record["status"]),
+        ("started", record.get("started_at")),
+        ("finished", record.get("finished_at")),
+        ("resumed", record.get("resumed_at")),
+        ("repeats", _repeats(record.get("repeats"))),
+        ("order of columns in a round", record.get("order")),
+        ("seed", record.get("seed")),
+        ("warm-up job", record.get("warmup_job")),
+        ("verdict policy", record.get("verdict_policy")),
+        ("page cache drops", record.get("page_cache")),
+        ("injected slowdowns", record.get("inject_slowdown") or None),
+    ]
+    specs = sorted({c["build"] for c in record["columns"]})
+    return {
+        "host": [(k, _text(val)) for k, val in record.get("host", {}).items()],
+        "placement": [(k, _text(val)) for k, val in record["placement"].items()],
+        "run": [(k, _text(val)) for k, val in run_facts if val is not None],
+        "builds": builds,
+        "configs": configs,
+        "lab": lab_text,
+        "commands": [f"dbregress fetch {' '.join(specs)}", "dbregress run lab.toml"],
+    }
+
+
+def render(
+    data: RunData,
+    ms: list[Matrix],
+    v: RunVerdicts,
+    calibration: dict[str, Any] | None = None,
+) -> str:
+    record = data.record
+    host = record.get("host", {})
+    p = record["placement"]
+    results = [r for rs in data.steps.values() for r in rs]
+    page = {
+        "title": f"dbregress report: {record['lab']} ({record['run_id']})",
+        "record": record,
+        "summary": (
+            f"Status: {record['status']}. Host: {host.get('cpu_model', '?')}, "
+            f"{host.get('cpu_count', host.get('cores', '?'))} CPUs, "
+            f"kernel {host.get('kernel', '?')}. Placement: {p['mode']} (server CPUs "
+            f"{p['server_cpus']}, loadgen CPUs {p['client_cpus']})."
+        ),
+        "policy": vt.policy_line(v),
+        "legend": vt.LEGEND.format(ci=1 - v.policy.alpha, tost=1 - 2 * v.policy.alpha).replace(
+            "`", ""
+        ),
+        "band": v.policy.band,
+        "comparisons": [comparison(data, m, v) for m in ms],
+        "failures": [
+            [f["where"], f["type"], f["message"].splitlines()[0][:300] if f["message"] else ""]
+            for f in record.get("failures", [])
+        ],
+        "disturbed": [[d.column, str(d.repeat), d.step, d.why] for d in v.disturbed],
+        "noise": vt.noise_line(results),
+        "calibration": calibration,
+        "calibration_rows": vt.calibration_rows(calibration) if calibration else [],
+        "damaged": data.damaged,
+        "reproduce": reproduce(data),
+        "verdict_colours": svg.VERDICT_COLOURS,
+    }
+    return _env().get_template("report.html.j2").render(**page)
