@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dbregress import spec_schema
 from dbregress.tomlreader import MAX_SECONDS, TableReader, short
+
+# The [kv] keys passed on to the step spec as they are take the spec's own defaults.
+_KV = spec_schema.section("kv")
 
 INSERT_STEPS = (
     "l.i0",
@@ -71,14 +75,15 @@ class KvSizes:
     """db_bench-style steps on an embedded key-value engine (METHOD.md section 4)."""
 
     keys: int = 1_000_000
-    key_size: int = 20
-    value_size: int = 400
+    key_size: int = spec_schema.default(_KV, "key_size")
+    value_size: int = spec_schema.default(_KV, "value_size")
     threads: int = 1  # readers in the read steps; fillseq always uses 1
     seconds: float = 60.0  # per timed step
     short_seconds: float = 10.0  # revrange, which lets compaction debt drain
-    writer_mb_per_s: float = 2.0  # the *whilewriting steps' background writer
-    overwrite_fraction: float = 0.1  # overwritesome
-    range_len: int = 10
+    # the *whilewriting steps' background writer
+    writer_mb_per_s: float = spec_schema.default(_KV, "writer_mb_per_s")
+    overwrite_fraction: float = spec_schema.default(_KV, "overwrite_fraction")  # overwritesome
+    range_len: int = spec_schema.default(_KV, "range_len")
     steps: tuple[str, ...] = KV_STEPS
     warmup_s: float | None = None  # before each timed step's measured seconds; see warmup()
 
@@ -182,8 +187,9 @@ def read_kv(r: TableReader) -> KvSizes:
         steps=tuple(steps),
         warmup_s=_seconds(r, "warmup_s"),
     )
-    if sizes.key_size < 8:
-        raise r.fail("key_size", "must be at least 8 (keys hold an 8-byte number)")
+    least = _KV["key_size"]["minimum"]
+    if sizes.key_size < least:
+        raise r.fail("key_size", f"must be at least {least} (keys hold an 8-byte number)")
     r.reject_unknown()
     return sizes
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import configs
+from dbregress import configs, spec_schema
 from dbregress.engines.base import Engine, EngineOptions
 from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
@@ -62,21 +62,18 @@ class Option:
         return int(number) if float(number).is_integer() else number
 
 
+def _option(prop: dict[str, Any]) -> Option:
+    """An option's type and bounds as the step-spec schema states them."""
+    if "enum" in prop:
+        return Option("enum", choices=tuple(prop["enum"]))
+    kind = {"boolean": "bool", "integer": "int", "number": "number"}[prop["type"]]
+    return Option(kind, prop.get("minimum"))
+
+
+# The options a config may set: those of the spec's rocksdb engine, with its types and
+# bounds (schema/step-spec.schema.json, generated from the loadgen's types).
 OPTIONS: dict[str, Option] = {
-    "cache_mb": Option("int", 1),
-    "cache_type": Option("enum", choices=("lru", "hyper_clock", "auto_hyper_clock")),
-    "estimated_entry_charge": Option("int", 0),
-    "block_size": Option("int", 512),
-    "bloom_bits": Option("number", 0),
-    "compression": Option("enum", choices=("none", "lz4")),
-    "direct_io": Option("bool"),
-    "block_align": Option("bool"),
-    "write_buffer_mb": Option("int", 1),
-    "max_background_jobs": Option("int", 1),
-    "level0_file_num_compaction_trigger": Option("int", 1),
-    "max_bytes_for_level_base_mb": Option("int", 1),
-    "target_file_size_base_mb": Option("int", 1),
-    "sync": Option("bool"),
+    key: _option(prop) for key, prop in spec_schema.engine_options("rocksdb").items()
 }
 
 # (option, value that needs it, oldest RocksDB that has it)

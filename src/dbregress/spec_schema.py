@@ -1,0 +1,52 @@
+"""The loadgen's step-spec schema (schema/step-spec.schema.json), read by the Python side
+instead of keeping copies of its defaults, types and bounds.
+
+The schema is generated from the loadgen's Rust types (`make schema`), so the Rust spec
+is the one place a spec field's default and bounds are written: the lab's `[kv]` defaults
+for the fields it passes on to the spec, and the RocksDB options a config may set, come
+from here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from dbregress.errors import DbregressError
+
+NAME = "step-spec.schema.json"
+# An installed wheel carries it inside the package; a checkout has it at the top.
+PLACES = (Path(__file__).parent / "schema" / NAME, Path(__file__).parents[2] / "schema" / NAME)
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    for path in PLACES:
+        if path.is_file():
+            loaded: dict[str, Any] = json.loads(path.read_text())
+            return loaded
+    raise DbregressError(f"the step-spec schema {NAME} is missing: run `make schema`")
+
+
+def section(name: str) -> dict[str, Any]:
+    """The properties of a top-level object of the spec (`kv`, `micro`, `insert`)."""
+    props: dict[str, Any] = schema()["properties"][name]["properties"]
+    return props
+
+
+def engine_options(driver: str) -> dict[str, Any]:
+    """The properties of an engine's `options` object (driver `rocksdb`)."""
+    for variant in schema()["properties"]["engine"]["oneOf"]:
+        if variant["properties"]["driver"].get("const") == driver:
+            props: dict[str, Any] = variant["properties"]["options"]["properties"]
+            return props
+    raise DbregressError(f"the step-spec schema has no engine {driver!r}: run `make schema`")
+
+
+def default(props: dict[str, Any], key: str) -> Any:
+    """A field's default; the schema must give one (a KeyError names the field)."""
+    if "default" not in props[key]:
+        raise KeyError(f"the step-spec schema gives no default for {key}")
+    return props[key]["default"]
