@@ -37,27 +37,44 @@ from dbregress.errors import (
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
-from dbregress.step import StepOutcome, collect_step
+from dbregress.step import LiveRate, Report, StepOutcome, collect_step
 from dbregress.store.run import RunWriter, read_run
 
 # Configs whose data is read from storage (or the OS cache): the page cache is dropped
 # before each of their jobs so every job starts from the same cold state.
 STORAGE_BOUND_CONFIGS = ("iobuf", "iodir")
 
+# Adding rounds stops early, before a lab's maximum, once no undecided step is within
+# reach: that is judged from ESTIMATE_AFTER repeats on (an estimate of the repeats a step
+# needs, from fewer, is too rough to act on), with REACH times the rounds left as slack.
+ESTIMATE_AFTER = 5
+REACH = 2
+
 
 @dataclass(frozen=True)
 class Progress:
-    job: str
-    job_index: int
-    jobs: int
+    """Where the lab is, sent on each report interval of a running step (and while a
+    step waits after its writes)."""
+
+    job: str  # label/rN
+    job_index: int  # from 1
+    jobs: int  # planned so far: grows when a round is added
     step: str
-    step_index: int
+    step_index: int  # from 1
     steps: int
-    elapsed_s: float
-    remaining_s: float | None
+    elapsed_s: float  # of the step
+    remaining_s: float | None  # of the step; None when unknown
+    comparison: str = ""
+    column: str = ""
+    repeat: int = 0  # 0: the warm-up job
+    rate: LiveRate | None = None  # the step's main operation over the latest interval
 
 
 ProgressFn = Callable[[Progress], None]
+
+
+def _few(names: list[str], at_most: int = 6) -> str:
+    return ", ".join(names[:at_most]) + (", ..." if len(names) > at_most else "")
 
 
 def work_root() -> Path:
@@ -154,7 +171,8 @@ class Runner:
 
     def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
         """The warm-up job, then rounds of every column in a seeded random order: the
-        minimum number of rounds, then more while a step is undecided (up to the maximum)."""
+        minimum number of rounds, then more while a step is undecided and within reach of
+        the maximum."""
         for job in self.lab.warmup_jobs(comparison):
             self._job(job, builds)
         repeats = self.lab.repeats
@@ -168,24 +186,40 @@ class Runner:
                 self._job(job, builds)
             if number < repeats.minimum or number == repeats.maximum:
                 continue
-            undecided = self._undecided(comparison)
+            undecided, reachable = self._undecided(comparison, repeats.maximum - number)
             if not undecided:
                 break
-            shown = ", ".join(undecided[:6]) + (", ..." if len(undecided) > 6 else "")
+            if not reachable and number >= ESTIMATE_AFTER:
+                self.notify(
+                    f"{comparison.name}: {len(undecided)} step(s) undecided after {number} "
+                    f"rounds, none likely to be decided within {repeats.maximum}: no more rounds"
+                )
+                break
+            if number < ESTIMATE_AFTER:
+                which = f"{len(undecided)} undecided: {_few(undecided)}"
+            else:
+                which = f"{len(undecided)} undecided, {len(reachable)} within reach: " + _few(
+                    reachable
+                )
             self.notify(
                 f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
-                f"{len(undecided)} undecided: {shown}"
+                + which
             )
 
-    def _undecided(self, comparison: Comparison) -> list[str]:
-        """`step (column)` of every undecided QPS verdict of the comparison so far."""
+    def _undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
+        """`step (column)` of every undecided QPS verdict of the comparison so far, and of
+        those that the rounds left could decide: their `more_repeats` estimate
+        (docs/verdicts.md) at most REACH times the rounds left, as the estimate is rough."""
         data = read_run(self.path)
         found = compare_run(data.record, data.steps, self.lab.verdict)
-        return [
-            f"{step} ({column})"
-            for (comp, column, step), c in found.qps.items()
-            if comp == comparison.name and c.verdict == "undecided"
-        ]
+        undecided, reachable = [], []
+        for (comp, column, step), c in found.qps.items():
+            if comp != comparison.name or c.verdict != "undecided":
+                continue
+            undecided.append(f"{step} ({column})")
+            if c.more_repeats is not None and c.more_repeats <= REACH * rounds_left:
+                reachable.append(f"{step} ({column})")
+        return undecided, reachable
 
     def _job(self, job: Job, builds: dict[str, Build]) -> None:
         if self.writer.job_finished(job):  # a resumed run: kept as it was
@@ -272,11 +306,22 @@ class Runner:
             self._start(engine, job, sizes)
             for index, plan in enumerate(plans, start=1):
                 make = functools.partial(
-                    Progress, job.name, job_index + 1, jobs, plan.name, index, len(plans)
+                    Progress,
+                    job.name,
+                    job_index + 1,
+                    jobs,
+                    plan.name,
+                    index,
+                    len(plans),
+                    comparison=job.comparison.name,
+                    column=job.column.label,
+                    repeat=job.repeat,
                 )
 
-                def report(elapsed: float, left: float | None, _make: Any = make) -> None:
-                    self.progress(_make(elapsed, left))
+                def report(
+                    elapsed: float, left: float | None, rate: LiveRate | None, _make: Any = make
+                ) -> None:
+                    self.progress(_make(elapsed, left, rate=rate))
 
                 if not self._run_step(engine, job, index, plan, report):
                     ok = False
@@ -318,7 +363,7 @@ class Runner:
         job: Job,
         index: int,
         plan: StepPlan,
-        report: Callable[[float, float | None], None],
+        report: Report,
     ) -> bool:
         """Runs one step and writes its result; False when the job cannot go on."""
         stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
@@ -348,14 +393,12 @@ class Runner:
         self.writer.write_step(job, index, outcome.result, outcome.series, outcome.hlog)
         return True
 
-    def _quiet(
-        self, engine: Engine, seconds: float, report: Callable[[float, float | None], None]
-    ) -> None:
+    def _quiet(self, engine: Engine, seconds: float, report: Report) -> None:
         """The post-write wait: nothing runs, the engine's background work settles."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
             engine.check_alive()
-            report(seconds - left, left)
+            report(seconds - left, left, None)
             time.sleep(min(0.5, left))
 
     def _record_failure(
