@@ -24,21 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.store.files import write_json
 from dbregress.store.run import SCHEMA_VERSION
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
 LATENCY_KEYS = ("min", "mean", "p50", "p95", "p99", "p999", "max")
-PER_OP_KEYS = (
-    "server_cpu_us",
-    "server_user_us",
-    "server_system_us",
-    "client_cpu_us",
-    "cs",
-    "rkb",
-    "wkb",
-)
+# The per-op costs dbregress measures around a step (all but o/s, which a file states).
+PER_OP_KEYS = tuple(m.key for m in PER_OP if m.key != "ops_per_s")
 UNKNOWN = "unknown"
 _UNSAFE = re.compile(r"[^\w.=+,:@-]+")
 
