@@ -83,7 +83,7 @@ def loadgen(engine: Any, step: str, sizes: KvSizes, cpu: int, scratch: Path) -> 
         plan,
         seconds * 5 + 600,
         Placement("same", one, one),
-        lambda e, r: None,
+        lambda e, r, q: None,
     )
     return float(out.result["q"]["value"])
 

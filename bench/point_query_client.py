@@ -97,7 +97,7 @@ def run_psycopg(engine: Any, placement: Placement, seconds: float, rows: int) ->
 def run_loadgen(engine: Any, placement: Placement, seconds: float, stem: Path) -> dict[str, float]:
     plan = StepPlan("qp", "qp", {"duration_s": seconds, "insert_rate": 0}, duration_s=seconds)
     spec = step_spec(engine.connection(), plan, clients=1, seed=7)
-    out = collect_step(engine, spec, stem, plan, seconds * 5 + 60, placement, lambda e, r: None)
+    out = collect_step(engine, spec, stem, plan, seconds * 5 + 60, placement, lambda e, r, q: None)
     per_op = out.result["per_op"]
     return {
         "qps": out.result["q"]["value"],
@@ -110,7 +110,7 @@ def load(engine: Any, rows: int, stem: Path) -> None:
     plan = StepPlan("l.i0", "l.i0", {"rows": rows, "rows_per_commit": 100})
     spec = step_spec(engine.connection(), plan, clients=1, seed=1)
     collect_step(
-        engine, spec, stem, plan, 600, Placement("unpinned", None, None), lambda e, r: None
+        engine, spec, stem, plan, 600, Placement("unpinned", None, None), lambda e, r, q: None
     )
 
 

@@ -112,7 +112,7 @@ def run_loadgen(
     section = {"tables": 1, "rows": rows, "duration_s": seconds}
     plan = StepPlan("point-query", "point-query", section, duration_s=seconds)
     spec = micro.step_spec(engine.connection(), plan, clients=1, seed=1)
-    out = collect_step(engine, spec, stem, plan, seconds * 5 + 60, placement, lambda e, r: None)
+    out = collect_step(engine, spec, stem, plan, seconds * 5 + 60, placement, lambda e, r, q: None)
     return {
         "qps": float(out.result["q"]["value"]),
         "client_us": float(out.result["per_op"]["client_cpu_us"]),

@@ -31,6 +31,41 @@ from dbregress.store.files import sibling
 
 SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
 MAX_ERROR_MESSAGES = 20
+# The live display's QPS: the first of these an interval counts is the step's main
+# operation (the loadgen names its Q operation only in the summary). Reads come before
+# the paced writers that run beside them, a level's compaction before its flush.
+LIVE_OPS = (
+    "point_query",
+    "range_query",
+    "get",
+    "seek_next",
+    "seek_prev",
+    "query",
+    "update",
+    "transaction",
+    "insert",
+    "create_index",
+    "compact",
+    "put",
+    "delete",
+    "flush",
+    "cleanup",
+)
+ROW_OPS = ("insert", "delete", "create_index")  # counted in rows, the others in operations
+
+
+@dataclass(frozen=True)
+class LiveRate:
+    """The rate of a step's main operation over the latest report interval."""
+
+    op: str
+    unit: str  # rows or ops
+    per_s: float
+
+
+# What a running step tells the lab: (seconds since it started, seconds left or None when
+# unknown, the latest interval's rate or None before the first interval and while idle).
+Report = Callable[[float, float | None, LiveRate | None], None]
 
 
 @dataclass
@@ -61,7 +96,7 @@ def collect_step(
     plan: StepPlan,
     timeout_s: float,
     placement: Placement,
-    report: Callable[[float, float | None], None],
+    report: Report,
 ) -> StepOutcome:
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # An embedded engine runs inside the loadgen: its process is the one measured.
@@ -133,10 +168,9 @@ class _Follower:
     ) -> None:
         self.engine, self.loadgen, self.plan, self.stream = engine, loadgen, plan, stream
         self.server_pid = server_pid
+        self.interval_end_s = 0.0  # t_s of the latest interval: the next one starts there
 
-    def run(
-        self, t0: float, timeout_s: float, report: Callable[[float, float | None], None]
-    ) -> None:
+    def run(self, t0: float, timeout_s: float, report: Report) -> None:
         checked = t0
         for event in self.loadgen.events():
             now = time.monotonic()
@@ -153,7 +187,9 @@ class _Follower:
             if self.on_event(event):
                 return
             if event["type"] == "interval":
-                report(now - t0, self.remaining(event["t_s"]))
+                rate = live_rate(event, self.interval_end_s)
+                self.interval_end_s = event["t_s"]
+                report(now - t0, self.remaining(event["t_s"]), rate)
         self.loadgen.release(timeout_s=10)
         _blame_engine_first(self.engine)
         tail = self.loadgen.stderr_tail()
@@ -247,6 +283,17 @@ def _blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:
         if time.monotonic() >= deadline:
             return
         time.sleep(0.1)
+
+
+def live_rate(event: dict[str, Any], since_s: float) -> LiveRate | None:
+    """The main operation's rate over an interval that began at `since_s` (loadgen
+    seconds); None when the interval counts none of LIVE_OPS or has no length."""
+    span = event["t_s"] - since_s
+    op = next((o for o in LIVE_OPS if o in event["ops"]), None)
+    if op is None or span <= 0:
+        return None
+    unit = "rows" if op in ROW_OPS else "ops"
+    return LiveRate(op, unit, event["ops"][op][unit] / span)
 
 
 def _on_interval(event: dict[str, Any], stream: _Stream) -> None:

@@ -182,7 +182,7 @@ def test_fillseq_and_readrandom_through_the_loadgen(
                 plan,
                 120.0,
                 Placement("unpinned", None, None),
-                lambda elapsed, left: None,
+                lambda elapsed, left, rate: None,
             )
             result = outcome.result
             assert result["status"] == "ok", result

@@ -225,7 +225,9 @@ def test_a_step_result_covers_the_measured_window(engine: NullEngine, tmp_path: 
     spec = null_spec("qp", insert, warmup_s=0.3, inject_slowdown=0.1)
     p = StepPlan("qp0", "qp", insert, duration_s=0.3)
     placement = Placement("unpinned", None, None)
-    outcome = collect_step(engine, spec, tmp_path / "01-qp0", p, 60, placement, lambda e, r: None)
+    outcome = collect_step(
+        engine, spec, tmp_path / "01-qp0", p, 60, placement, lambda e, r, q: None
+    )
     r = outcome.result
     jsonschema.validate({"schema_version": 1, "column": "c", "repeat": 1, **r}, RESULT)
     window, host = r["window"], r["host"]

@@ -45,6 +45,14 @@ def test_sysbench_cpu_report() -> None:
     assert m.detail["threads"] == 1
 
 
+def test_sysbench_memory_report_takes_its_operations_per_second() -> None:
+    m = sysbench.parse(text("sysbench_memory.txt"), "sysbench_memory.txt")
+    assert (m.step, m.op, m.unit) == ("memory", "event", "ops")
+    # the rate sysbench printed, not the events over the total time (4896342.1)
+    assert (m.qps, m.count, m.elapsed_s) == (4892978.72, 4897811, 1.0003)
+    assert m.latency_us["max"] == 5570.0 and m.detail["mib_per_s"] == 4778.30
+
+
 def test_sysbench_sql_report_takes_queries_per_second_and_the_echoed_test() -> None:
     m = sysbench.parse(text("sysbench_oltp_point_select.txt"), "x.txt")
     assert (m.step, m.op) == ("oltp_point_select", "query")
@@ -217,6 +225,7 @@ def test_iibench_errors_name_the_line() -> None:
 
 PARSERS: dict[str, Callable[[str], Sequence[Measured | Repeat]]] = {
     "sysbench_cpu_1.txt": lambda t: [sysbench.parse(t, "f")],
+    "sysbench_memory.txt": lambda t: [sysbench.parse(t, "f")],
     "sysbench_oltp_point_select.txt": lambda t: [sysbench.parse(t, "f")],
     "db_bench_1.txt": lambda t: db_bench.parse(t, "f"),
     "table.tsv": lambda t: tsv.parse(t, "f"),

@@ -18,7 +18,7 @@ from dbregress.analysis.calibration import (
     step_noise,
 )
 from dbregress.analysis.compare import compare_run
-from dbregress.cli.run import ProgressLine
+from dbregress.cli import progress
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
@@ -137,13 +137,11 @@ def run(args: argparse.Namespace) -> int:
     summary: dict[str, Any] = {"lab": lab.name, "change": args.change, "placements": {}}
     for placement in _placements(args.placements):
         derived = aa_lab(lab, placement, args.inject)
-        progress = ProgressLine()
-        runner = Runner(derived, args.results, progress, notify=progress.line)
+        display = progress.for_stderr()
+        runner = Runner(derived, args.results, display.update, notify=display.line)
         print(f"calibrate {runner.path.name}: {derived.placement.mode}", file=sys.stderr)
-        try:
+        with display:
             runner.run()
-        finally:
-            progress.done()
         data = read_run(runner.path)
         verdicts = compare_run(data.record, data.steps)
         noise = step_noise(data.record, data.steps, verdicts, lab.repeats.minimum, args.change)

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import interrupts
+from dbregress.cli import progress
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.errors import DbregressError, LabError
 from dbregress.lab import load_lab
-from dbregress.runner import Progress, Runner
+from dbregress.runner import Runner
 from dbregress.store.run import resolve_run
 
 
@@ -40,50 +41,14 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _clock(seconds: float | None) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    return f"{s // 60}:{s % 60:02d}"
-
-
-class ProgressLine:
-    """One status line, rewritten in place on a terminal, one line per step otherwise."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.last = ""
-
-    def __call__(self, p: Progress) -> None:
-        text = (
-            f"[{p.job_index}/{p.jobs} {p.job}] step {p.step_index}/{p.steps} {p.step}: "
-            f"{_clock(p.elapsed_s)} elapsed, {_clock(p.remaining_s)} left"
-        )
-        if self.tty:
-            sys.stderr.write("\r\033[K" + text)
-            sys.stderr.flush()
-        elif p.step != self.last:
-            print(text.split(":")[0], file=sys.stderr, flush=True)
-        self.last = p.step
-
-    def line(self, text: str) -> None:
-        """A message between progress updates (e.g. why the runner adds a round)."""
-        self.done()
-        print(text, file=sys.stderr, flush=True)
-
-    def done(self) -> None:
-        if self.tty:
-            sys.stderr.write("\r\033[K")
-
-
 def run(args: argparse.Namespace) -> int:
     if (args.lab is None) == (args.resume is None):
         raise LabError("give a lab file to run, or --resume RUN to continue one (not both)")
     interrupts.install()
     resume = resolve_run(args.resume, args.results) if args.resume else None
     lab = load_lab(resume / "lab.toml" if resume else args.lab)
-    progress = ProgressLine()
-    runner = Runner(lab, args.results, progress, notify=progress.line, resume=resume)
+    display = progress.for_stderr()  # a live display on a terminal, else a line per step
+    runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
     print(
         f"{'resuming' if resume else 'run'} {runner.path.name}: {len(lab.jobs())} job(s) "
         f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",
@@ -91,11 +56,10 @@ def run(args: argparse.Namespace) -> int:
     )
     failed: DbregressError | None = None
     try:
-        runner.run()
+        with display:  # stops the live display whatever ends the run, Ctrl-C included
+            runner.run()
     except DbregressError as e:
         failed = e
-    finally:
-        progress.done()
     try:
         text, verdicts = write_report(runner.path, summary=True)
     except Exception as e:  # the run's own error matters more than the report's

@@ -1,9 +1,10 @@
 """sysbench 1.0 text reports: one file, one run of one test, one step.
 
 Q is queries/s from `queries: N (X per sec.)` for the SQL tests, else events/s
-(`events per second:` of the cpu test, `events/s (eps):` of newer releases, or the
-number of events over the total time). The latency block's min, avg, max and its
-percentile (95th by default) are kept, in µs; sysbench prints no other percentile.
+(`events per second:` of the cpu test, `Total operations: N (X per second)` of the
+memory test, `events/s (eps):` of newer releases, or the number of events over the total
+time). The latency block's min, avg, max and its percentile (95th by default) are kept,
+in µs; sysbench prints no other percentile.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from dbregress.imports.common import Measured, bad, lines, number, safe_name
 
 _VALUE = r"\s+(\d+(?:\.\d+)?)"
 _PER_SEC = r"\s+(\d+)\s+\((\d+(?:\.\d+)?) per sec\.\)"
+_PER_SECOND = r"\s+(\d+)\s+\((\d+(?:\.\d+)?) per second\)"
 # A line that starts with one of these prefixes must match its pattern.
 LINES: dict[str, str] = {
     "queries:": r"queries:" + _PER_SEC,
     "transactions:": r"transactions:" + _PER_SEC,
     "events per second:": r"events per second:" + _VALUE,
+    "Total operations:": r"Total operations:" + _PER_SECOND,  # the memory test
     "events/s (eps):": r"events/s \(eps\):" + _VALUE,
     "total time:": r"total time:" + _VALUE + "s",
     "time elapsed:": r"time elapsed:" + _VALUE + "s",
@@ -29,13 +32,17 @@ LINES: dict[str, str] = {
 }
 LATENCY = {"min:": "min", "avg:": "mean", "max:": "max"}
 _PERCENTILE = re.compile(r"(\d+(?:\.\d+)?)th percentile:" + _VALUE)
+# The memory test's `4783.02 MiB transferred (4778.30 MiB/sec)`.
+_TRANSFERRED = re.compile(r"\d+(?:\.\d+)? MiB transferred \((\d+(?:\.\d+)?) MiB/sec\)")
+# Lines of the report of a test that its file does not name (`cpu`, `memory`).
+_TEST_LINES = {"Prime numbers limit:": "cpu", "CPU speed:": "cpu", "Running memory speed": "memory"}
 _COMMAND = re.compile(r"^\s*(?:[$#>]\s*)?(?:\S*/)?sysbench\s+(.*)$")
 COMMANDS = ("prepare", "run", "cleanup", "help", "warmup", "prewarm")
 
 
 def test_name(texts: list[str]) -> str | None:
     """The test of a command line echoed into the file (`$ sysbench oltp_read_only ...
-    run`), or `cpu` when the cpu test's own lines are there."""
+    run`), or `cpu` or `memory` when that test's own lines are there."""
     for line in texts:
         m = _COMMAND.match(line)
         if m is None or re.match(r"\d+\.\d+", m.group(1)):  # `sysbench 1.0.20 (using ...)`
@@ -43,8 +50,10 @@ def test_name(texts: list[str]) -> str | None:
         for token in m.group(1).split():
             if not token.startswith("-") and token not in COMMANDS:
                 return PurePath(token).name.removesuffix(".lua")
-    if any(line.startswith(("Prime numbers limit:", "CPU speed:")) for line in texts):
-        return "cpu"
+    for line in texts:
+        for start, test in _TEST_LINES.items():
+            if line.startswith(start):
+                return test
     return None
 
 
@@ -60,6 +69,7 @@ def parse(text: str, source: str, step: str | None = None) -> Measured:
     latency: dict[str, float | None] = {}
     reports = 0
     in_latency = False
+    mib_per_s: float | None = None
     for no, raw in numbered:
         line = raw.strip()
         if line == "Latency (ms):":
@@ -72,6 +82,8 @@ def parse(text: str, source: str, step: str | None = None) -> Measured:
             in_latency = _latency(line, latency, source, no)
             if in_latency:
                 continue
+        if transferred := _TRANSFERRED.fullmatch(line):
+            mib_per_s = number(transferred.group(1), source, no, "MiB/sec")
         for prefix, pattern in LINES.items():
             if line.startswith(prefix):
                 m = re.fullmatch(pattern, line)
@@ -86,6 +98,8 @@ def parse(text: str, source: str, step: str | None = None) -> Measured:
         detail["threads"] = int(found["Number of threads:"][0])
     if "transactions:" in found:
         detail["transactions_per_s"] = float(found["transactions:"][1])
+    if mib_per_s is not None:
+        detail["mib_per_s"] = mib_per_s
     return Measured(
         step=safe_name(name, source, None, "step name"),
         qps=qps,
@@ -128,6 +142,9 @@ def _q(found: dict[str, tuple[str, ...]], source: str) -> tuple[float, str, int 
     for key in ("events per second:", "events/s (eps):"):
         if key in found:
             return float(found[key][0]), "event", n
+    if "Total operations:" in found:
+        count, rate = found["Total operations:"]
+        return float(rate), "event", int(count)
     total = _float(found, "total time:")
     if n is not None and total:
         return n / total, "event", n
@@ -135,5 +152,6 @@ def _q(found: dict[str, tuple[str, ...]], source: str) -> tuple[float, str, int 
         source,
         None,
         "no sysbench result: found neither 'queries: N (X per sec.)' nor "
-        "'events per second:' nor 'total number of events:' with 'total time:'",
+        "'events per second:' nor 'Total operations: N (X per second)' nor "
+        "'total number of events:' with 'total time:'",
     )
