@@ -8,6 +8,8 @@ disturbed by other work on the host are left out, and counted.
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,19 @@ Key = tuple[str, str, str]  # (comparison, column, step)
 # hypervisor stole more than this share: it is reported and left out of verdicts.
 DISTURBED_OTHER_CPU = 0.10
 DISTURBED_STEAL = 0.05
+
+# A job is disturbed as a whole when its steps moved together, far from the other jobs
+# of its column (a neighbour, or a hypervisor that slowed the whole job, unseen by the
+# counters above): its job factor, the median over its steps of log(QPS / that step's
+# median over the column's jobs), lies more than JOB_K robust standard deviations of the
+# column's job factors from their median, and more than JOB_MIN from it. Judged among at
+# least JOB_MIN_JOBS jobs of a column with at least JOB_MIN_STEPS steps each. The rule
+# compares a job only with its own column's jobs, so a change that moves a whole column
+# (a regression) cannot trigger it.
+JOB_K = 5.0
+JOB_MIN = math.log(1.10)
+JOB_MIN_JOBS = 5
+JOB_MIN_STEPS = 3
 
 # Per-op metrics that get verdicts: every one but o/s, which is QPS again.
 VERDICT_METRICS: tuple[Metric, ...] = tuple(m for m in PER_OP if m.key != "ops_per_s")
@@ -62,14 +77,57 @@ def disturbance(result: dict[str, Any]) -> str | None:
     return None
 
 
+def disturbed_jobs(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], str]:
+    """(column, repeat) -> why, for every job whose steps moved together far from the
+    other jobs of its column (the rule above)."""
+    logs: dict[str, dict[int, dict[str, float]]] = {}
+    for r in results:
+        q = r.get("q", {}).get("value")
+        if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
+            continue
+        if isinstance(q, int | float) and q > 0 and math.isfinite(q):
+            logs.setdefault(r["column"], {}).setdefault(r["repeat"], {})[r["step"]] = math.log(q)
+    out: dict[tuple[str, int], str] = {}
+    for column, jobs in logs.items():
+        jobs = {rep: steps for rep, steps in jobs.items() if len(steps) >= JOB_MIN_STEPS}
+        if len(jobs) < JOB_MIN_JOBS:
+            continue
+        names = {step for steps in jobs.values() for step in steps}
+        center = {
+            step: statistics.median(steps[step] for steps in jobs.values() if step in steps)
+            for step in names
+        }
+        factor = {
+            rep: statistics.median(v - center[step] for step, v in steps.items())
+            for rep, steps in jobs.items()
+        }
+        middle = statistics.median(factor.values())
+        spread = 1.4826 * statistics.median(abs(f - middle) for f in factor.values())
+        limit = max(JOB_K * spread, JOB_MIN)
+        for rep, f in factor.items():
+            if abs(f - middle) > limit:
+                out[(column, rep)] = (
+                    f"all {len(jobs[rep])} steps moved together, {math.exp(f - middle) - 1:+.0%} "
+                    f"against the column's typical job (limit ±{math.exp(limit) - 1:.0%})"
+                )
+    return out
+
+
 def usable(
     results: Iterable[dict[str, Any]], disturbed: list[Disturbed] | None = None
 ) -> list[dict[str, Any]]:
     """The step results that are samples: not the warm-up job, not failed, reported, not
-    disturbed by the host (those are appended to `disturbed`)."""
+    disturbed by the host or in a job disturbed as a whole (those are appended to
+    `disturbed`: one entry per disturbed step, one per disturbed job)."""
+    results = list(results)
+    whole = disturbed_jobs(results)
+    if disturbed is not None:
+        disturbed += [Disturbed(col, rep, "all steps", why) for (col, rep), why in whole.items()]
     out = []
     for r in results:
         if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
+            continue
+        if (r["column"], r["repeat"]) in whole:
             continue
         why = disturbance(r)
         if why is not None:
