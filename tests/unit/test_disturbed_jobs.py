@@ -7,7 +7,7 @@ import math
 import random
 from typing import Any
 
-from dbregress.analysis.compare import disturbed_jobs, usable
+from dbregress.analysis.compare import compare_run, disturbed_jobs, usable
 
 STEPS = ("a", "b", "c", "d", "e")
 
@@ -20,7 +20,14 @@ def results(
         for step in STEPS:
             q = 1000 * shift.get(rep, 1.0) * math.exp(rng.gauss(0, noise))
             out.append(
-                {"column": column, "repeat": rep, "step": step, "status": "ok", "q": {"value": q}}
+                {
+                    "column": column,
+                    "repeat": rep,
+                    "step": step,
+                    "status": "ok",
+                    "q": {"value": q},
+                    "per_op": {},
+                }
             )
     return out
 
@@ -62,3 +69,15 @@ def test_rarely_flags_an_undisturbed_job() -> None:
         flagged += len(disturbed_jobs(results("x", 10, rng, 0.05, shift)))
         total += 10
     assert flagged / total < 0.01
+
+
+def test_a_step_whose_every_repeat_was_left_out_keeps_an_undecided_verdict() -> None:
+    rng = random.Random(5)
+    rs = results("a", 5, rng, 0.02, {}) + results("b", 5, rng, 0.02, {})
+    for r in rs:
+        r["host"] = {"other_cpu_frac": 0.5 if r["step"] == "c" and r["column"] == "a" else 0}
+    record = {"comparisons": [{"name": "x", "labels": ["a", "b"]}]}
+    v = compare_run(record, {"all": rs})
+    c = v.qps[("x", "b", "c")]
+    assert (c.verdict, c.n_base, c.reason) == ("undecided", 0, "no repeats of the base")
+    assert [k[2] for k in v.qps] == list(STEPS)  # in the order they ran

@@ -139,10 +139,14 @@ def usable(
 
 
 def _samples(
-    record: dict[str, Any], results: list[dict[str, Any]], value: Any
+    record: dict[str, Any],
+    results: list[dict[str, Any]],
+    value: Any,
+    ran: dict[str, list[str]] | None = None,
 ) -> dict[Key, tuple[list[float], list[float]]]:
     """(comparison, column, step) -> (base samples, column samples) for every non-base
-    column and every step the base ran."""
+    column and every step the base ran (`ran`: column -> its steps, counting those whose
+    every repeat was left out, which then get no samples rather than no verdict)."""
     by_cell: dict[tuple[str, str], list[float]] = {}
     for r in results:
         v = value(r)
@@ -151,11 +155,12 @@ def _samples(
     out: dict[Key, tuple[list[float], list[float]]] = {}
     for comp in record["comparisons"]:
         base, *others = comp["labels"]
-        steps = [s for (col, s) in by_cell if col == base]
+        steps = list((ran or {}).get(base, []))  # in the order they ran
+        steps += [s for (col, s) in by_cell if col == base and s not in steps]
         for label in others:
             for step in steps:
                 out[(comp["name"], label, step)] = (
-                    by_cell[(base, step)],
+                    by_cell.get((base, step), []),
                     by_cell.get((label, step), []),
                 )
     return out
@@ -172,8 +177,15 @@ def compare_run(
         policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
     rule = Policy(alpha=policy.alpha, band=policy.band)
     disturbed: list[Disturbed] = []
-    results = usable((r for rs in steps_by_job.values() for r in rs), disturbed)
-    qps = compare_all(_samples(record, results, lambda r: r["q"]["value"]), rule, "higher")
+    every = [r for rs in steps_by_job.values() for r in rs]
+    results = usable(every, disturbed)
+    ran: dict[str, list[str]] = {}
+    for r in every:
+        if r.get("status") == "ok" and r.get("reported") is not False and r.get("repeat", 1):
+            steps = ran.setdefault(r["column"], [])
+            if r["step"] not in steps:
+                steps.append(r["step"])
+    qps = compare_all(_samples(record, results, lambda r: r["q"]["value"], ran), rule, "higher")
     metrics = {
         m.key: compare_all(
             _samples(record, results, lambda r, k=m.key: r["per_op"].get(k)),
