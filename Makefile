@@ -7,19 +7,20 @@ PYTHON ?= python3
 UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # Debian packages: the system PostgreSQL and MariaDB builds (with MyRocks), the peers the
 # bench/ scripts compare with, and what old MariaDB jars need (libaio1 for mysqld,
-# libncurses5 for their mysql client), and headless Chromium with a font for the test
-# that opens the HTML report as a reader would (tests/e2e/test_html_report.py).
-DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core
+# libncurses5 for their mysql client), headless Chromium with a font for the test
+# that opens the HTML report as a reader would (tests/e2e/test_html_report.py), and
+# valgrind and perf for `dbregress explain` (docs/metrics.md, "Explanations").
+DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core valgrind linux-perf
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 
-.PHONY: demo test setup uv python debian build builds schema lint rust-check pytest clean
+.PHONY: demo test setup uv python debian build tools builds schema lint rust-check pytest clean
 
 demo: setup builds
 	$(UV) run dbregress run labs/quickstart.toml
 
 test: setup lint rust-check pytest
 
-setup: python debian build
+setup: python debian build tools
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || \
@@ -39,6 +40,11 @@ debian:
 
 build:
 	cargo build --release --locked --quiet
+
+# The flame graphs of `dbregress explain`: inferno's collapse, flamegraph and diff tools
+# (a cargo install, once: skipped when they are on PATH).
+tools:
+	@command -v inferno-flamegraph >/dev/null 2>&1 || cargo install --locked --quiet inferno
 
 # The step spec's JSON Schema is generated from the loadgen's spec types (loadgen/src/spec.rs);
 # tests/unit/test_schema_fresh.py fails when the checked-in copy differs from what this writes.

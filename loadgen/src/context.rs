@@ -9,19 +9,26 @@ use crate::driver::{Conn, DbResult, Driver, ErrorClass};
 use crate::fault::Fault;
 use crate::outcome::{ClientOutcome, Histograms};
 use crate::output::ErrorLimiter;
+use crate::pace::{sleep_until, Pacing};
 use crate::spec::StepSpec;
 use crate::stats::{CachePadded, OpKind, Recorder, Stats};
 use crate::step::Workload;
-use anyhow::{anyhow, Result};
+use crate::window::{Edge, Slot, Window};
+use anyhow::{anyhow, bail, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
 use std::sync::{Condvar, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How often a writer paced by the window's clock looks at it.
+const CLOCK_POLL: Duration = Duration::from_millis(1);
 
 /// What client threads tell the reporter.
 pub enum Msg {
     Ready,
+    /// A Q call reached an edge of the profiler's window and waits for the caller.
+    Window(Edge),
     /// Client n's timed part ended then; it waits at the check gate.
     Timed(u32, Instant),
     /// Client n finished; a client that sent no `Timed` ended its timed part with it.
@@ -126,18 +133,25 @@ pub struct StepContext {
     pub(crate) tx: Sender<Msg>,
     /// DBREGRESS_LOADGEN_FAULT, parsed at start.
     fault: Option<Fault>,
+    /// The profiler's window over the calls of Q (the spec's `window`).
+    pub window: Option<Window>,
 }
 
 impl StepContext {
     /// Every thread's shared state for `spec` on `driver`; `tx` reaches the reporter,
-    /// `fault` is what DBREGRESS_LOADGEN_FAULT asks for.
+    /// `fault` is what DBREGRESS_LOADGEN_FAULT asks for, `q_op` is the step's Q.
     pub fn new(
         spec: StepSpec,
         driver: Box<dyn Driver>,
         tx: Sender<Msg>,
         fault: Option<Fault>,
+        q_op: OpKind,
     ) -> StepContext {
+        let window = spec
+            .window
+            .map(|w| Window::new(w, q_op, spec.step.runs_for_a_duration()));
         StepContext {
+            window,
             spec,
             driver,
             stats: Stats::default(),
@@ -264,9 +278,22 @@ impl Worker<'_> {
         intended: Instant,
         f: impl FnOnce() -> DbResult<u64>,
     ) -> Result<(Option<u64>, Instant)> {
+        let window = self.ctx.window.as_ref().filter(|w| w.q_op == op);
+        let slot = match window {
+            None => None,
+            Some(w) => match w.begin(&self.ctx.stop, |e| drop(self.ctx.tx.send(Msg::Window(e)))) {
+                // A timed step's window closed: the step is over, this call does not run.
+                Some(Slot::Over) => return Ok((None, Instant::now())),
+                Some(slot) => Some(slot),
+                None => bail!("stopped at the edge of the profiler's window"),
+            },
+        };
         // The call's own start, read only when a slowdown needs it.
         let began = (self.slowdown > 0.0).then(Instant::now);
         let result = f();
+        if let (Some(w), Some(slot)) = (window, slot) {
+            w.end(slot, result.as_ref().ok().copied());
+        }
         let done = Instant::now();
         if !self.measuring && done >= self.measure_from {
             self.rec.rebase();
@@ -314,8 +341,36 @@ impl Worker<'_> {
         now
     }
 
+    /// The step stopped (a fatal error, a signal) or its profiler's window closed it.
     pub fn stopped(&self) -> bool {
-        self.ctx.stop.load(Relaxed)
+        self.ctx.stop.load(Relaxed) || self.ctx.window.as_ref().is_some_and(Window::ended_the_step)
+    }
+
+    /// Wait until an operation intended at `intended` under `pacing` may start: in wall
+    /// time, or for a paced writer under a window with q_per_s, on the window's clock
+    /// (which Q calls advance). False when the step stops first.
+    pub fn wait_for_turn(&self, pacing: &Pacing, intended: Instant) -> bool {
+        let window = self.ctx.window.as_ref();
+        let clock = match pacing {
+            Pacing::Rate { .. } => window.and_then(|w| w.clock(self.start).map(|_| w)),
+            Pacing::ClosedLoop => None,
+        };
+        let Some(w) = clock else {
+            return sleep_until(intended, &self.ctx.stop);
+        };
+        while !self.stopped() {
+            if w.clock(self.start).is_some_and(|now| now >= intended) {
+                return true;
+            }
+            std::thread::sleep(CLOCK_POLL);
+        }
+        false
+    }
+
+    /// Paced operations follow the window's clock rather than wall time.
+    pub fn paced_by_window(&self) -> bool {
+        let window = self.ctx.window.as_ref();
+        window.is_some_and(|w| w.spec.q_per_s > 0.0)
     }
 
     pub fn finish(mut self) -> Histograms {

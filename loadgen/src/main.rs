@@ -18,6 +18,7 @@ mod stats;
 mod step;
 mod summary;
 mod timeline;
+mod window;
 mod workload;
 
 use anyhow::{bail, Context, Result};

@@ -39,6 +39,15 @@ pub enum Event<'a> {
         t_s: f64,
         process: ProcessUsage,
     },
+    /// A profiler's window (the spec's `window`) opens or closes: no Q call is in
+    /// flight; the loadgen waits for the line `open` or `close`. At the close, `ops` and
+    /// `rows` are what the Q calls inside the window did.
+    Window {
+        edge: &'a str,
+        t_s: f64,
+        ops: u64,
+        rows: u64,
+    },
     /// The last timed operation ended; with the handshake, the loadgen now waits for
     /// `check` before its checks.
     Stopped {

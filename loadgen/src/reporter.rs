@@ -9,6 +9,7 @@ use crate::driver::kv::EngineSnapshot;
 use crate::outcome::{ClientOutcome, StepPlan};
 use crate::output::{self, Event};
 use crate::timeline::{Mark, Timeline};
+use crate::window::Edge;
 use anyhow::{bail, Result};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -31,6 +32,8 @@ struct Inbox<'a> {
     /// Per client: when its timed part ended.
     ends: Vec<Option<Instant>>,
     outcomes: Vec<ClientOutcome>,
+    /// An edge of the profiler's window a client waits at.
+    edge: Option<Edge>,
 }
 
 impl Inbox<'_> {
@@ -43,6 +46,7 @@ impl Inbox<'_> {
         match self.rx.recv_timeout(wait) {
             Ok(Msg::Fatal(e)) => return Err(e),
             Ok(Msg::Ready) => self.ready += 1,
+            Ok(Msg::Window(edge)) => self.edge = Some(edge),
             Ok(Msg::Timed(client, end)) => self.ends[client as usize - 1] = Some(end),
             Ok(Msg::Done(client, o)) => {
                 self.ends[client as usize - 1].get_or_insert(o.end);
@@ -86,6 +90,7 @@ impl<'a> Reporter<'a> {
             ready: 0,
             ends: vec![None; ctx.spec.clients as usize],
             outcomes: Vec::new(),
+            edge: None,
         };
         let control = ctx.spec.handshake.then(Control::listen);
         Reporter {
@@ -103,6 +108,7 @@ impl<'a> Reporter<'a> {
     pub fn run(mut self, plan: &StepPlan) -> Result<(Reported, Option<Control>)> {
         let ready = self.gather()?;
         let (go, measuring) = self.go(plan)?;
+        self.close_window(go.at)?;
         let (end, stopped) = self.stop(plan, go.at, measuring.mark.at);
         self.expect("check")?;
         let check = Mark::now();
@@ -207,6 +213,10 @@ impl<'a> Reporter<'a> {
         let interval = Duration::from_millis(self.ctx().spec.report_interval_ms);
         let mut next_tick = start + interval;
         while !self.inbox.all_timed() {
+            if let Some(edge) = self.inbox.edge.take() {
+                self.window_edge(edge, start)?;
+                continue;
+            }
             let now = Instant::now();
             // An interval ending at the boundary is the warm-up's: it goes first.
             if now >= next_tick {
@@ -228,6 +238,35 @@ impl<'a> Reporter<'a> {
             Some(m) => Ok(m),
             // Every client stopped within the warm-up (a failure is on its way).
             None => self.begin_measuring(start, Instant::now().min(measure_at)),
+        }
+    }
+
+    /// Announce an edge of the profiler's window, wait for the caller's answer, and let
+    /// the Q calls go on.
+    fn window_edge(&mut self, edge: Edge, start: Instant) -> Result<()> {
+        let Some(w) = self.ctx().window.as_ref() else {
+            bail!("a client reached the edge of a window the spec has not");
+        };
+        let (ops, rows) = w.counted();
+        output::emit(&Event::Window {
+            edge: edge.word(),
+            t_s: start.elapsed().as_secs_f64(),
+            ops,
+            rows,
+        });
+        self.expect(edge.word())?;
+        w.answered(edge);
+        Ok(())
+    }
+
+    /// Every client's timed part has ended: a window still open (the step ran fewer Q
+    /// calls than skip_ops + ops) closes here.
+    fn close_window(&mut self, start: Instant) -> Result<()> {
+        match self.ctx().window.as_ref() {
+            Some(w) if w.was_opened() && !w.over.load(std::sync::atomic::Ordering::SeqCst) => {
+                self.window_edge(Edge::Close, start)
+            }
+            _ => Ok(()),
         }
     }
 

@@ -9,6 +9,7 @@ use crate::insert_spec::{default_statements_timeout_s, CleanupSpec, InsertSpec};
 use crate::kvspec::{KvSpec, RocksOptions};
 use crate::micro_spec::MicroSpec;
 use crate::step::{step_or_micro, step_schema, Step, Workload};
+use crate::window::WindowSpec;
 use anyhow::{bail, Context, Result};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
@@ -96,6 +97,7 @@ pub struct StepSpec {
     #[serde(default)]
     #[schemars(extend("default" = {}))]
     pub micro: MicroSpec,
+    pub window: Option<WindowSpec>,
     // The `kv` section as given; `kv` holds it with the defaults applied.
     #[serde(rename = "kv")]
     #[schemars(extend("default" = {}))]
@@ -269,17 +271,22 @@ impl StepSpec {
     }
 
     /// The warm-up this step runs before its measured window: warmup_s for steps that
-    /// run for a duration, none for fixed-work steps (which ignore warmup_s).
+    /// run for a duration, none for fixed-work steps (which ignore warmup_s) nor with a
+    /// profiler's window (whose skip_ops is its warm-up).
     pub fn warmup(&self) -> Duration {
-        if self.step.runs_for_a_duration() {
+        if self.step.runs_for_a_duration() && self.window.is_none() {
             Duration::from_secs_f64(self.warmup_s)
         } else {
             Duration::ZERO
         }
     }
 
-    /// When a step that started at `start` and measures for `duration` ends.
+    /// When a step that started at `start` and measures for `duration` ends; with a
+    /// profiler's window, a year on: the window's close ends it.
     pub fn deadline(&self, start: Instant, duration: Duration) -> Instant {
+        if self.window.is_some() {
+            return start + Duration::from_secs(365 * 86400);
+        }
         start + self.warmup() + duration
     }
 
@@ -313,6 +320,9 @@ impl StepSpec {
         self.insert.validate(self.step, self.clients)?;
         if let Some(c) = &self.cleanup {
             c.validate(self.step)?;
+        }
+        if let Some(w) = &self.window {
+            w.validate(self.handshake)?;
         }
         Ok(())
     }

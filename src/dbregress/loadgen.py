@@ -48,8 +48,15 @@ class Loadgen:
     """
 
     def __init__(
-        self, spec: dict[str, Any], spec_path: Path, stderr_path: Path, cpus: frozenset[int] | None
+        self,
+        spec: dict[str, Any],
+        spec_path: Path,
+        stderr_path: Path,
+        cpus: frozenset[int] | None,
+        wrapper: tuple[str, ...] = (),
     ) -> None:
+        """`wrapper` is a command prefix the loadgen runs under (a profiler's); the
+        process it starts must become the loadgen (exec), so `pid` stays the loadgen's."""
         spec = {
             **spec,
             "spec_version": SPEC_VERSION,
@@ -67,7 +74,7 @@ class Loadgen:
 
         try:
             self.proc = subprocess.Popen(
-                [str(find_binary()), str(spec_path.resolve())],
+                [*wrapper, str(find_binary()), str(spec_path.resolve())],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -120,6 +127,10 @@ class Loadgen:
     def check(self) -> None:
         """Lets the end-of-step checks run (after `stopped`)."""
         self._say("check")
+
+    def answer(self, edge: str) -> None:
+        """Lets the Q calls go on past an edge of a profiler's window (`open`, `close`)."""
+        self._say(edge)
 
     def _say(self, line: str) -> None:
         # A loadgen that died cannot hear it; its event stream's end reports that.

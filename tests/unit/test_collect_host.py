@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+from dbregress.collect import pmu
 from dbregress.collect.host import _cpuinfo_model, _mem_total_bytes, host_facts
 
 
@@ -14,8 +15,17 @@ def test_host_facts() -> None:
     assert facts["cpu_affinity"] == sorted(os.sched_getaffinity(0))
     assert str(facts["kernel"]).startswith("Linux")
     assert isinstance(facts["mem_total_bytes"], int)
-    assert facts["perf_counters"] == "unknown"
+    assert facts["perf_counters"] == pmu.detect().note
+    if not pmu.detect().available:
+        assert facts["perf_counters"] == pmu.NO_PMU or "perf is not installed" in pmu.detect().note
     json.dumps(facts)  # stored as JSON with the results
+
+
+def test_perf_stat_output_is_read() -> None:
+    vm = "<not supported>,,cycles,0,100.00,,\n<not supported>,,instructions,0,100.00,,\n"
+    assert pmu.parse_stat(vm) == {"cycles": None, "instructions": None}
+    pmu_host = "1234567,,cycles:u,1000,100.00,,\n2345678,,instructions:u,1000,100.00,1.9,insn\n"
+    assert pmu.parse_stat(pmu_host) == {"cycles": 1234567, "instructions": 2345678}
 
 
 def test_parsers() -> None:

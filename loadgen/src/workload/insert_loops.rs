@@ -6,7 +6,7 @@ use super::live_ids::LiveIds;
 use super::rows::{self, RowGen};
 use crate::context::Worker;
 use crate::driver::{Conn, Table};
-use crate::pace::{sleep_until, Pacing, Stop};
+use crate::pace::{Pacing, Stop};
 use crate::stats::CachePadded;
 use crate::stats::OpKind;
 use anyhow::Result;
@@ -108,7 +108,7 @@ impl Inserter<'_> {
         let result = (|| {
             while !w.stopped() {
                 let intended = pacing.next_intended(Instant::now());
-                if !stop.allows(intended, done) || !sleep_until(intended, &w.ctx.stop) {
+                if !stop.allows(intended, done) || !w.wait_for_turn(&pacing, intended) {
                     break;
                 }
                 let rows = gen.batch(stop.next_batch(self.batch, done) as usize);
@@ -181,7 +181,7 @@ pub fn delete_paced(
     let mut deleted = 0;
     while !w.stopped() {
         let intended = pacing.next_intended(Instant::now());
-        if !stop.allows(intended, deleted) || !sleep_until(intended, &w.ctx.stop) {
+        if !stop.allows(intended, deleted) || !w.wait_for_turn(&pacing, intended) {
             break;
         }
         let old = live.map(|l| l.begin_delete(batch, &w.ctx.stop));

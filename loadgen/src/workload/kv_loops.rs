@@ -44,7 +44,7 @@ impl Writer<'_> {
             }
             let from = match pacing {
                 Pacing::ClosedLoop => intended,
-                Pacing::Rate { .. } => match wait_for(intended, w) {
+                Pacing::Rate { .. } => match wait_for(&pacing, intended, w) {
                     Some(from) => from,
                     None => break,
                 },
@@ -62,8 +62,12 @@ impl Writer<'_> {
 /// Wait for a paced put due at `intended`: sleep only when it is due later than EARLY
 /// from now, and then until it is due, so the puts of the next EARLY follow at once, one
 /// wake-up for them all. Returns when the put starts (an early put counts its latency
-/// from then), None when the step stops.
-fn wait_for(intended: Instant, w: &Worker) -> Option<Instant> {
+/// from then), None when the step stops. On a profiler window's clock, it waits for
+/// its turn exactly.
+fn wait_for(pacing: &Pacing, intended: Instant, w: &Worker) -> Option<Instant> {
+    if w.paced_by_window() {
+        return w.wait_for_turn(pacing, intended).then(Instant::now);
+    }
     let now = Instant::now();
     if intended <= now + EARLY {
         return Some(intended.min(now));

@@ -11,6 +11,7 @@ from typing import Any
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
 from dbregress.errors import DbregressError
+from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, html, json_report, markdown
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
@@ -85,7 +86,8 @@ def write_report(
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
-    full = markdown.render(data.record, m, verdicts, _results(data), cal, data.damaged)
+    explain = load_explain(path)
+    full = markdown.render(data.record, m, verdicts, _results(data), cal, data.damaged, explain)
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     as_json = json_report.render(data.record, verdicts)

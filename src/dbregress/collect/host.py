@@ -7,6 +7,8 @@ import platform
 import socket
 from pathlib import Path
 
+from dbregress.collect import pmu
+
 
 def read_text(path: str | Path) -> str | None:
     """A small /proc or /sys file's text, stripped; None where it cannot be read."""
@@ -34,7 +36,9 @@ def _mem_total_bytes(meminfo: str) -> int | None:
 def host_facts() -> dict[str, object]:
     """Kernel, CPU, cores, memory, frequency governor, hostname, Python version.
 
-    `perf_counters` is "unknown": finding out means running perf, which this does not.
+    `perf_counters` says once whether perf can count cycles and instructions here
+    (collect/pmu.py runs `perf stat` once): on a host without a PMU, "no PMU:
+    instructions come from `dbregress explain` (valgrind)".
     """
     uname = os.uname()
     affinity = sorted(os.sched_getaffinity(0))
@@ -48,5 +52,5 @@ def host_facts() -> dict[str, object]:
         "mem_total_bytes": _mem_total_bytes(read_text("/proc/meminfo") or ""),
         "cpu_governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "python": platform.python_version(),
-        "perf_counters": "unknown",
+        "perf_counters": pmu.detect().note,
     }

@@ -29,6 +29,9 @@ class EngineOptions:
     cpus: frozenset[int] | None = None  # CPUs the server and its children run on; None = unpinned
     start_timeout_s: float = 120.0
     stop_timeout_s: float = 60.0
+    # A command prefix the server runs under (dbregress explain's profiler); it must exec
+    # into the server, so the pid stays the server's. PostgreSQL honours it.
+    wrapper: tuple[str, ...] = ()
 
 
 class Engine(ABC):

@@ -137,7 +137,8 @@ class PostgresEngine(ServerEngine):
         self._log.flush()
         self._log_offset = self.options.log_path.stat().st_size
         self._crash_scan_from = self._log_offset
-        self._proc = self._popen([str(self.build.bin("postgres")), "-D", str(self.data_dir)])
+        server = [str(self.build.bin("postgres")), "-D", str(self.data_dir)]
+        self._proc = self._popen([*self.options.wrapper, *server])
 
     def _log_bytes(self, since: int) -> bytes:
         return process.read_from(self.options.log_path, since)

@@ -264,6 +264,17 @@ def _join(parts: list[list[str]]) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
+def explanations(
+    explain: dict[str, Any] | None, record: dict[str, Any], v: RunVerdicts
+) -> list[str]:
+    """The Explanations section, when the run folder holds explain/explain.json."""
+    if explain is None:
+        return []
+    from dbregress.explain.report import section
+
+    return section(explain, record, v)
+
+
 def render(
     record: dict[str, Any],
     ms: list[Matrix],
@@ -271,6 +282,7 @@ def render(
     results: list[dict[str, Any]],
     calibration: dict[str, Any] | None = None,
     damaged: list[str] | None = None,
+    explain: dict[str, Any] | None = None,
 ) -> str:
     parts = [header(record)]
     for m in ms:
@@ -286,7 +298,8 @@ def render(
             per_operation(m, v),
             latency(m),
         ]
-    extra = [vt.host_noise(results, v), vt.calibration(calibration), failures(record)]
+    extra = [explanations(explain, record, v), vt.host_noise(results, v)]
+    extra += [vt.calibration(calibration), failures(record)]
     if damaged:
         extra.append(["## Damaged files", "", "Left out of this report:", ""])
         extra.append([f"- {d}" for d in damaged])

@@ -1,0 +1,304 @@
+//! The profiler's window (`window` in the step spec, for `dbregress explain`): a fixed
+//! number of the step's Q operations, counted over every client, with the loadgen
+//! paused at both edges so the caller can zero and read a profiler's counters while no
+//! operation is in flight. The window is also its own pacing clock: paced writers may
+//! follow the Q operations instead of wall time, so a profiler's slowdown leaves the
+//! mix of reads and writes as the measured run had it.
+//!
+//! The Q call at index `skip_ops` (0-based) waits until every earlier Q call has ended,
+//! then the edge `open` is announced and the call waits until the caller answers; the
+//! call at index `skip_ops + ops` does the same for `close`. A step that runs for a
+//! duration ends at the close; a fixed-work step goes on with its work after it.
+
+use crate::stats::OpKind;
+use anyhow::{bail, Result};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a call waiting for the calls before it to end sleeps between looks.
+const SETTLE: Duration = Duration::from_micros(200);
+
+/// For profiling (dbregress explain): a window of `ops` calls of the step's Q operation,
+/// counted over every client, after `skip_ops` of them. With the handshake only. At each
+/// edge every earlier Q call has ended and the loadgen prints 'window' (edge open, then
+/// close) and waits for the line open, then close, on stdin. A step that runs for a
+/// duration ends at the close (its duration and warmup_s do not apply); a fixed-work
+/// step does all its work, the window inside it.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    /// Q calls before the window (a profiler's warm-up)
+    #[serde(default)]
+    pub skip_ops: u64,
+    /// Q calls in the window
+    #[schemars(range(min = 1))]
+    pub ops: u64,
+    /// 0: paced writers keep to wall time. Above 0: their clock advances 1/q_per_s
+    /// seconds per Q call begun, so under a profiler that slows everything the writes
+    /// keep the ratio to Q calls they had in a run at q_per_s
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub q_per_s: f64,
+}
+
+impl WindowSpec {
+    pub fn validate(&self, handshake: bool) -> Result<()> {
+        if !handshake {
+            bail!("window needs the handshake (handshake: true)");
+        }
+        if self.ops == 0 {
+            bail!("window.ops must be at least 1");
+        }
+        if !(self.q_per_s >= 0.0 && self.q_per_s.is_finite()) {
+            bail!("window.q_per_s must be a number >= 0, got {}", self.q_per_s);
+        }
+        Ok(())
+    }
+}
+
+/// Which edge of the window a call reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Edge {
+    Open,
+    Close,
+}
+
+impl Edge {
+    /// The event's `edge`, and the line the caller answers with.
+    pub fn word(self) -> &'static str {
+        match self {
+            Edge::Open => "open",
+            Edge::Close => "close",
+        }
+    }
+}
+
+/// What a Q call may do once it passed the window's edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// Run; `inside` says whether it counts in the window.
+    Run { inside: bool },
+    /// The window closed and the step runs for a duration: the step is over.
+    Over,
+}
+
+/// A gate that opens once and stays open.
+#[derive(Default)]
+struct Latch {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Latch {
+    fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+
+    /// True once open; false if `stop` is set first.
+    fn wait(&self, stop: &AtomicBool) -> bool {
+        let mut open = self.open.lock().unwrap();
+        while !*open && !stop.load(SeqCst) {
+            open = self.cv.wait_timeout(open, SETTLE * 250).unwrap().0;
+        }
+        *open
+    }
+}
+
+pub struct Window {
+    pub spec: WindowSpec,
+    /// The step's Q kind: only its calls count.
+    pub q_op: OpKind,
+    /// A step that runs for a duration ends when the window closes.
+    ends_step: bool,
+    started: AtomicU64,
+    ended: AtomicU64,
+    /// Calls and rows inside the window, once ended.
+    inside_ops: AtomicU64,
+    inside_rows: AtomicU64,
+    opened: Latch,
+    closed: Latch,
+    /// The caller has answered the close (or the window will never close).
+    pub over: AtomicBool,
+}
+
+impl Window {
+    pub fn new(spec: WindowSpec, q_op: OpKind, ends_step: bool) -> Window {
+        Window {
+            spec,
+            q_op,
+            ends_step,
+            started: AtomicU64::new(0),
+            ended: AtomicU64::new(0),
+            inside_ops: AtomicU64::new(0),
+            inside_rows: AtomicU64::new(0),
+            opened: Latch::default(),
+            closed: Latch::default(),
+            over: AtomicBool::new(false),
+        }
+    }
+
+    /// Before a Q call: take its index, announce an edge it reaches (`announce` returns
+    /// once the caller was told), and wait for the window's state it needs. None when
+    /// the step stopped meanwhile.
+    pub fn begin(&self, stop: &AtomicBool, announce: impl FnOnce(Edge)) -> Option<Slot> {
+        let (skip, end) = (self.spec.skip_ops, self.spec.skip_ops + self.spec.ops);
+        let i = self.started.fetch_add(1, SeqCst);
+        if i == skip || i == end {
+            let edge = if i == skip { Edge::Open } else { Edge::Close };
+            // Every earlier call has ended: nothing is in flight at the edge.
+            while self.ended.load(SeqCst) < i {
+                if stop.load(SeqCst) {
+                    return None;
+                }
+                std::thread::sleep(SETTLE);
+            }
+            announce(edge);
+        }
+        if i < skip {
+            return Some(Slot::Run { inside: false });
+        }
+        if i < end {
+            return self.opened.wait(stop).then_some(Slot::Run { inside: true });
+        }
+        if !self.closed.wait(stop) {
+            return None;
+        }
+        Some(if self.ends_step {
+            Slot::Over
+        } else {
+            Slot::Run { inside: false }
+        })
+    }
+
+    /// After a Q call that `begin` let run: `rows` it did (None after an error).
+    pub fn end(&self, slot: Slot, rows: Option<u64>) {
+        if slot == (Slot::Run { inside: true }) {
+            self.inside_ops.fetch_add(1, SeqCst);
+            self.inside_rows.fetch_add(rows.unwrap_or(0), SeqCst);
+        }
+        self.ended.fetch_add(1, SeqCst);
+    }
+
+    /// The caller answered an edge: let the waiting calls go.
+    pub fn answered(&self, edge: Edge) {
+        match edge {
+            Edge::Open => self.opened.open(),
+            Edge::Close => {
+                self.over.store(true, SeqCst);
+                self.closed.open();
+            }
+        }
+    }
+
+    /// The window closed and it ends the step (one that runs for a duration).
+    pub fn ended_the_step(&self) -> bool {
+        self.ends_step && self.over.load(SeqCst)
+    }
+
+    /// Did a call open the window? (The reporter closes an open window at the step's
+    /// end when fewer Q calls than skip_ops + ops ran.)
+    pub fn was_opened(&self) -> bool {
+        self.started.load(SeqCst) > self.spec.skip_ops
+    }
+
+    /// Calls and rows counted inside the window so far.
+    pub fn counted(&self) -> (u64, u64) {
+        (self.inside_ops.load(SeqCst), self.inside_rows.load(SeqCst))
+    }
+
+    /// With `q_per_s`, the pacing clock: `start` plus 1/q_per_s per Q call started.
+    pub fn clock(&self, start: Instant) -> Option<Instant> {
+        (self.spec.q_per_s > 0.0).then(|| {
+            let calls = self.started.load(SeqCst) as f64;
+            start + Duration::from_secs_f64(calls / self.spec.q_per_s)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn window(skip_ops: u64, ops: u64, ends_step: bool) -> Window {
+        let spec = WindowSpec {
+            skip_ops,
+            ops,
+            q_per_s: 0.0,
+        };
+        Window::new(spec, OpKind::Get, ends_step)
+    }
+
+    #[test]
+    fn edges_come_at_the_counted_calls() {
+        let w = window(2, 3, false);
+        let stop = AtomicBool::new(false);
+        let mut seen = vec![];
+        for _ in 0..7 {
+            let slot = w
+                .begin(&stop, |e| {
+                    seen.push(e);
+                    w.answered(e);
+                })
+                .unwrap();
+            w.end(slot, Some(10));
+        }
+        assert_eq!(seen, [Edge::Open, Edge::Close]);
+        assert_eq!(w.counted(), (3, 30));
+        assert!(w.over.load(SeqCst));
+    }
+
+    #[test]
+    fn a_timed_step_is_over_at_the_close() {
+        let w = window(0, 1, true);
+        let stop = AtomicBool::new(false);
+        let first = w.begin(&stop, |e| w.answered(e)).unwrap();
+        assert_eq!(first, Slot::Run { inside: true });
+        w.end(first, None);
+        assert_eq!(w.begin(&stop, |e| w.answered(e)), Some(Slot::Over));
+        assert_eq!(w.counted(), (1, 0));
+    }
+
+    #[test]
+    fn calls_wait_for_the_answer_and_a_stop_frees_them() {
+        let w = Arc::new(window(0, 5, false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (w2, stop2) = (w.clone(), stop.clone());
+        // The first call announces the open, then waits, like every call inside.
+        let t = std::thread::spawn(move || w2.begin(&stop2, |_| {}));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            !t.is_finished(),
+            "a call inside the window waits for the open"
+        );
+        w.answered(Edge::Open);
+        let first = t.join().unwrap().unwrap();
+        assert_eq!(first, Slot::Run { inside: true });
+        w.end(first, Some(1));
+        let (w3, stop3) = (w.clone(), stop.clone());
+        let t = std::thread::spawn(move || {
+            for _ in 0..4 {
+                let _ = w3.begin(&stop3, |_| {});
+            }
+            w3.begin(&stop3, |_| {})
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        stop.store(true, SeqCst);
+        assert_eq!(t.join().unwrap(), None, "the close never came: stopped");
+    }
+
+    #[test]
+    fn the_pacing_clock_follows_the_calls() {
+        let mut w = window(0, 100, false);
+        let t0 = Instant::now();
+        assert_eq!(w.clock(t0), None, "wall time without q_per_s");
+        w.spec.q_per_s = 10.0;
+        assert_eq!(w.clock(t0), Some(t0));
+        w.started.store(25, SeqCst);
+        assert_eq!(w.clock(t0), Some(t0 + Duration::from_millis(2500)));
+    }
+}

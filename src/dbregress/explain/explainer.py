@@ -1,0 +1,256 @@
+"""`dbregress explain RUN`: pick the steps and columns, size each window from the run,
+run the counting and profiling jobs per column, draw the flame graphs, and store it all
+in the run folder as explain/explain.json (plus the callgrind files and the SVGs)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress import benchmarks, provision
+from dbregress.analysis.compare import compare_run, usable
+from dbregress.collect import pmu
+from dbregress.errors import DbregressError
+from dbregress.explain import flame, jobs, valgrind
+from dbregress.explain.jobs import Choice, ColumnJob
+from dbregress.explain.store import EXPLAIN_DIR, load, save
+from dbregress.lab import Comparison, Lab, load_lab
+from dbregress.runner import work_root
+from dbregress.store.run import RunData, read_run
+
+# A window's size when --ops is not given: as many Q calls as took this much time in the
+# run (at least MIN_OPS, at most MAX_OPS), after half as many warm-up calls, so each
+# window costs about the same under callgrind (50 to 100 times slower) whatever the
+# step's speed. The counts are deterministic (the seeds replay the same operations):
+# a small window is stable; it is as representative as its calls are many.
+WINDOW_BUDGET_S = 0.01
+MIN_OPS, MAX_OPS = 20, 2000
+SUPPORTED = ("postgres", "rocksdb")
+
+Notify = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Request:
+    run: Path
+    steps: tuple[str, ...] = ()  # () = the slower ones, else all
+    columns: tuple[str, ...] = ()  # () = every column of each comparison, base included
+    ops: int | None = None  # the window's Q calls; None = sized from the run
+    profile: bool = True  # the flame graphs' perf jobs
+
+
+def chosen_steps(data: RunData, lab: Lab, steps: tuple[str, ...]) -> dict[str, list[str]]:
+    """comparison -> steps to explain: those asked for, else every step with a `slower`
+    QPS verdict, else every reported step."""
+    out: dict[str, list[str]] = {}
+    for comp in lab.comparisons:
+        reported = [p.name for p in benchmarks.plans(comp) if p.reported]
+        if steps:
+            unknown = [s for s in steps if s not in reported]
+            if len(unknown) == len(steps) and len(lab.comparisons) == 1:
+                raise DbregressError(
+                    f"--step: {', '.join(unknown)} not in this run; its steps: "
+                    f"{', '.join(reported)}"
+                )
+            out[comp.name] = [s for s in reported if s in steps]
+    if steps:
+        if not any(out.values()):
+            raise DbregressError(f"--step: none of {', '.join(steps)} is a step of this run")
+        return out
+    verdicts = compare_run(data.record, data.steps)
+    slower = verdicts.slower()
+    for comp in lab.comparisons:
+        reported = [p.name for p in benchmarks.plans(comp) if p.reported]
+        if slower:
+            out[comp.name] = [
+                s for s in reported if any(k[0] == comp.name and k[2] == s for k in slower)
+            ]
+        else:
+            out[comp.name] = reported
+    return out
+
+
+def chosen_columns(lab: Lab, columns: tuple[str, ...]) -> dict[str, list[str]]:
+    labels = {c.label for c in lab.columns}
+    unknown = [c for c in columns if c not in labels]
+    if unknown:
+        raise DbregressError(
+            f"--column: unknown {', '.join(unknown)}; this run's columns: "
+            f"{', '.join(sorted(labels))}"
+        )
+    return {
+        comp.name: [c.label for c in comp.columns if not columns or c.label in columns]
+        for comp in lab.comparisons
+    }
+
+
+def window_for(
+    results: list[dict[str, Any]], index: int, plan_name: str, ops: int | None, fixed: bool
+) -> tuple[int, int, float]:
+    """(skip_ops, ops, q_per_s) of one column's step, from its repeats in the run."""
+    rates, totals = [], []
+    for r in results:
+        q_op = r["q"]["op"]
+        o = r.get("ops", {}).get(q_op)
+        if o:
+            rates.append(float(o["ops_per_s"]))
+            totals.append(int(o["ops"]))
+    if not rates:
+        raise DbregressError(f"step {plan_name} has no usable result in the run to size from")
+    rate = statistics.median(rates)
+    n = ops if ops is not None else min(MAX_OPS, max(MIN_OPS, round(WINDOW_BUDGET_S * rate)))
+    skip = n // 2
+    if fixed:  # the window must fit in the step's own calls
+        total = int(statistics.median(totals))
+        skip = min(skip, total // 3)
+        n = max(1, min(n, total - skip))
+    return skip, n, rate
+
+
+def explain(request: Request, notify: Notify) -> Path:
+    """Runs every job; returns the path of explain.json."""
+    valgrind.require()
+    data = read_run(request.run)
+    lab = load_lab(request.run / "lab.toml")
+    steps = chosen_steps(data, lab, request.steps)
+    columns = chosen_columns(lab, request.columns)
+    results = [r for rs in data.steps.values() for r in usable(rs)]
+    no_perf = flame.perf_can_sample() or (
+        f"missing {', '.join(flame.missing_tools())} (make tools)"
+        if flame.missing_tools()
+        else None
+    )
+    out_root = request.run / EXPLAIN_DIR
+    stored = load(request.run) or {}
+    entries = {(e["comparison"], e["step"], e["column"]): e for e in stored.get("results", [])}
+    started = time.monotonic()
+    for comp in lab.comparisons:
+        if not steps.get(comp.name) or not columns.get(comp.name):
+            continue
+        for column in comp.columns:
+            if column.label not in columns[comp.name]:
+                continue
+            if column.build.engine not in SUPPORTED:
+                raise DbregressError(
+                    f"dbregress explain supports {' and '.join(SUPPORTED)}; column "
+                    f"{column.label} is {column.build.engine}"
+                )
+            windows = _windows(request, comp, steps[comp.name], column.label, results)
+            job = _column_job(request, lab, comp, column.label, windows)
+            found = _run_column(job, request.profile and no_perf is None, notify)
+            for step, entry in found.items():
+                entries[(comp.name, step, column.label)] = entry
+        _flames(out_root, comp, steps[comp.name], entries)
+    with contextlib.suppress(OSError):  # each column removed its own work directory
+        (work_root() / f"{request.run.name}-explain").rmdir()
+    record = {
+        "run_id": data.record["run_id"],
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "took_s": round(time.monotonic() - started, 1),
+        "valgrind": valgrind.version(),
+        "method": {
+            "counts": "callgrind --cache-sim=yes --branch-sim=yes over a window of the "
+            "step's Q calls; costs zeroed at the window's open and dumped at its close "
+            "through vgdb while the loadgen waits at each edge",
+            "caches": list(valgrind.CACHES),
+            "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
+            f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
+        },
+        "profiler": {"available": no_perf is None, "why_not": no_perf},
+        "pmu": pmu.detect().to_json(),
+        "results": sorted(entries.values(), key=lambda e: (e["comparison"], e["column"])),
+    }
+    return save(request.run, record)
+
+
+def _windows(
+    request: Request, comp: Comparison, steps: list[str], label: str, results: list[dict[str, Any]]
+) -> dict[str, Choice]:
+    """The column's windows. Every column of a step gets the base's size and warm-up
+    (the same calls: the seeds make them the same operations), and its own q_per_s
+    (its writers keep its own run's mix)."""
+    choices = {}
+    for index, plan in enumerate(benchmarks.plans(comp), start=1):
+        if plan.name not in steps:
+            continue
+        sized = {}
+        for who in (comp.base.label, label):
+            mine = [r for r in results if r["column"] == who and r["step"] == plan.name]
+            sized[who] = window_for(mine, index, plan.name, request.ops, not plan.duration_s)
+        skip, ops, _ = sized[comp.base.label]
+        choices[plan.name] = Choice(index, plan, skip, ops, sized[label][2])
+    return choices
+
+
+def _column_job(
+    request: Request, lab: Lab, comp: Comparison, label: str, choices: dict[str, Choice]
+) -> ColumnJob:
+    column = next(c for c in comp.columns if c.label == label)
+    work = work_root() / f"{request.run.name}-explain" / label
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    work.chmod(0o755)
+    work.parent.chmod(0o755)
+    out = request.run / EXPLAIN_DIR / label
+    out.mkdir(parents=True, exist_ok=True)
+    return ColumnJob(lab, comp, column, provision.fetch(column.build), choices, work, out)
+
+
+def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, dict[str, Any]]:
+    entries: dict[str, dict[str, Any]] = {}
+    try:
+        counted = jobs.count(job, notify)
+        profiled = jobs.profile(job, notify) if profile else {}
+    finally:
+        shutil.rmtree(job.work, ignore_errors=True)
+    for step, figures in counted.items():
+        entry: dict[str, Any] = {
+            "comparison": job.comparison.name,
+            "step": step,
+            "column": job.column.label,
+            "build": str(job.column.build),
+            "embedded": job.embedded,
+            "count": figures,
+            "profile": None,
+        }
+        p = profiled.get(step)
+        if p is not None:
+            folded = job.out / f"{step}.folded"
+            folded.write_text(p.pop("folded"))
+            entry["profile"] = {**p, "folded": str(folded.relative_to(job.out.parent.parent))}
+        entries[step] = entry
+    return entries
+
+
+def _flames(
+    root: Path, comp: Comparison, steps: list[str], entries: dict[tuple[str, str, str], Any]
+) -> None:
+    """Per step: a flame graph per build, and per column one of its change from the base."""
+    base = comp.base.label
+    for step in steps:
+        have = {
+            lb: e
+            for (c, s, lb), e in entries.items()
+            if c == comp.name and s == step and e.get("profile")
+        }
+        folded = {lb: root.parent / e["profile"]["folded"] for lb, e in have.items()}
+        for label, e in list(have.items()):
+            if not folded[label].read_text().strip():
+                e["profile"]["why_no_flame"] = "perf sampled nothing in the measured window"
+                del have[label], folded[label]
+        for label, e in have.items():
+            svg = root / "flame" / comp.name / step / f"{label}.svg"
+            title = f"{step} on {label}: CPU ns per operation"
+            flame.flamegraph(folded[label].read_text(), title, svg)
+            e["profile"]["flame"] = str(svg.relative_to(root.parent))
+            if label != base and base in folded:
+                diff = root / "flame" / comp.name / step / f"{label}-vs-{base}.svg"
+                title = f"{step}: {label} vs {base} (red: more CPU per operation)"
+                flame.differential(folded[base], folded[label], title, diff)
+                e["profile"]["diff"] = str(diff.relative_to(root.parent))

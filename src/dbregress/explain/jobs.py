@@ -1,0 +1,426 @@
+"""One column's benchmark replayed from a fresh engine, as the run ran it (the lab's
+config, sizes, seeds, placement and injected slowdown), with the chosen steps measured:
+
+- `count`: the chosen steps run under callgrind for a window of their Q calls (the
+  loadgen's `window`: warm-up calls, then the counted ones, paused at both edges while
+  vgdb zeroes and dumps the counters). PostgreSQL runs under valgrind for the whole job
+  (instrumentation off outside the windows, so its backends are forked children of a
+  valgrind'd postmaster); RocksDB, embedded, runs in the loadgen, which runs under
+  valgrind for the chosen steps only.
+- `profile`: every step at full speed; over each chosen step's measured window, `perf
+  record` samples the server's (or the loadgen's) stacks.
+
+Steps that are not chosen run as they did in the run, so the data a chosen step meets
+is the data it met there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import select
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress import benchmarks
+from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect import pmu
+from dbregress.collect.proc import tree_pids
+from dbregress.engines import process
+from dbregress.engines.base import Engine, EngineOptions
+from dbregress.explain import callgrind, flame
+from dbregress.explain.flame import FlameError
+from dbregress.explain.stepper import Hooks, Stepped, drive
+from dbregress.explain.valgrind import Callgrind
+from dbregress.lab import Column, Comparison, Lab
+from dbregress.loadgen import Loadgen
+from dbregress.provision import Build
+from dbregress.runner import make_engine
+
+Notify = Callable[[str], None]
+SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one
+PERF_HZ = 499  # sampling frequency (not a multiple of common timer ticks)
+# The builds have no frame pointers: perf copies 8 KiB of each sample's stack and
+# unwinds it from the DWARF call-frame information (deep enough for these engines).
+PERF_CALL_GRAPH = "dwarf,8192"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A step to explain: where it is in the benchmark and its window."""
+
+    index: int  # 1-based, as in the run's step files
+    plan: StepPlan
+    skip_ops: int
+    ops: int
+    q_per_s: float  # the run's Q calls per second for this column: paced writers' clock
+
+
+@dataclass(frozen=True)
+class ColumnJob:
+    lab: Lab
+    comparison: Comparison
+    column: Column
+    build: Build
+    choices: dict[str, Choice]  # by step name
+    work: Path  # private: the engine's data, the profilers' scratch; removed after
+    out: Path  # run folder's explain/<label>/: what is kept
+
+    @property
+    def embedded(self) -> bool:
+        return self.build.spec.engine == "rocksdb"
+
+
+def _engine(job: ColumnJob, name: str, wrapper: tuple[str, ...]) -> Engine:
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    slow = SLOWDOWN if wrapper else 1
+    options = EngineOptions(
+        workdir=job.work / name,
+        log_path=job.out / f"{name}-server.log",
+        config_name=job.column.config,
+        settings=dict(job.column.settings),
+        sizes=benchmarks.engine_sizes(job.comparison, memory),
+        cpus=job.lab.placement.server_cpus,
+        start_timeout_s=job.lab.start_timeout_s * slow,
+        stop_timeout_s=60.0 * slow,
+        wrapper=wrapper,
+    )
+    return make_engine(job.build, options)
+
+
+def _spec(job: ColumnJob, engine: Engine, index: int, plan: StepPlan) -> dict[str, Any]:
+    spec = benchmarks.step_spec(
+        job.comparison, engine.connection(), plan, job.lab.seed * 1000 + index
+    )
+    warmup = job.comparison.sizes.warmup() if plan.duration_s else 0.0
+    spec.update(warmup_s=warmup, inject_slowdown=job.column.inject_slowdown)
+    return spec
+
+
+def _replay(
+    job: ColumnJob,
+    engine: Engine,
+    name: str,
+    measure: Callable[[Choice, dict[str, Any], Path], Stepped],
+    slow: float,
+    notify: Notify,
+) -> None:
+    """Start the engine, run every step in order (`measure` runs the chosen ones), and
+    stop it and remove its data whatever happens."""
+    plans = benchmarks.plans(job.comparison)
+    last = max(c.index for c in job.choices.values())
+    try:
+        engine.start()
+        for index, plan in enumerate(plans, start=1):
+            if index > last:
+                break
+            spec = _spec(job, engine, index, plan)
+            stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
+            choice = job.choices.get(plan.name)
+            t0 = time.monotonic()
+            if choice is not None:
+                measure(choice, spec, stem)
+                window = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
+                what = f"{name} {plan.name}{window}"
+            else:
+                timeout = ((plan.expected_s() + spec["warmup_s"]) * 10 + 120) * slow
+                drive(engine, spec, stem, timeout, job.lab.placement.client_cpus)
+                what = f"{name}: replayed {plan.name}"
+            notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
+            if plan.wait_after_s:
+                time.sleep(plan.wait_after_s)
+                engine.check_alive()
+    finally:
+        try:
+            engine.stop()
+        finally:
+            shutil.rmtree(job.work / name, ignore_errors=True)
+
+
+# -- counting: callgrind over the window ----------------------------------------------
+
+
+class _CountHooks(Hooks):
+    """Instrumentation on at `ready` (the warm-up calls warm the simulated caches),
+    costs zeroed at the window's open, dumped and instrumentation off at its close."""
+
+    def __init__(self, cg: Callgrind, targets: Callable[[Loadgen], list[int]], hint: str) -> None:
+        self.cg, self.targets, self.hint = cg, targets, hint
+        self.opened = self.closed = 0.0
+        self.close: dict[str, Any] | None = None
+
+    def ready(self, loadgen: Loadgen) -> None:
+        self.cg.control(self.targets(loadgen), "instrumentation on")
+
+    def window(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+        pids = self.targets(loadgen)
+        if event["edge"] == "open":
+            self.cg.control(pids, "zero")
+            self.opened = time.time()
+        else:
+            self.cg.control(pids, f"dump {self.hint}")
+            self.closed = time.time()
+            self.close = event
+            self.cg.control(self.targets(loadgen), "instrumentation off")
+
+
+def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
+    """callgrind's figures for each chosen step: {step: figures} (see figures())."""
+    cg = Callgrind(job.work / "callgrind", {} if job.embedded else process.as_server_user())
+    cg.prepare(None if job.embedded else process.run_as())
+    wrapper = tuple(cg.wrapper())
+    engine = _engine(job, "count", () if job.embedded else wrapper)
+    found: dict[str, dict[str, Any]] = {}
+
+    def targets(loadgen: Loadgen) -> list[int]:
+        return [loadgen.pid] if job.embedded else tree_pids(engine.server_pid())
+
+    def measure(choice: Choice, spec: dict[str, Any], stem: Path) -> Stepped:
+        spec["window"] = {
+            "skip_ops": choice.skip_ops,
+            "ops": choice.ops,
+            "q_per_s": round(choice.q_per_s, 3),
+        }
+        hint = f"dbregress-{job.column.label}-{choice.index:02d}"
+        hooks = _CountHooks(cg, targets, hint)
+        plan = choice.plan
+        timeout = ((plan.expected_s() + spec["warmup_s"]) * 10 + 600) * SLOWDOWN
+        stepped = drive(
+            engine,
+            spec,
+            stem,
+            timeout,
+            job.lab.placement.client_cpus,
+            hooks,
+            wrapper if job.embedded else (),
+        )
+        if hooks.close is None:
+            raise callgrind.CallgrindError(
+                f"{job.column.label} {plan.name}: the window never opened: the step made "
+                f"fewer than {choice.skip_ops + 1} calls of its Q operation"
+            )
+        files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
+        keep = job.out / f"{choice.index:02d}-{plan.name}"
+        profile = callgrind.merge(callgrind.read(f) for f in files)
+        _keep(files, keep)
+        found[plan.name] = figures(profile, hooks.close, stepped.summary, choice, len(files))
+        return stepped
+
+    slow = 1.0 if job.embedded else SLOWDOWN
+    _replay(job, engine, "count", measure, slow, notify)
+    return found
+
+
+def window_files(out_dir: Path, hint: str, opened: float, closed: float) -> list[Path]:
+    """The callgrind files of one window: every process's dump at the close, and the
+    final file of each process that ended inside the window (not of one that took the
+    dump: its final file holds what it did after)."""
+    dumped, ended = [], []
+    for f in sorted(out_dir.glob("callgrind.out.*")):
+        trigger = callgrind.trigger(f)
+        if trigger == f"dump {hint}":
+            dumped.append(f)
+        elif trigger.startswith("Program termination") and (
+            opened <= f.stat().st_mtime <= closed + 1.0
+        ):
+            ended.append(f)
+    pids = {_pid(f) for f in dumped}
+    return dumped + [f for f in ended if _pid(f) not in pids]
+
+
+def _pid(f: Path) -> str:
+    """The pid in callgrind.out.PID or callgrind.out.PID.N."""
+    return f.name.split(".")[2]
+
+
+def _keep(files: list[Path], into: Path) -> None:
+    """Gzipped copies of a window's callgrind files (callgrind_annotate reads them
+    unzipped), kept with the run."""
+    shutil.rmtree(into, ignore_errors=True)
+    into.mkdir(parents=True)
+    for f in files:
+        with open(f, "rb") as src, gzip.open(into / (f.name + ".gz"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        f.unlink()
+
+
+# What explain reports per operation, from callgrind's events.
+FIGURES: dict[str, tuple[str, ...]] = {
+    "instructions": ("Ir",),
+    "d1_read_misses": ("D1mr",),
+    "d1_write_misses": ("D1mw",),
+    "ll_read_misses": ("ILmr", "DLmr"),
+    "ll_write_misses": ("DLmw",),
+    "i1_misses": ("I1mr",),
+    "branches": ("Bc", "Bi"),
+    "branch_mispredictions": ("Bcm", "Bim"),
+}
+FUNCTION_FIGURES = ("instructions", "d1_read_misses", "ll_read_misses", "branch_mispredictions")
+FUNCTIONS_KEPT = 300
+
+
+def per_op(events: tuple[str, ...], costs: list[int], divisor: float) -> dict[str, float]:
+    return {
+        name: sum(costs[events.index(e)] for e in parts) / divisor
+        for name, parts in FIGURES.items()
+    }
+
+
+def figures(
+    profile: callgrind.Profile,
+    close: dict[str, Any],
+    summary: dict[str, Any],
+    choice: Choice,
+    files: int,
+) -> dict[str, Any]:
+    """Per-operation figures of one window: per op of the step's Q unit (rows for the
+    load steps, calls otherwise), as the run's per-op metrics are."""
+    unit = summary.get("q_unit", "ops")
+    divisor = float(close["rows"] if unit == "rows" else close["ops"])
+    if divisor <= 0:
+        raise callgrind.CallgrindError(
+            f"{choice.plan.name}: the window counted no {unit}; nothing to divide by"
+        )
+    events = profile.events
+    # By name without parameters and object file: overloads (and C++ signatures that
+    # change between versions) count as one function.
+    merged: dict[tuple[str, str], list[int]] = {}
+    objects: dict[str, float] = {}
+    for (ob, fn), cost in profile.functions.items():
+        key = (callgrind.object_name(ob), callgrind.short_name(fn))
+        mine = merged.setdefault(key, [0] * len(events))
+        for i, v in enumerate(cost):
+            mine[i] += v
+        objects[key[0]] = objects.get(key[0], 0.0) + cost[0] / divisor
+    functions = sorted(merged.items(), key=lambda kv: -kv[1][0])[:FUNCTIONS_KEPT]
+    return {
+        "index": choice.index,
+        "unit": unit,
+        "ops": close["ops"],
+        "rows": close["rows"],
+        "divisor": divisor,
+        "skip_ops": choice.skip_ops,
+        "q_per_s": choice.q_per_s,
+        "files": files,
+        "caches": profile.caches,
+        "per_op": per_op(events, profile.totals, divisor),
+        "objects": dict(sorted(objects.items(), key=lambda kv: -kv[1])),
+        "functions": [
+            {
+                "function": fn,
+                "object": ob,
+                **{k: v for k, v in per_op(events, cost, divisor).items() if k in FUNCTION_FIGURES},
+            }
+            for (ob, fn), cost in functions
+        ],
+    }
+
+
+# -- profiling: perf record over the measured window ----------------------------------
+
+
+class PerfHooks(Hooks):
+    """perf record over the measured window and, on a host with a PMU, perf stat's
+    cycles and instructions too. perf attaches at `ready` (the loadgen idles, waiting
+    for go) with its events disabled, and is switched on at `measuring` and off at
+    `stopped` through its control FIFO, each command acknowledged: a window shorter
+    than perf's own start is still sampled whole."""
+
+    def __init__(self, targets: Callable[[Loadgen], list[int]], data: Path) -> None:
+        self.targets, self.data = targets, data
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pmu = pmu.Sampler() if pmu.detect().available else None
+        self.counters: dict[str, int | None] = {}
+        self._ctl = self._ack = -1
+
+    def ready(self, loadgen: Loadgen) -> None:
+        ctl, ack = self.data.with_suffix(".ctl"), self.data.with_suffix(".ack")
+        for fifo in (ctl, ack):
+            fifo.unlink(missing_ok=True)
+            os.mkfifo(fifo, 0o600)
+        # O_RDWR: a FIFO opened so never blocks, whoever opens the other end when
+        self._ctl, self._ack = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
+        pids = ",".join(str(p) for p in self.targets(loadgen))
+        args = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ)]
+        args += ["--call-graph", PERF_CALL_GRAPH, "-D", "-1", "--control", f"fifo:{ctl},{ack}"]
+        args += ["-p", pids, "-o", str(self.data)]
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        self._command("disable")  # acknowledged once perf is attached and listening
+
+    def _command(self, word: str, timeout_s: float = 60.0) -> None:
+        os.write(self._ctl, word.encode() + b"\n")
+        ready, _, _ = select.select([self._ack], [], [], timeout_s)
+        if not ready or b"ack" not in os.read(self._ack, 64):
+            raise FlameError(f"perf record did not acknowledge {word!r} in {timeout_s:.0f} s")
+
+    def measuring(self, loadgen: Loadgen) -> None:
+        if self.pmu is not None:
+            self.pmu.start(self.targets(loadgen))
+        self._command("enable")
+
+    def stopped(self, loadgen: Loadgen) -> None:
+        self._command("disable")
+        if self.pmu is not None:
+            self.counters = self.pmu.stop()
+        self.close()
+
+    def close(self) -> None:
+        """Stop perf (it writes its data) and close the FIFOs; safe to call twice."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for fd in (self._ctl, self._ack):
+            if fd >= 0:
+                os.close(fd)
+        self._ctl = self._ack = -1
+
+
+def profile(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
+    """For each chosen step: the folded stacks of its measured window, in CPU
+    nanoseconds per operation of Q ({step: {"folded": text, ...}})."""
+    engine = _engine(job, "profile", ())
+    found: dict[str, dict[str, Any]] = {}
+
+    def targets(loadgen: Loadgen) -> list[int]:
+        return [loadgen.pid] if job.embedded else tree_pids(engine.server_pid())
+
+    def measure(choice: Choice, spec: dict[str, Any], stem: Path) -> Stepped:
+        data = job.work / f"{choice.index:02d}-{choice.plan.name}.perf.data"
+        hooks = PerfHooks(targets, data)
+        plan = choice.plan
+        timeout = (plan.expected_s() + spec["warmup_s"]) * 10 + 120
+        try:
+            stepped = drive(engine, spec, stem, timeout, job.lab.placement.client_cpus, hooks)
+        finally:
+            hooks.close()
+        summary = stepped.summary
+        q = summary["ops"].get(summary["q_op"], {})
+        count = q.get(summary.get("q_unit", "ops"), 0)
+        folded = flame.collapse(data)
+        data.unlink(missing_ok=True)
+        cpu_ns = sum(n for _, n in flame.parse_folded(folded))
+        found[plan.name] = {
+            "folded": flame.per_op(folded, count),
+            "samples": round(cpu_ns * PERF_HZ / 1e9),
+            "cpu_s": cpu_ns / 1e9,
+            "count": count,
+            "elapsed_s": summary["elapsed_s"],
+            "hz": PERF_HZ,
+            "pmu_per_op": {k: v / count for k, v in hooks.counters.items() if v and count},
+        }
+        return stepped
+
+    _replay(job, engine, "profile", measure, 1.0, notify)
+    return found

@@ -1,0 +1,127 @@
+"""Running a program under callgrind with its instrumentation off, and switching it on,
+zeroing, dumping and switching it off again from outside, through vgdb.
+
+Every process starts uninstrumented (`--instr-atstart=no`: it runs several times slower,
+not a hundred). A monitor command sent with vgdb is executed before vgdb returns, even
+by a process blocked in a system call (vgdb wakes it with ptrace), so a command sent
+while the loadgen waits at an edge of its window takes effect exactly there.
+
+Two things make vgdb reach forked children (PostgreSQL's backends): `--trace-children=
+yes`, without which a forked child never opens its FIFOs, and the same user name in the
+FIFOs' names on both sides. Valgrind names them after $LOGNAME or $USER, which a server
+that rewrites its process title clobbers in its children; so both the program and vgdb
+run without those variables (the name is then `???` on both sides), and vgdb runs as
+the program's user (as root it cannot open a FIFO the program then writes to).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress.errors import DbregressError
+
+# A fixed simulated cache hierarchy, so figures compare across hosts (valgrind would
+# otherwise copy the host's, which on virtual machines can be absurd: a 256 MB LL):
+# 32 KiB 8-way L1s, an 8 MiB 16-way last level, 64-byte lines.
+CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
+UNSET = ("USER", "LOGNAME", "HOST")
+VGDB_TIMEOUT_S = 120.0
+
+
+class ValgrindError(DbregressError):
+    """valgrind or vgdb is missing, or vgdb could not reach a process."""
+
+
+def require() -> tuple[str, str]:
+    """Paths of valgrind and vgdb; ValgrindError naming the package if missing."""
+    valgrind, vgdb = shutil.which("valgrind"), shutil.which("vgdb")
+    if not valgrind or not vgdb:
+        raise ValgrindError(
+            "dbregress explain needs valgrind (with vgdb): apt-get install valgrind "
+            "(make debian installs it)"
+        )
+    return valgrind, vgdb
+
+
+def version() -> str:
+    out = subprocess.run(["valgrind", "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+@dataclass(frozen=True)
+class Callgrind:
+    """callgrind for one program and its children, writing into `out_dir`."""
+
+    out_dir: Path
+    server_user: dict[str, Any]  # subprocess keyword arguments that run as the program's user
+
+    @property
+    def prefix(self) -> Path:
+        return self.out_dir / "vgdb"
+
+    def wrapper(self) -> list[str]:
+        """The command prefix that runs a program under callgrind, instrumentation off."""
+        valgrind, _ = require()
+        return [
+            "env",
+            *(f"--unset={name}" for name in UNSET),
+            valgrind,
+            "--tool=callgrind",
+            "--trace-children=yes",
+            "--instr-atstart=no",
+            "--cache-sim=yes",
+            "--branch-sim=yes",
+            *CACHES,
+            f"--vgdb-prefix={self.prefix}",
+            f"--callgrind-out-file={self.out_dir}/callgrind.out.%p",
+            f"--log-file={self.out_dir}/valgrind.%p.log",
+        ]
+
+    def control(self, pids: Iterable[int], command: str) -> list[int]:
+        """Send a monitor command (`instrumentation on`, `zero`, `dump HINT`, ...) to
+        every pid at once; returns the pids that took it. A pid without a FIFO (a
+        process just forked, or gone) is skipped; any other failure raises."""
+        _, vgdb = require()
+        env = {k: v for k, v in os.environ.items() if k not in UNSET}
+
+        def send(pid: int) -> tuple[int, int, str]:
+            args = [vgdb, f"--vgdb-prefix={self.prefix}", f"--pid={pid}", *command.split()]
+            try:
+                out = subprocess.run(
+                    args,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=VGDB_TIMEOUT_S,
+                    check=False,
+                    **self.server_user,
+                )
+            except subprocess.TimeoutExpired:
+                return pid, -1, f"no answer in {VGDB_TIMEOUT_S:.0f} s"
+            return pid, out.returncode, (out.stderr + out.stdout).strip()
+
+        pids = sorted(set(pids))
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(pids)))) as pool:
+            results = list(pool.map(send, pids))
+        took, failed = [], []
+        for pid, code, text in results:
+            if code == 0:
+                took.append(pid)
+            elif "no FIFO found" not in text and "invalid pid" not in text:
+                failed.append(f"pid {pid}: {text.splitlines()[-1] if text else code}")
+        if failed:
+            raise ValgrindError(f"vgdb {command!r} failed: {'; '.join(failed)}")
+        return took
+
+    def prepare(self, owner: tuple[int, int] | None) -> None:
+        """An empty output directory the program's user can write."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if owner is not None:
+            os.chown(self.out_dir, *owner)
