@@ -245,6 +245,20 @@ def test_a_hosts_calibration_is_shown(tmp_path: Path) -> None:
     assert calibration(None) == []
 
 
+def test_the_host_probes_run_and_show_with_the_calibration(tmp_path: Path) -> None:
+    from dbregress.collect.hostprobe import probe_host
+    from dbregress.report.verdict_tables import calibration
+
+    probe = probe_host(seconds=1.0, block_s=0.1)
+    for name in ("cpu", "memory"):
+        p = probe[name]
+        assert len(p["rates"]) >= 2 and all(r > 0 for r in p["rates"]), p
+        assert p["cv"] >= 0 and p["low"] <= 1 <= p["high"], p
+    text = "\n".join(calibration({"lab": "q", "placements": {}, "host_probe": {"before": probe}}))
+    assert "Host probe before the A/A runs, no engine running: CPU loop CV" in text
+    assert "random reads in 8 MB CV" in text
+
+
 def test_a_slowed_column_says_so(tmp_path: Path) -> None:
     path = fixture_run(tmp_path)
     data = read_run(path)

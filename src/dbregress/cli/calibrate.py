@@ -19,6 +19,7 @@ from dbregress.analysis.calibration import (
 )
 from dbregress.analysis.compare import compare_run
 from dbregress.cli import progress
+from dbregress.collect.hostprobe import describe, probe_host
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
@@ -58,6 +59,13 @@ def add_parser(sub: Any) -> None:
         type=float,
         default=0.05,
         help="the change to size the repeats for (default 0.05)",
+    )
+    p.add_argument(
+        "--probe-s",
+        type=float,
+        default=20.0,
+        help="seconds of host probes (CPU loop, random reads in a cache-sized buffer) "
+        "before and after the A/A runs, with no engine running (0: none; default 20)",
     )
     p.set_defaults(func=run)
 
@@ -132,9 +140,12 @@ def run(args: argparse.Namespace) -> int:
     lab = load_lab(args.lab)
     if args.inject is not None and not 0 < args.inject <= 10:
         raise DbregressError(f"--inject: must be a fraction in (0, 10], got {args.inject}")
+    if not 0 <= args.probe_s <= 3600:
+        raise DbregressError(f"--probe-s: must be 0-3600 seconds, got {args.probe_s}")
     if not 0 < args.change < 1:
         raise DbregressError(f"--change: must be a fraction in (0, 1), got {args.change}")
     summary: dict[str, Any] = {"lab": lab.name, "change": args.change, "placements": {}}
+    summary["host_probe"] = {"before": _probe("before", args.probe_s)}
     for placement in _placements(args.placements):
         derived = aa_lab(lab, placement, args.inject)
         display = progress.for_stderr()
@@ -153,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
             "median_cv": median_cv(noise),
             "steps": [dataclasses.asdict(n) for n in noise],
         }
+    summary["host_probe"]["after"] = _probe("after", args.probe_s)
     steadiest = _steadiest(summary["placements"])
     summary["steadiest"] = steadiest
     if len(summary["placements"]) > 1 and steadiest:
@@ -163,6 +175,16 @@ def run(args: argparse.Namespace) -> int:
     path = save_calibration(args.results, summary)
     print(f"Calibration stored in {path}; later reports on this host show it.")
     return 0
+
+
+def _probe(when: str, seconds: float) -> dict[str, Any] | None:
+    """The host probes (collect/hostprobe.py), with no engine running."""
+    if seconds <= 0:
+        return None
+    result = probe_host(seconds)
+    print(f"Host probe {when} the A/A runs ({seconds:g} s): {describe(result)}", flush=True)
+    print(flush=True)
+    return result
 
 
 def _steadiest(placements: dict[str, Any]) -> str | None:

@@ -419,6 +419,7 @@ def render(
         "noise": vt.noise_line(results),
         "calibration": calibration,
         "calibration_rows": vt.calibration_rows(calibration) if calibration else [],
+        "calibration_probes": vt.probe_lines(calibration) if calibration else [],
         "damaged": data.damaged,
         "reproduce": reproduce(data),
         "verdict_colours": svg.VERDICT_COLOURS,

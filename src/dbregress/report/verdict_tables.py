@@ -9,6 +9,7 @@ from typing import Any
 from dbregress.analysis.compare import RunVerdicts
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
+from dbregress.collect.hostprobe import describe
 
 # A mark says what the verdict claims, never what a single number looks like.
 QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
@@ -156,7 +157,18 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
     out += table(["placement", "median CV", "median detectable change", "A/A run"], rows)
     if cal.get("steadiest") and len(rows) > 1:
         out += [f"Steadiest placement: {cal['steadiest']}.", ""]
+    for line in probe_lines(cal):
+        out += [line, ""]
     return out
+
+
+def probe_lines(cal: dict[str, Any]) -> list[str]:
+    """What the host probes said before and after the A/A runs (collect/hostprobe.py)."""
+    return [
+        f"Host probe {when} the A/A runs, no engine running: {describe(probe)}."
+        for when, probe in (cal.get("host_probe") or {}).items()
+        if probe
+    ]
 
 
 def calibration_rows(cal: dict[str, Any]) -> list[list[str]]:
