@@ -2,6 +2,7 @@
 //! by name in `open`; workloads speak only to these traits, and the runner times every
 //! call, so drivers never time themselves.
 
+mod dialect;
 pub mod kv;
 pub mod micro;
 mod mypacket;

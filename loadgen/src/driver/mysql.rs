@@ -3,6 +3,7 @@
 //! counted, never decoded. The storage engine (InnoDB or RocksDB) is this driver's
 //! business: it picks the table's ENGINE and the post-write cleanup.
 
+use super::dialect::{Dialect, MYSQL};
 use super::micro::{LoadCache, MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
 use super::sql::{self, StmtKey, TableStmts};
@@ -71,6 +72,7 @@ impl Driver for MysqlDriver {
         })?;
         Ok(Box::new(MyConn {
             client,
+            dialect: &MYSQL,
             storage_engine: self.storage_engine.clone(),
             stmts: TableStmts::default(),
             micro: StmtCache::default(),
@@ -81,6 +83,8 @@ impl Driver for MysqlDriver {
 
 pub(super) struct MyConn {
     pub(super) client: MyClient,
+    /// The SQL this server reads.
+    pub(super) dialect: &'static Dialect,
     pub(super) storage_engine: String,
     /// The Insert Benchmark statements prepared on this connection.
     stmts: TableStmts<Prepared>,
@@ -97,41 +101,6 @@ pub(super) fn classify(e: MyError) -> DbError {
     }
 }
 
-/// `(?,?,...)` with `n` placeholders, `rows` times, comma separated.
-pub(super) fn values(rows: usize, n: usize) -> String {
-    let one = format!("({})", vec!["?"; n].join(","));
-    vec![one; rows].join(",")
-}
-
-/// The SQL of a statement on table `t`; the generated keys of an insert come from its
-/// OK packet, so `Insert(n, _)` is one statement either way.
-fn sql_for(key: StmtKey, t: &str) -> String {
-    match key {
-        StmtKey::Insert(n, _) => format!(
-            "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
-             VALUES {}",
-            values(n, 6)
-        ),
-        StmtKey::Delete => format!("DELETE FROM {t} ORDER BY transactionid LIMIT ?"),
-        StmtKey::Range(RangeIndex::MarketSegment) => format!(
-            "SELECT productid, customerid, price FROM {t} WHERE productid >= ? \
-             ORDER BY productid, customerid, price LIMIT 10"
-        ),
-        StmtKey::Range(RangeIndex::RegisterSegment) => format!(
-            "SELECT cashregisterid, customerid, price FROM {t} WHERE cashregisterid >= ? \
-             ORDER BY cashregisterid, customerid, price LIMIT 10"
-        ),
-        StmtKey::Range(RangeIndex::Pdc) => format!(
-            "SELECT price, dateandtime, customerid FROM {t} WHERE price >= ? \
-             ORDER BY price, dateandtime, customerid LIMIT 10"
-        ),
-        StmtKey::Point => format!(
-            "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN ({})",
-            ["?"; 10].join(",")
-        ),
-    }
-}
-
 impl MyConn {
     /// The statement prepared on this connection, preparing it on first use.
     fn prepared(&mut self, table: Table, key: StmtKey) -> DbResult<Prepared> {
@@ -140,7 +109,7 @@ impl MyConn {
         }
         let p = self
             .client
-            .prepare(&sql_for(key, table.name))
+            .prepare(&self.dialect.ib_sql(key, table.name))
             .map_err(classify)?;
         self.stmts.insert(key, p);
         Ok(p)
@@ -148,6 +117,18 @@ impl MyConn {
 
     pub(super) fn batch(&mut self, sql: &str) -> DbResult<()> {
         self.client.query(sql).map(|_| ()).map_err(classify)
+    }
+
+    /// The dialect's statements `templates` on `table` in this connection's storage
+    /// engine, one after another.
+    pub(super) fn batches(&mut self, templates: &[&str], table: &str) -> DbResult<()> {
+        for sql in self
+            .dialect
+            .fill_all(templates, table, &self.storage_engine)
+        {
+            self.batch(&sql)?;
+        }
+        Ok(())
     }
 
     /// The first row of a query, its columns parsed as integers (NULL as None).
@@ -225,23 +206,11 @@ impl MyConn {
 impl Conn for MyConn {
     fn create_table(&mut self, table: Table) -> DbResult<()> {
         self.stmts.clear();
-        let table = table.name;
-        self.batch(&format!("DROP TABLE IF EXISTS {table}"))?;
-        self.batch(&format!(
-            "CREATE TABLE {table} (transactionid bigint NOT NULL AUTO_INCREMENT, \
-             dateandtime datetime, cashregisterid int, customerid int, productid int, \
-             price int, data varchar(4000), PRIMARY KEY (transactionid)) ENGINE={}",
-            self.storage_engine
-        ))
+        self.batches(self.dialect.ib_create, table.name)
     }
 
     fn create_indexes(&mut self, table: Table) -> DbResult<()> {
-        let table = table.name;
-        self.batch(&format!(
-            "ALTER TABLE {table} ADD INDEX {table}_marketsegment (productid, customerid, price), \
-             ADD INDEX {table}_registersegment (cashregisterid, customerid, price), \
-             ADD INDEX {table}_pdc (price, dateandtime, customerid)"
-        ))
+        self.batches(self.dialect.ib_indexes, table.name)
     }
 
     fn insert(
@@ -316,20 +285,13 @@ impl Conn for MyConn {
     }
 
     fn id_gaps(&mut self, table: Table) -> DbResult<Vec<(i64, i64)>> {
-        let table = table.name;
-        // No window functions: MySQL 5.7 has none.
-        let sql = format!(
-            "SELECT a.transactionid + 1, (SELECT MIN(b.transactionid) FROM {table} b \
-             WHERE b.transactionid > a.transactionid) - 1 FROM {table} a \
-             WHERE NOT EXISTS (SELECT 1 FROM {table} c WHERE c.transactionid = a.transactionid + 1) \
-             AND a.transactionid < (SELECT MAX(transactionid) FROM {table}) ORDER BY 1"
-        );
+        let sql = self.dialect.fill(self.dialect.id_gaps, table.name, "");
         let rows = self.client.query_rows(&sql).map_err(classify)?;
         sql::gaps(&rows)
     }
 
     fn cleanup_table(&mut self, table: Table, _timeout: Duration) -> DbResult<()> {
-        self.batch(&format!("ANALYZE TABLE {}", table.name))
+        self.batches(self.dialect.cleanup_table, table.name)
     }
 
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {

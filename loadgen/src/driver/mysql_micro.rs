@@ -2,7 +2,7 @@
 //! in the table's storage engine, statements prepared once per connection.
 
 use super::micro::{Arg, MicroConn, SbRow, Stmt, Table};
-use super::mysql::{classify, values, MyConn, MAX_PARAMS};
+use super::mysql::{classify, MyConn, MAX_PARAMS};
 use super::sql;
 use super::{DbError, DbResult};
 
@@ -10,14 +10,7 @@ impl MicroConn for MyConn {
     fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
         self.micro.clear_table(table);
         self.loads.clear_table(table);
-        let t = table.name;
-        self.batch(&format!("DROP TABLE IF EXISTS {t}"))?;
-        self.batch(&format!(
-            "CREATE TABLE {t} (id int NOT NULL, k int NOT NULL DEFAULT 0, \
-             c char(120) NOT NULL DEFAULT '', pad char(60) NOT NULL DEFAULT '', \
-             PRIMARY KEY (id)) ENGINE={}",
-            self.storage_engine
-        ))
+        self.batches(self.dialect.sb_create, table.name)
     }
 
     fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
@@ -27,11 +20,7 @@ impl MicroConn for MyConn {
         let stmt = match self.loads.get(table, rows.len()) {
             Some(&s) => s,
             None => {
-                let sql = format!(
-                    "INSERT INTO {} (id, k, c, pad) VALUES {}",
-                    table.name,
-                    values(rows.len(), 4)
-                );
+                let sql = self.dialect.sb_insert(table.name, rows.len());
                 let s = self.client.prepare(&sql).map_err(classify)?;
                 self.loads.insert(table, rows.len(), s);
                 s
@@ -49,14 +38,14 @@ impl MicroConn for MyConn {
     }
 
     fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
-        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
+        self.batch(&self.dialect.k_index(table.name, index))
     }
 
     fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
         let prepared = match self.micro.get(table, stmt) {
             Some(&p) => p,
             None => {
-                let sql = stmt.sql(table.name, |_| "?".into());
+                let sql = self.dialect.micro_sql(stmt, table.name);
                 let p = self.client.prepare(&sql).map_err(classify)?;
                 self.micro.insert(table, stmt, p);
                 p

@@ -2,6 +2,7 @@
 //! Statements are prepared once per connection; result rows are counted from the
 //! command tag, never decoded.
 
+use super::dialect::{Dialect, POSTGRES};
 use super::micro::{LoadCache, StmtCache};
 use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
 use super::sql::{self, StmtKey, TableStmts};
@@ -54,6 +55,7 @@ impl Driver for PostgresDriver {
         })?;
         Ok(Box::new(PgConn {
             client,
+            dialect: &POSTGRES,
             stmts: TableStmts::default(),
             next_id: 0,
             micro: StmtCache::default(),
@@ -64,6 +66,8 @@ impl Driver for PostgresDriver {
 
 pub(super) struct PgConn {
     pub(super) client: PgClient,
+    /// The SQL this server reads.
+    pub(super) dialect: &'static Dialect,
     /// The Insert Benchmark statements prepared on this connection, by their names.
     stmts: TableStmts<String>,
     pub(super) next_id: u32,
@@ -80,69 +84,14 @@ pub(super) fn classify(e: PgError) -> DbError {
     }
 }
 
-/// SQL and parameter types of a statement on table `t`.
-fn sql_for(key: StmtKey, t: &str) -> (String, Vec<u32>) {
-    let (sql, types) = match key {
-        StmtKey::Insert(n, returning) => {
-            let values: Vec<String> = (0..n)
-                .map(|i| {
-                    let p = i * 6;
-                    format!(
-                        "(${},${},${},${},${},${})",
-                        p + 1,
-                        p + 2,
-                        p + 3,
-                        p + 4,
-                        p + 5,
-                        p + 6
-                    )
-                })
-                .collect();
-            let sql = format!(
-                "INSERT INTO {t} (dateandtime, cashregisterid, customerid, productid, price, data) \
-                 VALUES {}{}",
-                values.join(","),
-                if returning { " RETURNING transactionid" } else { "" }
-            );
-            (sql, [TIMESTAMP, INT4, INT4, INT4, INT4, VARCHAR].repeat(n))
-        }
-        StmtKey::Delete => (
-            format!(
-                "DELETE FROM {t} WHERE transactionid IN \
-                 (SELECT transactionid FROM {t} ORDER BY transactionid LIMIT $1)"
-            ),
-            vec![INT8],
-        ),
-        StmtKey::Range(RangeIndex::MarketSegment) => (
-            format!(
-                "SELECT productid, customerid, price FROM {t} WHERE productid >= $1 \
-                 ORDER BY productid, customerid, price LIMIT 10"
-            ),
-            vec![INT4],
-        ),
-        StmtKey::Range(RangeIndex::RegisterSegment) => (
-            format!(
-                "SELECT cashregisterid, customerid, price FROM {t} WHERE cashregisterid >= $1 \
-                 ORDER BY cashregisterid, customerid, price LIMIT 10"
-            ),
-            vec![INT4],
-        ),
-        StmtKey::Range(RangeIndex::Pdc) => (
-            format!(
-                "SELECT price, dateandtime, customerid FROM {t} WHERE price >= $1 \
-                 ORDER BY price, dateandtime, customerid LIMIT 10"
-            ),
-            vec![INT4],
-        ),
-        StmtKey::Point => (
-            format!(
-                "SELECT transactionid, productid, data FROM {t} WHERE transactionid IN \
-                 ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
-            ),
-            vec![INT8; 10],
-        ),
-    };
-    (sql, types)
+/// The parameter types of an Insert Benchmark statement (its text is the dialect's).
+fn types_for(key: StmtKey) -> Vec<u32> {
+    match key {
+        StmtKey::Insert(n, _) => [TIMESTAMP, INT4, INT4, INT4, INT4, VARCHAR].repeat(n),
+        StmtKey::Delete => vec![INT8],
+        StmtKey::Range(_) => vec![INT4],
+        StmtKey::Point => vec![INT8; 10],
+    }
 }
 
 /// Execute the Insert Benchmark statement `key` on `table`, preparing it on first use:
@@ -156,8 +105,10 @@ fn with_stmt<T>(
     if c.stmts.get(table, key).is_none() {
         let name = format!("s{}", c.next_id);
         c.next_id += 1;
-        let (sql, types) = sql_for(key, table.name);
-        c.client.prepare(&name, &sql, &types).map_err(classify)?;
+        let sql = c.dialect.ib_sql(key, table.name);
+        c.client
+            .prepare(&name, &sql, &types_for(key))
+            .map_err(classify)?;
         c.stmts.insert(key, name);
     }
     let name = c.stmts.get(table, key).expect("prepared above");
@@ -167,6 +118,14 @@ fn with_stmt<T>(
 impl PgConn {
     pub(super) fn batch(&mut self, sql: &str) -> DbResult<()> {
         self.client.simple_query(sql).map(|_| ()).map_err(classify)
+    }
+
+    /// The dialect's statements `templates` on `table`, one after another.
+    pub(super) fn batches(&mut self, templates: &[&str], table: &str) -> DbResult<()> {
+        for sql in self.dialect.fill_all(templates, table, "") {
+            self.batch(&sql)?;
+        }
+        Ok(())
     }
 
     fn set_timeout(&mut self, timeout: Duration) -> DbResult<()> {
@@ -198,25 +157,11 @@ impl PgConn {
 impl Conn for PgConn {
     fn create_table(&mut self, table: Table) -> DbResult<()> {
         self.stmts.clear();
-        let table = table.name;
-        self.batch(&format!(
-            "DROP TABLE IF EXISTS {table}; CREATE TABLE {table} (\
-             transactionid bigserial PRIMARY KEY, dateandtime timestamp, cashregisterid int, \
-             customerid int, productid int, price int, data varchar(4000))"
-        ))
+        self.batches(self.dialect.ib_create, table.name)
     }
 
     fn create_indexes(&mut self, table: Table) -> DbResult<()> {
-        let table = table.name;
-        self.batch(&format!(
-            "CREATE INDEX {table}_marketsegment ON {table} (productid, customerid, price)"
-        ))?;
-        self.batch(&format!(
-            "CREATE INDEX {table}_registersegment ON {table} (cashregisterid, customerid, price)"
-        ))?;
-        self.batch(&format!(
-            "CREATE INDEX {table}_pdc ON {table} (price, dateandtime, customerid)"
-        ))
+        self.batches(self.dialect.ib_indexes, table.name)
     }
 
     fn insert(
@@ -282,20 +227,14 @@ impl Conn for PgConn {
     }
 
     fn id_gaps(&mut self, table: Table) -> DbResult<Vec<(i64, i64)>> {
-        let table = table.name;
-        let sql = format!(
-            "SELECT prev + 1, transactionid - 1 FROM (SELECT transactionid, \
-             lag(transactionid) OVER (ORDER BY transactionid) AS prev FROM {table}) s \
-             WHERE transactionid - prev > 1 ORDER BY 1"
-        );
+        let sql = self.dialect.fill(self.dialect.id_gaps, table.name, "");
         let rows = self.client.simple_query(&sql).map_err(classify)?;
         sql::gaps(&rows)
     }
 
     fn cleanup_table(&mut self, table: Table, timeout: Duration) -> DbResult<()> {
         self.set_timeout(timeout)?;
-        let table = table.name;
-        self.batch(&format!("VACUUM (ANALYZE, INDEX_CLEANUP ON) {table}"))
+        self.batches(self.dialect.cleanup_table, table.name)
     }
 
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {

@@ -32,12 +32,7 @@ impl MicroConn for PgConn {
     fn create_sbtest(&mut self, table: Table) -> DbResult<()> {
         self.micro.clear_table(table);
         self.loads.clear_table(table);
-        let t = table.name;
-        self.batch(&format!(
-            "DROP TABLE IF EXISTS {t}; CREATE TABLE {t} (id integer NOT NULL, \
-             k integer NOT NULL DEFAULT 0, c char(120) NOT NULL DEFAULT '', \
-             pad char(60) NOT NULL DEFAULT '', PRIMARY KEY (id))"
-        ))
+        self.batches(self.dialect.sb_create, table.name)
     }
 
     fn insert_sbtest(&mut self, table: Table, rows: &[SbRow]) -> DbResult<u64> {
@@ -45,17 +40,7 @@ impl MicroConn for PgConn {
             return Err(DbError::fatal("too many rows for one insert"));
         }
         if self.loads.get(table, rows.len()).is_none() {
-            let values: Vec<String> = (0..rows.len())
-                .map(|i| {
-                    let p = 4 * i;
-                    format!("(${},${},${},${})", p + 1, p + 2, p + 3, p + 4)
-                })
-                .collect();
-            let sql = format!(
-                "INSERT INTO {} (id, k, c, pad) VALUES {}",
-                table.name,
-                values.join(",")
-            );
+            let sql = self.dialect.sb_insert(table.name, rows.len());
             let name =
                 self.prepare_named(&sql, &[INT4, INT4, VARCHAR, VARCHAR].repeat(rows.len()))?;
             self.loads.insert(table, rows.len(), name);
@@ -73,12 +58,12 @@ impl MicroConn for PgConn {
     }
 
     fn create_k_index(&mut self, table: Table, index: &str) -> DbResult<()> {
-        self.batch(&format!("CREATE INDEX {index} ON {} (k)", table.name))
+        self.batch(&self.dialect.k_index(table.name, index))
     }
 
     fn exec(&mut self, table: Table, stmt: Stmt, args: &[Arg]) -> DbResult<u64> {
         if self.micro.get(table, stmt).is_none() {
-            let sql = stmt.sql(table.name, |i| format!("${}", i + 1));
+            let sql = self.dialect.micro_sql(stmt, table.name);
             let name = self.prepare_named(&sql, &types(args))?;
             self.micro.insert(table, stmt, name);
         }
