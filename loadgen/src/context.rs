@@ -135,6 +135,9 @@ pub struct StepContext {
     fault: Option<Fault>,
     /// The profiler's window over the calls of Q (the spec's `window`).
     pub window: Option<Window>,
+    /// The server processes serving the clients' connections (`Conn::session_pid`),
+    /// reported at `ready`.
+    pub session_pids: Mutex<Vec<u32>>,
 }
 
 impl StepContext {
@@ -162,6 +165,7 @@ impl StepContext {
             checks: Gate::new(),
             tx,
             fault,
+            session_pids: Mutex::new(Vec::new()),
         }
     }
 
@@ -179,8 +183,14 @@ impl StepContext {
             .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
     }
 
+    /// A new connection (setup, never timed); its server process is noted for `ready`.
     pub fn connect(&self) -> Result<Box<dyn Conn>> {
-        self.driver.connect().map_err(|e| anyhow!(e.message))
+        let conn = self.driver.connect().map_err(|e| anyhow!(e.message))?;
+        if let Some(pid) = conn.session_pid() {
+            let mut pids = self.session_pids.lock().unwrap_or_else(|e| e.into_inner());
+            pids.push(pid);
+        }
+        Ok(conn)
     }
 
     /// Tell the reporter this client is set up, then wait for the common start.

@@ -29,6 +29,10 @@ pub enum Event<'a> {
     /// Every client is set up; with the handshake, the loadgen now waits for `go`.
     Ready {
         process: ProcessUsage,
+        /// The server processes serving the clients' sessions, where the engine runs
+        /// one per session (PostgreSQL).
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        server_pids: Vec<u32>,
     },
     Interval {
         t_s: f64,

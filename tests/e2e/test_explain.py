@@ -82,6 +82,10 @@ def test_explain_a_postgres_q_step_and_a_rocksdb_step(tmp_path: Path, workdir: P
         assert list((run / "explain" / column).glob(f"*-{step}/callgrind.out.*.gz"))
     pg = got[("qr100", "pg17")]["count"]
     assert "postgres" in pg["objects"] and pg["files"] >= 2  # the backend and its peers
+    # The backends serving the loadgen's sessions, apart from the server's other processes
+    assert pg["scope"] == "sessions", pg.get("scope")
+    assert pg["background_per_op"]["instructions"] > 0
+    assert got[("readrandom", "r7")]["count"]["scope"] == "engine"
     assert any(f["function"].startswith("_bt_") for f in pg["functions"][:30])
     r10 = got[("readrandom", "r10")]["count"]
     assert "dbregress-loadgen" in r10["objects"]

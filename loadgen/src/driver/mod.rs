@@ -176,6 +176,12 @@ pub trait Conn: Send {
     fn micro(&mut self) -> Option<&mut dyn micro::MicroConn> {
         None
     }
+    /// The pid of the server process serving this connection, where the engine runs a
+    /// process per session (PostgreSQL): a profiler then tells the sessions' work from
+    /// the server's background processes.
+    fn session_pid(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// The registry: the driver named by the spec's `engine.driver`. An embedded engine is

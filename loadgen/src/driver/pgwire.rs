@@ -89,6 +89,8 @@ pub struct PgClient {
     wait_ms: i32,
     /// The first column of the last row `execute_returning` read, reused.
     last: Vec<u8>,
+    /// The server process serving this session (BackendKeyData), if it said.
+    backend_pid: Option<u32>,
 }
 
 /// Start a message of type `tag` in `buf`; `finish` fills in its length.
@@ -197,6 +199,7 @@ impl PgClient {
             rlen: 0,
             wait_ms: timeout.as_millis().min(i32::MAX as u128) as i32,
             last: Vec::new(),
+            backend_pid: None,
         };
         c.wbuf.extend_from_slice(&[0; 4]);
         c.wbuf.extend_from_slice(&196608i32.to_be_bytes()); // protocol 3.0
@@ -211,17 +214,30 @@ impl PgClient {
         c.wbuf.push(0);
         finish(&mut c.wbuf, 0);
         c.flush()?;
+        let mut backend_pid = None;
         c.read_until_ready(|tag, body| match tag {
             b'R' if body.get(..4) != Some(&[0, 0, 0, 0]) => Err(PgError::client(
                 "the server asks for a password; the loadgen expects trust authentication",
             )),
+            b'K' => {
+                backend_pid = body
+                    .get(..4)
+                    .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                Ok(())
+            }
             _ => Ok(()),
         })?;
+        c.backend_pid = backend_pid;
         c.stream
             .set_read_timeout(None)
             .map_err(|e| PgError::io("connect", e))?;
         c.wait_ms = -1;
         Ok(c)
+    }
+
+    /// The pid of the server process serving this session, from BackendKeyData.
+    pub fn backend_pid(&self) -> Option<u32> {
+        self.backend_pid
     }
 
     fn flush(&mut self) -> PgResult<()> {

@@ -245,6 +245,10 @@ impl Conn for PgConn {
     fn micro(&mut self) -> Option<&mut dyn super::micro::MicroConn> {
         Some(self)
     }
+
+    fn session_pid(&self) -> Option<u32> {
+        self.client.backend_pid()
+    }
 }
 
 impl sql::QueryInts for PgConn {

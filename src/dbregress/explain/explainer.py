@@ -24,11 +24,13 @@ from dbregress.lab import Comparison, Lab, load_lab
 from dbregress.runner import work_root
 from dbregress.store.run import RunData, read_run
 
-# A window's size when --ops is not given: as many Q calls as took this much time in the
-# run (at least MIN_OPS, at most MAX_OPS), after half as many warm-up calls, so each
-# window costs about the same under callgrind (50 to 100 times slower) whatever the
-# step's speed. The counts are deterministic (the seeds replay the same operations):
-# a small window is stable; it is as representative as its calls are many.
+# A window's size when --ops is not given: for a step that runs for a duration, as many Q
+# calls as took this much time in the run (at least MIN_OPS, at most MAX_OPS), after half
+# as many warm-up calls, so each window costs about the same under callgrind (50 to 100
+# times slower) whatever the step's speed; for a fixed-work step, the middle half of its
+# calls (at most MAX_OPS). The seeds replay the same operations, so a window's counts
+# repeat when the engine's state at the window does; they are as representative as its
+# calls are many.
 WINDOW_BUDGET_S = 0.01
 MIN_OPS, MAX_OPS = 20, 2000
 SUPPORTED = ("postgres", "rocksdb")
@@ -108,6 +110,11 @@ def window_for(
     skip = n // 2
     if fixed:  # the window must fit in the step's own calls
         total = int(statistics.median(totals))
+        if ops is None:
+            # The middle half of the step's calls: a write step's cost per call rises
+            # and falls as dead rows pile up and are cleaned, so a window of a few
+            # calls lands anywhere on that cycle (l.i2: 20% apart between two runs).
+            skip, n = total // 4, min(MAX_OPS, max(MIN_OPS, total // 2))
         skip = min(skip, total // 3)
         n = max(1, min(n, total - skip))
     return skip, n, rate
@@ -159,6 +166,7 @@ def explain(request: Request, notify: Notify) -> Path:
             "step's Q calls; costs zeroed at the window's open and dumped at its close "
             "through vgdb while the loadgen waits at each edge",
             "caches": list(valgrind.CACHES),
+            "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
             "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },

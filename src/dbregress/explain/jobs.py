@@ -45,6 +45,22 @@ from dbregress.runner import make_engine
 
 Notify = Callable[[str], None]
 SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one
+
+# PostgreSQL's time-driven background work, off while callgrind counts: under valgrind's
+# slowdown autovacuum and timed checkpoints fall at other points of the operations than
+# in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
+# moved 5% between two explain runs of one build with them on, 0.001% and 0.6% with them
+# off). A column's own settings still win.
+QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
+
+
+def count_settings(job: ColumnJob) -> dict[str, str]:
+    """The settings of the counting replay: the column's, over QUIET_POSTGRES for
+    PostgreSQL."""
+    quiet = QUIET_POSTGRES if job.build.spec.engine == "postgres" else {}
+    return {**quiet, **dict(job.column.settings)}
+
+
 PERF_HZ = 499  # sampling frequency (not a multiple of common timer ticks)
 # The builds have no frame pointers: perf copies 8 KiB of each sample's stack and
 # unwinds it from the DWARF call-frame information (deep enough for these engines).
@@ -84,7 +100,7 @@ def _engine(job: ColumnJob, name: str, wrapper: tuple[str, ...]) -> Engine:
         workdir=job.work / name,
         log_path=job.out / f"{name}-server.log",
         config_name=job.column.config,
-        settings=dict(job.column.settings),
+        settings=count_settings(job) if name == "count" else dict(job.column.settings),
         sizes=benchmarks.engine_sizes(job.comparison, memory),
         cpus=job.lab.placement.server_cpus,
         start_timeout_s=job.lab.start_timeout_s * slow,
@@ -154,8 +170,10 @@ class _CountHooks(Hooks):
         self.cg, self.targets, self.hint = cg, targets, hint
         self.opened = self.closed = 0.0
         self.close: dict[str, Any] | None = None
+        self.sessions: set[str] = set()  # pids of the server processes serving the clients
 
-    def ready(self, loadgen: Loadgen) -> None:
+    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+        self.sessions = {str(p) for p in event.get("server_pids", [])}
         self.cg.control(self.targets(loadgen), "instrumentation on")
 
     def window(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
@@ -207,9 +225,16 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             )
         files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
         keep = job.out / f"{choice.index:02d}-{plan.name}"
-        profile = callgrind.merge(callgrind.read(f) for f in files)
-        _keep(files, keep)
+        sessions, background = split_sessions(files, hooks.sessions)
+        profile = callgrind.merge(callgrind.read(f) for f in sessions)
         found[plan.name] = figures(profile, hooks.close, stepped.summary, choice, len(files))
+        step = found[plan.name]
+        split = any(_pid(f) in hooks.sessions for f in files)
+        step["scope"] = "sessions" if split else "engine"
+        if step["scope"] == "sessions":
+            rest = callgrind.merge(callgrind.read(f) for f in background)
+            step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
+        _keep(files, keep)
         return stepped
 
     slow = 1.0 if job.embedded else SLOWDOWN
@@ -232,6 +257,16 @@ def window_files(out_dir: Path, hint: str, opened: float, closed: float) -> list
             ended.append(f)
     pids = {_pid(f) for f in dumped}
     return dumped + [f for f in ended if _pid(f) not in pids]
+
+
+def split_sessions(files: list[Path], sessions: set[str]) -> tuple[list[Path], list[Path]]:
+    """A window's files as (those of the processes serving the loadgen's sessions, the
+    rest: the server's background processes). Without session pids (an embedded engine,
+    a threaded server) every file counts as the engine's own work."""
+    mine = [f for f in files if _pid(f) in sessions]
+    if not mine:
+        return files, []
+    return mine, [f for f in files if _pid(f) not in sessions]
 
 
 def _pid(f: Path) -> str:
@@ -322,6 +357,11 @@ def figures(
     }
 
 
+def per_op_of(profile: callgrind.Profile, window: dict[str, Any]) -> dict[str, float]:
+    """Another profile of the same window (the background processes) per operation."""
+    return per_op(profile.events, profile.totals, window["divisor"])
+
+
 # -- profiling: perf record over the measured window ----------------------------------
 
 
@@ -339,7 +379,7 @@ class PerfHooks(Hooks):
         self.counters: dict[str, int | None] = {}
         self._ctl = self._ack = -1
 
-    def ready(self, loadgen: Loadgen) -> None:
+    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
         ctl, ack = self.data.with_suffix(".ctl"), self.data.with_suffix(".ack")
         for fifo in (ctl, ack):
             fifo.unlink(missing_ok=True)

@@ -99,11 +99,29 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
             b, o = (values.get(base) if base else None), values[lb]
             row.append(_signed(o - b) if b is not None and o is not None else "-")
         rows.append(row)
-    unit = entries[(comp, step, have[0])]["count"]["unit"]
-    ops = ", ".join(f"{lb}: {entries[(comp, step, lb)]['count']['ops']} calls" for lb in have)
+    counts = {lb: entries[(comp, step, lb)]["count"] for lb in have}
+    scoped = any(c.get("scope") == "sessions" for c in counts.values())
+    if scoped:
+        bg = {
+            lb: (c.get("background_per_op") or {}).get("instructions") for lb, c in counts.items()
+        }
+        row = ["instructions, background processes", *(_num(bg[lb]) for lb in have)]
+        for lb in have[1:]:
+            b, o = (bg.get(base) if base else None), bg[lb]
+            row.append(_signed(o - b) if b is not None and o is not None else "-")
+        rows.append(row)
+    unit = counts[have[0]]["unit"]
+    ops = ", ".join(f"{lb}: {counts[lb]['ops']} calls" for lb in have)
     header = ["per " + ("row" if unit == "rows" else "operation"), *have]
     header += [f"{lb} - {labels[0]}" for lb in have[1:]]
-    return [f"Counted over a window of {ops}.", "", *table(header, rows)]
+    lines = [f"Counted over a window of {ops}."]
+    if scoped:
+        lines.append(
+            "The figures are the server processes serving the loadgen's sessions; the last "
+            "row is the server's other processes (checkpointer, WAL writer, autovacuum, ...) "
+            "over the same window, whose share depends on when they ran."
+        )
+    return [*lines, "", *table(header, rows)]
 
 
 def _functions_table(comp: str, step: str, labels: list[str], entries: dict[Any, Any]) -> list[str]:
@@ -174,6 +192,15 @@ def section(explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdic
         "step's Q (per row for the load steps).",
         "",
     ]
+    quiet = (explain.get("method", {}).get("replay_settings") or {}).get("postgres")
+    if quiet:
+        given = ", ".join(f"{k} = {v}" for k, v in quiet.items())
+        out += [
+            f"PostgreSQL is counted with {given} (unless a column sets them): its "
+            "time-driven background work would otherwise fall at other points of the "
+            "operations under valgrind than in the run, and change what the backends do.",
+            "",
+        ]
     pmu = explain.get("pmu") or {}
     if pmu.get("note"):
         out += [f"Hardware counters: {pmu['note']}.", ""]

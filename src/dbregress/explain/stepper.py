@@ -19,8 +19,9 @@ from dbregress.store.files import sibling
 class Hooks:
     """What happens at each boundary of a step; by default nothing."""
 
-    def ready(self, loadgen: Loadgen) -> None:
-        """Every client is set up; nothing timed has run."""
+    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+        """Every client is set up; nothing timed has run. The event's `server_pids` name
+        the server processes serving the sessions, where the engine has them."""
 
     def measuring(self, loadgen: Loadgen) -> None:
         """The measured window begins (after the warm-up)."""
@@ -72,7 +73,7 @@ def drive(
             if kind == "start" and event["event_version"] != EVENT_VERSION:
                 raise LoadgenError(f"{BINARY} speaks another event version: run `make build`")
             if kind == "ready":
-                hooks.ready(loadgen)
+                hooks.ready(loadgen, event)
                 loadgen.go()
             elif kind == "measuring":
                 hooks.measuring(loadgen)
