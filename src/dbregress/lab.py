@@ -139,6 +139,7 @@ class Lab:
     warmup_job: bool = True
     drop_caches: bool | None = None  # None: only for configs that read from storage
     aslr: bool = True  # address-space layout randomization for servers and loadgens
+    explain: bool = False  # after the run, `dbregress explain` it
     verdict: VerdictPolicy = VerdictPolicy()
 
     @property
@@ -208,6 +209,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
         aslr=top.get("aslr", bool, True),
+        explain=top.get("explain", bool, False),
         verdict=_verdict(top),
     )
     top.reject_unknown()

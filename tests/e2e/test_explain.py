@@ -160,3 +160,37 @@ def test_an_injected_slowdown_is_named_client_cpu(tmp_path: Path, workdir: Path)
     causes = cause.explain(e)
     assert causes[0].text == "more client CPU per operation (the load generator)"
     assert causes[0].figures["client_cpu_us"]["ratio"] > 1.1
+
+
+AS_PART = """\
+name = "e"
+placement = "same"
+warmup_job = false
+explain = true
+benchmark = "kv"
+[[column]]
+label = "r10"
+build = "rocksdb@10.2.1"
+[kv]
+keys = 3000
+seconds = 0.3
+short_seconds = 0.3
+warmup_s = 0.1
+steps = ["fillseq", "readrandom"]
+"""
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind (make debian)")
+def test_a_lab_can_explain_itself(tmp_path: Path, workdir: Path) -> None:
+    """`explain = true`: the run is explained (every step, none being slower) before its
+    report, which then has the Explanations section."""
+    (tmp_path / "lab.toml").write_text(AS_PART)
+    out = dbregress("run", str(tmp_path / "lab.toml"), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    run, record = run_record(tmp_path)
+    explain = json.loads((run / "explain" / "explain.json").read_text())
+    got = {(e["step"], e["column"]) for e in explain["results"]}
+    assert got == {("fillseq", "r10"), ("readrandom", "r10")}
+    report = (run / "report.md").read_text()
+    assert "## Explanations" in report and "### kv: readrandom" in report
+    assert "Explanations: " in out.stderr and record["status"] == "ok"

@@ -1,4 +1,5 @@
-"""The lab key `aslr`: children of dbregress get a fixed or a randomized layout."""
+"""The lab keys `aslr` (children of dbregress get a fixed or a randomized layout) and
+`explain`."""
 
 from __future__ import annotations
 
@@ -50,3 +51,28 @@ def test_lab_key() -> None:
 
 def _toml(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
+
+
+def test_lab_key_explain() -> None:
+    """`explain = true` asks for an explain run after the lab (tests/e2e/test_explain.py)."""
+    path = Path("x.toml")
+    assert parse_lab(_toml(_lab("")), path, _lab("")).explain is False
+    text = _lab("explain = true\n")
+    assert parse_lab(_toml(text), path, text).explain is True
+    text = _lab('explain = "yes"\n')
+    with pytest.raises(LabError, match="explain"):
+        parse_lab(_toml(text), path, text)
+
+
+def test_explain_true_refuses_an_engine_explain_cannot_count() -> None:
+    import shutil
+
+    from dbregress.explain.explainer import require_explainable
+
+    if shutil.which("valgrind") is None:
+        pytest.skip("needs valgrind (make debian)")
+    column = '[[column]]\nlabel = "m"\nbuild = "mariadb@11.4.5"\nconfig = "default"\n'
+    text = f'name = "x"\nexplain = true\n{column}'
+    lab = parse_lab(_toml(text), Path("x.toml"), text)
+    with pytest.raises(LabError, match="column m is mariadb: remove the key or the column"):
+        require_explainable(lab)

@@ -47,8 +47,9 @@ def add_parser(sub: Any) -> None:
         "--ops",
         type=int,
         metavar="N",
-        help="Q calls counted per window (default: sized from the run, about 10 ms of the "
-        "step's calls, 20 to 2000), after N/2 warm-up calls",
+        help="Q calls counted per window, after N/2 warm-up calls (default: sized from "
+        "the run: about 100 ms of the step's calls, 20 to 2000; for a fixed-work step the "
+        "middle half of its calls, at most 20000)",
     )
     p.add_argument(
         "--no-profile",

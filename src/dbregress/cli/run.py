@@ -11,6 +11,7 @@ from dbregress import interrupts
 from dbregress.cli import progress
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.errors import DbregressError, LabError
+from dbregress.explain.explainer import Request, explain, require_explainable
 from dbregress.lab import load_lab
 from dbregress.runner import Runner
 from dbregress.store.run import resolve_run
@@ -47,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
     interrupts.install()
     resume = resolve_run(args.resume, args.results) if args.resume else None
     lab = load_lab(resume / "lab.toml" if resume else args.lab)
+    if lab.explain:
+        require_explainable(lab)  # before hours of running, not after
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
     runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
     print(
@@ -58,6 +61,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         with display:  # stops the live display whatever ends the run, Ctrl-C included
             runner.run()
+        if lab.explain:
+            written = explain(
+                Request(run=runner.path, steps=(), columns=(), ops=None, profile=True),
+                lambda line: print(line, file=sys.stderr, flush=True),
+            )
+            print(f"Explanations: {written}", file=sys.stderr)
     except DbregressError as e:
         failed = e
     try:

@@ -16,7 +16,7 @@ from typing import Any
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run, usable
 from dbregress.collect import pmu
-from dbregress.errors import DbregressError
+from dbregress.errors import DbregressError, LabError
 from dbregress.explain import flame, jobs, valgrind
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
@@ -28,14 +28,32 @@ from dbregress.store.run import RunData, read_run
 # calls as took this much time in the run (at least MIN_OPS, at most MAX_OPS), after half
 # as many warm-up calls, so each window costs about the same under callgrind (50 to 100
 # times slower) whatever the step's speed; for a fixed-work step, the middle half of its
-# calls (at most MAX_OPS). The seeds replay the same operations, so a window's counts
+# calls (at most MAX_FIXED_OPS). Windows of 10 ms of calls left the q-steps' counts 1-2%
+# apart between two explain runs (their readers and paced writers interleave a little
+# differently each time); the middle half of a write step averages over its cycles of
+# dead rows piling up and being cleaned. The seeds replay the same operations, so a window's counts
 # repeat when the engine's state at the window does; they are as representative as its
 # calls are many.
-WINDOW_BUDGET_S = 0.01
+WINDOW_BUDGET_S = 0.1
 MIN_OPS, MAX_OPS = 20, 2000
+MAX_FIXED_OPS = 20_000
 SUPPORTED = ("postgres", "rocksdb")
 
 Notify = Callable[[str], None]
+
+
+def require_explainable(lab: Lab) -> None:
+    """For `explain = true`: what explain needs, checked before the run rather than
+    after it (valgrind installed, every column an engine explain supports)."""
+    valgrind.require()
+    for comp in lab.comparisons:
+        for column in comp.columns:
+            if column.build.engine not in SUPPORTED:
+                raise LabError(
+                    f"{lab.path}: explain = true, but dbregress explain supports "
+                    f"{' and '.join(SUPPORTED)} and column {column.label} is "
+                    f"{column.build.engine}: remove the key or the column"
+                )
 
 
 @dataclass(frozen=True)
@@ -114,7 +132,7 @@ def window_for(
             # The middle half of the step's calls: a write step's cost per call rises
             # and falls as dead rows pile up and are cleaned, so a window of a few
             # calls lands anywhere on that cycle (l.i2: 20% apart between two runs).
-            skip, n = total // 4, min(MAX_OPS, max(MIN_OPS, total // 2))
+            skip, n = total // 4, min(MAX_FIXED_OPS, max(MIN_OPS, total // 2))
         skip = min(skip, total // 3)
         n = max(1, min(n, total - skip))
     return skip, n, rate
@@ -127,7 +145,19 @@ def explain(request: Request, notify: Notify) -> Path:
     lab = load_lab(request.run / "lab.toml")
     steps = chosen_steps(data, lab, request.steps)
     columns = chosen_columns(lab, request.columns)
-    results = [r for rs in data.steps.values() for r in usable(rs)]
+    # Sizing wants the undisturbed repeats; a step with none (one repeat, disturbed by
+    # a neighbour) is sized from its disturbed ones, whose rate is merely lower.
+    samples = [r for rs in data.steps.values() for r in usable(rs)]
+    have = {(r["column"], r["step"]) for r in samples}
+    results = samples + [
+        r
+        for rs in data.steps.values()
+        for r in rs
+        if (r["column"], r["step"]) not in have
+        and r.get("repeat", 1) != 0
+        and r.get("status") == "ok"
+        and r.get("reported") is not False
+    ]
     no_perf = flame.perf_can_sample() or (
         f"missing {', '.join(flame.missing_tools())} (make tools)"
         if flame.missing_tools()
