@@ -39,29 +39,20 @@ def _lab(extra: str) -> str:
     return f'name = "x"\n{extra}{column}'
 
 
-def test_lab_key() -> None:
+@pytest.mark.parametrize(("key", "default"), [("aslr", True), ("explain", False)])
+def test_lab_key(key: str, default: bool) -> None:
+    """`explain = true` asks for an explain run after the lab (tests/e2e/test_explain.py)."""
     path = Path("x.toml")
-    assert parse_lab(_toml(_lab("")), path, _lab("")).aslr is True
-    text = _lab("aslr = false\n")
-    assert parse_lab(_toml(text), path, text).aslr is False
-    text = _lab('aslr = "off"\n')
-    with pytest.raises(LabError, match="aslr"):
+    assert getattr(parse_lab(_toml(_lab("")), path, _lab("")), key) is default
+    text = _lab(f"{key} = {str(not default).lower()}\n")
+    assert getattr(parse_lab(_toml(text), path, text), key) is not default
+    text = _lab(f'{key} = "off"\n')
+    with pytest.raises(LabError, match=key):
         parse_lab(_toml(text), path, text)
 
 
 def _toml(text: str) -> dict[str, Any]:
     return tomllib.loads(text)
-
-
-def test_lab_key_explain() -> None:
-    """`explain = true` asks for an explain run after the lab (tests/e2e/test_explain.py)."""
-    path = Path("x.toml")
-    assert parse_lab(_toml(_lab("")), path, _lab("")).explain is False
-    text = _lab("explain = true\n")
-    assert parse_lab(_toml(text), path, text).explain is True
-    text = _lab('explain = "yes"\n')
-    with pytest.raises(LabError, match="explain"):
-        parse_lab(_toml(text), path, text)
 
 
 def test_explain_true_refuses_an_engine_explain_cannot_count() -> None:
