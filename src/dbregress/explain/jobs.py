@@ -49,8 +49,8 @@ SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plai
 # PostgreSQL's time-driven background work, off while callgrind counts: under valgrind's
 # slowdown autovacuum and timed checkpoints fall at other points of the operations than
 # in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
-# moved 5% between two explain runs of one build with them on, 0.001% and 0.6% with them
-# off). A column's own settings still win.
+# moved 5% between two explain runs of one build with them on; with them off l.i1 held
+# to 0.001% and l.i2 to 0.6-2.6%, docs/metrics.md). A column's own settings still win.
 QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
 
 
