@@ -3,10 +3,10 @@
 //! thread's `Worker`, through which every driver call is timed. The runner (runner.rs)
 //! builds it; workloads and the reporter use it without knowing the runner.
 
-use crate::control::POLL;
 use crate::driver::kv::EngineSnapshot;
 use crate::driver::{Conn, DbResult, Driver, ErrorClass};
 use crate::fault::Fault;
+use crate::gate::Gate;
 use crate::outcome::{ClientOutcome, Histograms};
 use crate::output::ErrorLimiter;
 use crate::pace::{sleep_until, Pacing};
@@ -18,7 +18,7 @@ use anyhow::{anyhow, bail, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::mpsc::Sender;
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How often a writer paced by the window's clock looks at it.
@@ -83,35 +83,6 @@ impl ThreadPanicked {
             .unwrap_or("(unnamed)")
             .to_string();
         ThreadPanicked { thread, message }
-    }
-}
-
-/// A point every client waits at until the reporter opens it with a value.
-pub struct Gate<T> {
-    value: Mutex<Option<T>>,
-    cv: Condvar,
-}
-
-impl<T: Copy> Gate<T> {
-    fn new() -> Self {
-        Gate {
-            value: Mutex::new(None),
-            cv: Condvar::new(),
-        }
-    }
-
-    pub fn open(&self, value: T) {
-        *self.value.lock().unwrap() = Some(value);
-        self.cv.notify_all();
-    }
-
-    /// The gate's value once open; None if the step stops first.
-    fn wait(&self, stop: &AtomicBool) -> Option<T> {
-        let mut value = self.value.lock().unwrap();
-        while value.is_none() && !stop.load(Relaxed) {
-            value = self.cv.wait_timeout(value, POLL).unwrap().0;
-        }
-        *value
     }
 }
 

@@ -5,6 +5,7 @@ mod context;
 mod control;
 mod driver;
 mod fault;
+mod gate;
 mod insert_spec;
 mod kvspec;
 mod micro_spec;

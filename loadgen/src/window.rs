@@ -10,12 +10,12 @@
 //! call at index `skip_ops + ops` does the same for `close`. A step that runs for a
 //! duration ends at the close; a fixed-work step goes on with its work after it.
 
+use crate::gate::Gate;
 use crate::stats::OpKind;
 use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
-use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long a call waiting for the calls before it to end sleeps between looks.
@@ -85,29 +85,6 @@ pub enum Slot {
     Over,
 }
 
-/// A gate that opens once and stays open.
-#[derive(Default)]
-struct Latch {
-    open: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Latch {
-    fn open(&self) {
-        *self.open.lock().unwrap() = true;
-        self.cv.notify_all();
-    }
-
-    /// True once open; false if `stop` is set first.
-    fn wait(&self, stop: &AtomicBool) -> bool {
-        let mut open = self.open.lock().unwrap();
-        while !*open && !stop.load(SeqCst) {
-            open = self.cv.wait_timeout(open, SETTLE * 250).unwrap().0;
-        }
-        *open
-    }
-}
-
 pub struct Window {
     pub spec: WindowSpec,
     /// The step's Q kind: only its calls count.
@@ -119,8 +96,8 @@ pub struct Window {
     /// Calls and rows inside the window, once ended.
     inside_ops: AtomicU64,
     inside_rows: AtomicU64,
-    opened: Latch,
-    closed: Latch,
+    opened: Gate<()>,
+    closed: Gate<()>,
     /// The caller has answered the close (or the window will never close).
     pub over: AtomicBool,
 }
@@ -135,8 +112,8 @@ impl Window {
             ended: AtomicU64::new(0),
             inside_ops: AtomicU64::new(0),
             inside_rows: AtomicU64::new(0),
-            opened: Latch::default(),
-            closed: Latch::default(),
+            opened: Gate::new(),
+            closed: Gate::new(),
             over: AtomicBool::new(false),
         }
     }
@@ -162,11 +139,9 @@ impl Window {
             return Some(Slot::Run { inside: false });
         }
         if i < end {
-            return self.opened.wait(stop).then_some(Slot::Run { inside: true });
+            return self.opened.wait(stop).map(|()| Slot::Run { inside: true });
         }
-        if !self.closed.wait(stop) {
-            return None;
-        }
+        self.closed.wait(stop)?;
         Some(if self.ends_step {
             Slot::Over
         } else {
@@ -186,10 +161,10 @@ impl Window {
     /// The caller answered an edge: let the waiting calls go.
     pub fn answered(&self, edge: Edge) {
         match edge {
-            Edge::Open => self.opened.open(),
+            Edge::Open => self.opened.open(()),
             Edge::Close => {
                 self.over.store(true, SeqCst);
-                self.closed.open();
+                self.closed.open(());
             }
         }
     }
