@@ -83,7 +83,7 @@ def disturbed_jobs(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], s
     logs: dict[str, dict[int, dict[str, float]]] = {}
     for r in results:
         q = r.get("q", {}).get("value")
-        if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
+        if not measured(r):
             continue
         if isinstance(q, int | float) and q > 0 and math.isfinite(q):
             logs.setdefault(r["column"], {}).setdefault(r["repeat"], {})[r["step"]] = math.log(q)
@@ -113,6 +113,12 @@ def disturbed_jobs(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], s
     return out
 
 
+def measured(r: dict[str, Any]) -> bool:
+    """A step result that measured something: not of the warm-up job, finished ok, and
+    reported (whether or not the host disturbed it)."""
+    return r.get("repeat", 1) != 0 and r.get("status") == "ok" and r.get("reported") is not False
+
+
 def usable(
     results: Iterable[dict[str, Any]], disturbed: list[Disturbed] | None = None
 ) -> list[dict[str, Any]]:
@@ -125,7 +131,7 @@ def usable(
         disturbed += [Disturbed(col, rep, "all steps", why) for (col, rep), why in whole.items()]
     out = []
     for r in results:
-        if r.get("repeat", 1) == 0 or r.get("status") != "ok" or r.get("reported") is False:
+        if not measured(r):
             continue
         if (r["column"], r["repeat"]) in whole:
             continue
@@ -181,7 +187,7 @@ def compare_run(
     results = usable(every, disturbed)
     ran: dict[str, list[str]] = {}
     for r in every:
-        if r.get("status") == "ok" and r.get("reported") is not False and r.get("repeat", 1):
+        if measured(r):
             steps = ran.setdefault(r["column"], [])
             if r["step"] not in steps:
                 steps.append(r["step"])

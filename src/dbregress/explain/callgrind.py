@@ -50,12 +50,19 @@ class Profile:
             raise ValueError(f"callgrind events differ: {other.events} vs {self.events}")
         self.totals = [a + b for a, b in zip(self.totals, other.totals, strict=True)]
         for key, cost in other.functions.items():
-            mine = self.functions.setdefault(key, [0] * len(self.events))
-            for i, v in enumerate(cost):
-                mine[i] += v
+            add_cost(self.functions, key, cost)
         self.caches = self.caches or other.caches
         self.triggers += other.triggers
         self.files += other.files
+
+
+def add_cost(
+    table: dict[tuple[str, str], list[int]], key: tuple[str, str], cost: list[int]
+) -> None:
+    """Add a function's cost vector into `table` under `key`."""
+    mine = table.setdefault(key, [0] * len(cost))
+    for i, v in enumerate(cost):
+        mine[i] += v
 
 
 def _name(value: str, table: dict[str, str]) -> str:

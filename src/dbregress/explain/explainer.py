@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, provision
-from dbregress.analysis.compare import compare_run, usable
+from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.collect import pmu
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain import flame, jobs, valgrind
@@ -153,10 +153,7 @@ def explain(request: Request, notify: Notify) -> Path:
         r
         for rs in data.steps.values()
         for r in rs
-        if (r["column"], r["step"]) not in have
-        and r.get("repeat", 1) != 0
-        and r.get("status") == "ok"
-        and r.get("reported") is not False
+        if (r["column"], r["step"]) not in have and measured(r)
     ]
     no_perf = flame.perf_can_sample() or (
         f"missing {', '.join(flame.missing_tools())} (make tools)"

@@ -329,9 +329,7 @@ def figures(
     objects: dict[str, float] = {}
     for (ob, fn), cost in profile.functions.items():
         key = (callgrind.object_name(ob), callgrind.short_name(fn))
-        mine = merged.setdefault(key, [0] * len(events))
-        for i, v in enumerate(cost):
-            mine[i] += v
+        callgrind.add_cost(merged, key, cost)
         objects[key[0]] = objects.get(key[0], 0.0) + cost[0] / divisor
     functions = sorted(merged.items(), key=lambda kv: -kv[1][0])[:FUNCTIONS_KEPT]
     return {
