@@ -23,6 +23,12 @@ pub struct InsertSpec {
     /// Rows each table holds before the step (one per client); when absent the loadgen
     /// counts them
     pub expected_rows: Option<Vec<u64>>,
+    /// l.i1, l.i2: the inserter and the deleter behind it take turns (each insert batch
+    /// waits until the rows inserted before it were deleted), so their sessions never
+    /// run at once. For counting instructions (dbregress explain), where how the two
+    /// overlap would otherwise change what each leaves the other
+    #[serde(default)]
+    pub lockstep: bool,
 }
 
 /// The post-write cleanup step
@@ -63,6 +69,9 @@ impl InsertSpec {
             (_, Some(0)) => bail!("insert.rows_per_commit must be at least 1"),
             (None, Some(_)) => bail!("insert.rows_per_commit does not apply to step {name}"),
             _ => {}
+        }
+        if self.lockstep && !step.deletes_behind() {
+            bail!("insert.lockstep does not apply to step {name} (only l.i1 and l.i2)");
         }
         if let Some(expected) = &self.expected_rows {
             if expected.len() != clients as usize {

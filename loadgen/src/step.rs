@@ -129,6 +129,11 @@ impl Step {
         matches!(self, Step::LoadI0 | Step::LoadI1 | Step::LoadI2)
     }
 
+    /// l.i1, l.i2: an inserter with a deleter behind it.
+    pub fn deletes_behind(self) -> bool {
+        matches!(self, Step::LoadI1 | Step::LoadI2)
+    }
+
     pub fn is_query(self) -> bool {
         matches!(self, Step::RangeQueries | Step::PointQueries)
     }

@@ -240,7 +240,7 @@ impl Client<'_> {
         let rows = self.ctx.spec.insert.rows.unwrap_or(0);
         let batch = self.ctx.spec.rows_per_commit();
         let start = self.start()?;
-        let progress = Progress::default();
+        let progress = Progress::new(self.ctx.spec.insert.lockstep);
         let mut gen = RowGen::new(self.rng(0));
         let (ctx, table, client) = (self.ctx, self.t(), self.client);
         let ((inserted, h1), (deleted, h2)) = std::thread::scope(|s| {
