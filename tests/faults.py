@@ -392,6 +392,12 @@ class Case:
         ]
         types = [r["error"]["type"] for r in failed]
         out.recorded = len(failed) == 1 and types[0] in expected and bool(record["failures"])
+        if self.kind in INTERRUPTS and not failed:
+            # An interrupt that lands between two steps (a short step, a loaded host)
+            # stops no step: it is recorded on the job.
+            out.recorded = any(
+                f["type"] in expected and f["where"].startswith("a/") for f in record["failures"]
+            )
         if not out.recorded:
             out.problems.append(f"job a's failed steps {types}, expected one of {expected}")
         if (
