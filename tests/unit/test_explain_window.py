@@ -1,10 +1,14 @@
-"""The size of explain's counting window, from a step's results in the run."""
+"""explain's counting window: its size from the run's results, the steps counted in
+lockstep, and how its callgrind files split into sessions and background work."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from dbregress.explain import callgrind
 from dbregress.explain.explainer import MAX_FIXED_OPS, window_for
+from dbregress.explain.jobs import count_spec, split_sessions, split_threads
 
 
 def result(calls: int, per_s: float) -> dict[str, Any]:
@@ -34,3 +38,42 @@ def test_a_step_that_runs_for_a_duration_counts_100_ms_of_calls() -> None:
     )
     assert window_for([result(50, 5.0)], 6, "qr100", None, fixed=False) == (10, 20, 5.0)
     assert window_for([result(9e6, 3e5)], 6, "readrandom", None, fixed=False)[1] == 2000
+
+
+def _profile(*objects: str) -> callgrind.Profile:
+    p = callgrind.Profile(files=1)
+    for ob in objects:
+        p.functions[(ob, "f")] = [10] + [0] * (len(p.events) - 1)
+    return p
+
+
+def test_an_embedded_engines_threads_split_into_the_loadgens_and_the_engines() -> None:
+    client = Path("callgrind.out.7.1-02")
+    flush = Path("callgrind.out.7.1-03")
+    idle = Path("callgrind.out.7.1-04")
+    profiles = {
+        client: _profile("/x/dbregress-loadgen", "/c/librocksdbjni-linux64.so"),
+        flush: _profile("/c/librocksdbjni-linux64.so", "/lib/libc.so.6"),
+        idle: _profile(),
+    }
+    assert split_threads(profiles) == ([client], [flush, idle])
+    # one file (not split by thread), or no thread ran the loadgen's code: no split
+    assert split_threads({client: profiles[client]}) is None
+    assert split_threads({flush: profiles[flush], idle: profiles[idle]}) is None
+
+
+def test_server_processes_split_into_sessions_and_background() -> None:
+    files = [Path("callgrind.out.100.3"), Path("callgrind.out.101.3"), Path("callgrind.out.102")]
+    assert split_sessions(files, {"101"}) == ([files[1]], [files[0], files[2]])
+    assert split_sessions(files, {"999"}) is None
+
+
+def test_the_counting_replay_runs_the_deleting_load_steps_in_lockstep() -> None:
+    spec = {"workload": "insert", "step": "l.i2", "insert": {"rows": 10}}
+    assert count_spec(spec)["insert"] == {"rows": 10, "lockstep": True}
+    assert spec["insert"] == {"rows": 10}  # the plan's own section is left alone
+    for other in (
+        {"workload": "insert", "step": "l.i0", "insert": {"rows": 10}},
+        {"workload": "kv", "step": "fillseq", "kv": {}},
+    ):
+        assert count_spec(other) == other

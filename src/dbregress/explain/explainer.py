@@ -194,6 +194,7 @@ def explain(request: Request, notify: Notify) -> Path:
             "through vgdb while the loadgen waits at each edge",
             "caches": list(valgrind.CACHES),
             "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
+            "lockstep_steps": list(jobs.LOCKSTEP_STEPS),
             "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },

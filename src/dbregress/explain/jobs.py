@@ -54,6 +54,23 @@ SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plai
 QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
 
 
+# Steps whose inserter has a deleter behind it (the Insert Benchmark's l.i1 and l.i2):
+# in the counting replay the two take turns (the loadgen's insert.lockstep), so a window
+# holds its inserts and the deletes of the same rows. Without it the deleter fell behind
+# under callgrind (a window held about half its deletes: PostgreSQL 17's l.i2 counted
+# 180,000 instructions per row, 343,000 in lockstep), and how the two sessions overlapped
+# changed what each left the other (index entries marked dead, or not): 2-3% between two
+# explain runs of one build (docs/metrics.md).
+LOCKSTEP_STEPS = ("l.i1", "l.i2")
+
+
+def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A step's spec for the counting replay: l.i1 and l.i2 in lockstep."""
+    if spec.get("workload") == "insert" and spec.get("step") in LOCKSTEP_STEPS:
+        spec = {**spec, "insert": {**spec["insert"], "lockstep": True}}
+    return spec
+
+
 def count_settings(job: ColumnJob) -> dict[str, str]:
     """The settings of the counting replay: the column's, over QUIET_POSTGRES for
     PostgreSQL."""
@@ -137,6 +154,8 @@ def _replay(
             if index > last:
                 break
             spec = _spec(job, engine, index, plan)
+            if name == "count":
+                spec = count_spec(spec)
             stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
             choice = job.choices.get(plan.name)
             t0 = time.monotonic()
@@ -190,7 +209,11 @@ class _CountHooks(Hooks):
 
 def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
     """callgrind's figures for each chosen step: {step: figures} (see figures())."""
-    cg = Callgrind(job.work / "callgrind", {} if job.embedded else process.as_server_user())
+    cg = Callgrind(
+        job.work / "callgrind",
+        {} if job.embedded else process.as_server_user(),
+        separate_threads=job.embedded,
+    )
     cg.prepare(None if job.embedded else process.run_as())
     wrapper = tuple(cg.wrapper())
     engine = _engine(job, "count", () if job.embedded else wrapper)
@@ -225,14 +248,15 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             )
         files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
         keep = job.out / f"{choice.index:02d}-{plan.name}"
-        sessions, background = split_sessions(files, hooks.sessions)
-        profile = callgrind.merge(callgrind.read(f) for f in sessions)
+        profiles = {f: callgrind.read(f) for f in files}
+        split = split_threads(profiles) if job.embedded else split_sessions(files, hooks.sessions)
+        sessions, background = split or (files, [])
+        profile = callgrind.merge(profiles[f] for f in sessions)
         found[plan.name] = figures(profile, hooks.close, stepped.summary, choice, len(files))
         step = found[plan.name]
-        split = any(_pid(f) in hooks.sessions for f in files)
         step["scope"] = "sessions" if split else "engine"
         if step["scope"] == "sessions":
-            rest = callgrind.merge(callgrind.read(f) for f in background)
+            rest = callgrind.merge(profiles[f] for f in background)
             step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
         _keep(files, keep)
         return stepped
@@ -259,19 +283,41 @@ def window_files(out_dir: Path, hint: str, opened: float, closed: float) -> list
     return dumped + [f for f in ended if _pid(f) not in pids]
 
 
-def split_sessions(files: list[Path], sessions: set[str]) -> tuple[list[Path], list[Path]]:
+def split_sessions(files: list[Path], sessions: set[str]) -> tuple[list[Path], list[Path]] | None:
     """A window's files as (those of the processes serving the loadgen's sessions, the
-    rest: the server's background processes). Without session pids (an embedded engine,
-    a threaded server) every file counts as the engine's own work."""
+    rest: the server's background processes); None without session pids (a threaded
+    server): every file then counts as the engine's own work."""
     mine = [f for f in files if _pid(f) in sessions]
     if not mine:
-        return files, []
+        return None
     return mine, [f for f in files if _pid(f) not in sessions]
 
 
+# The loadgen's own code, as callgrind names its object.
+LOADGEN_OBJECT = "dbregress-loadgen"
+
+
+def split_threads(
+    profiles: dict[Path, callgrind.Profile],
+) -> tuple[list[Path], list[Path]] | None:
+    """An embedded engine's window, a file per thread, as (the loadgen's threads: those
+    that ran any of the loadgen's own code in the window, its clients among them; the
+    rest: the engine's background threads, RocksDB's flushes and compactions); None
+    when that cannot be told (one file, or none with the loadgen's code)."""
+    mine = [
+        f
+        for f, p in profiles.items()
+        if any(callgrind.object_name(ob) == LOADGEN_OBJECT for ob, _ in p.functions)
+    ]
+    if len(profiles) < 2 or not mine:
+        return None
+    return mine, [f for f in profiles if f not in mine]
+
+
 def _pid(f: Path) -> str:
-    """The pid in callgrind.out.PID or callgrind.out.PID.N."""
-    return f.name.split(".")[2]
+    """The pid in callgrind.out.PID, callgrind.out.PID.N or (a file per thread)
+    callgrind.out.PID.N-TID."""
+    return f.name.split(".")[2].split("-")[0]
 
 
 def _keep(files: list[Path], into: Path) -> None:

@@ -105,7 +105,9 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
         bg = {
             lb: (c.get("background_per_op") or {}).get("instructions") for lb, c in counts.items()
         }
-        row = ["instructions, background processes", *(_num(bg[lb]) for lb in have)]
+        embedded = any(entries[(comp, step, lb)].get("embedded") for lb in have)
+        what = "threads" if embedded else "processes"
+        row = [f"instructions, background {what}", *(_num(bg[lb]) for lb in have)]
         for lb in have[1:]:
             b, o = (bg.get(base) if base else None), bg[lb]
             row.append(_signed(o - b) if b is not None and o is not None else "-")
@@ -199,6 +201,14 @@ def section(explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdic
             f"PostgreSQL is counted with {given} (unless a column sets them): its "
             "time-driven background work would otherwise fall at other points of the "
             "operations under valgrind than in the run, and change what the backends do.",
+            "",
+        ]
+    lockstep = explain.get("method", {}).get("lockstep_steps")
+    if lockstep:
+        out += [
+            f"In {' and '.join(lockstep)} the inserter and the deleter behind it are "
+            "counted taking turns, each batch after the other's: how the two sessions "
+            "overlap under valgrind would otherwise change what each leaves the other.",
             "",
         ]
     pmu = explain.get("pmu") or {}

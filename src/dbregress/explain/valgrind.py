@@ -61,6 +61,9 @@ class Callgrind:
 
     out_dir: Path
     server_user: dict[str, Any]  # subprocess keyword arguments that run as the program's user
+    # A file per thread (callgrind.out.PID[.N]-TID): for an engine embedded in the
+    # loadgen, whose own background threads are then told from the client threads.
+    separate_threads: bool = False
 
     @property
     def prefix(self) -> Path:
@@ -80,6 +83,7 @@ class Callgrind:
             "--branch-sim=yes",
             *CACHES,
             f"--vgdb-prefix={self.prefix}",
+            *(["--separate-threads=yes"] if self.separate_threads else []),
             f"--callgrind-out-file={self.out_dir}/callgrind.out.%p",
             f"--log-file={self.out_dir}/valgrind.%p.log",
         ]
