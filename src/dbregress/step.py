@@ -24,9 +24,10 @@ from dbregress.collect import window
 from dbregress.collect.hostcpu import cpu_clock
 from dbregress.collect.proc import Usage
 from dbregress.engines.base import Engine
-from dbregress.errors import LoadgenError, StepTimeout
+from dbregress.errors import LoadgenError
+from dbregress.follow import Handler, follow
 from dbregress.lab import Placement
-from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
+from dbregress.loadgen import Loadgen
 from dbregress.store.files import sibling
 
 SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
@@ -108,8 +109,9 @@ def collect_step(
     )
     t0 = time.monotonic()
     try:
-        follow = _Follower(engine, loadgen, plan, stream, server_pid)
-        follow.run(t0, timeout_s, report)
+        handler = _Follower(loadgen, plan, stream, server_pid, report)
+        stream.summary = follow(loadgen, engine, plan.name, timeout_s, handler, t0)
+        handler.mark("end", stream.summary)
         loadgen.release()
     except BaseException:
         loadgen.kill()
@@ -154,49 +156,21 @@ def _result(plan: StepPlan, stream: _Stream, summary: dict[str, Any]) -> dict[st
     return result
 
 
-class _Follower:
-    """Reads the event stream, reads the counters at each boundary and answers the
-    loadgen's handshake, until the summary."""
+class _Follower(Handler):
+    """Reads the counters at each boundary of the step, keeps its intervals and errors,
+    and reports its progress."""
 
     def __init__(
         self,
-        engine: Engine,
         loadgen: Loadgen,
         plan: StepPlan,
         stream: _Stream,
         server_pid: int | None,
+        report: Report,
     ) -> None:
-        self.engine, self.loadgen, self.plan, self.stream = engine, loadgen, plan, stream
-        self.server_pid = server_pid
+        self.loadgen, self.plan, self.stream = loadgen, plan, stream
+        self.server_pid, self.report = server_pid, report
         self.interval_end_s = 0.0  # t_s of the latest interval: the next one starts there
-
-    def run(self, t0: float, timeout_s: float, report: Report) -> None:
-        checked = t0
-        for event in self.loadgen.events():
-            now = time.monotonic()
-            if now - checked >= 1.0:  # a killed postmaster can leave backends serving on
-                self.engine.check_alive()
-                checked = now
-            if now - t0 > timeout_s:
-                raise StepTimeout(
-                    f"step {self.plan.name} still running after {timeout_s:.0f} s (a hang?); "
-                    f"server log tail:\n{self.engine.log_tail(20)}"
-                )
-            if event is None:
-                continue
-            if self.on_event(event):
-                return
-            if event["type"] == "interval":
-                rate = live_rate(event, self.interval_end_s)
-                self.interval_end_s = event["t_s"]
-                report(now - t0, self.remaining(event["t_s"]), rate)
-        self.loadgen.release(timeout_s=10)
-        _blame_engine_first(self.engine)
-        tail = self.loadgen.stderr_tail()
-        raise LoadgenError(
-            f"step {self.plan.name}: {BINARY} {self.loadgen.exit_description()} "
-            f"before the step finished" + (f"; its last words:\n{tail}" if tail else "")
-        )
 
     def mark(self, name: str, event: dict[str, Any]) -> None:
         stream = self.stream
@@ -209,59 +183,29 @@ class _Follower:
             host_first=name == "stopped",
         )
 
-    def on_event(self, event: dict[str, Any]) -> bool:
-        """Handles one event; True at the summary."""
-        handlers: dict[str, Callable[[dict[str, Any]], None]] = {
-            "start": self._start,
-            "ready": self._ready,
-            "measuring": self._measuring,
-            "interval": lambda e: _on_interval(e, self.stream),
-            "error": self._error,
-            "stopped": self._stopped,
-            "summary": self._summary,
-            "fatal": self._fatal,
-        }
-        kind: str = event["type"]
-        if kind not in handlers:
-            raise LoadgenError(f"{BINARY} printed an unknown event {kind!r}: run `make build`")
-        handlers[kind](event)
-        return kind == "summary"
-
-    def _start(self, event: dict[str, Any]) -> None:
-        if event["event_version"] != EVENT_VERSION:
-            raise LoadgenError(
-                f"{BINARY} speaks event version {event['event_version']}, this dbregress "
-                f"reads {EVENT_VERSION}: rebuild it with `make build`"
-            )
-
-    def _ready(self, event: dict[str, Any]) -> None:
+    def ready(self, event: dict[str, Any]) -> None:
         self.mark("ready", event)
-        self.loadgen.go()
 
-    def _measuring(self, event: dict[str, Any]) -> None:
+    def measuring(self, event: dict[str, Any]) -> None:
         if event["t_s"] > 0:
             self.mark("measuring", event)
         else:  # no warm-up: the window began at go, right after the ready mark
             ready = self.stream.marks["ready"]
             self.stream.marks["measuring"] = dataclasses.replace(ready, process=event["process"])
 
-    def _error(self, event: dict[str, Any]) -> None:
+    def interval(self, event: dict[str, Any], since_start_s: float) -> None:
+        _on_interval(event, self.stream)
+        rate = live_rate(event, self.interval_end_s)
+        self.interval_end_s = event["t_s"]
+        self.report(since_start_s, self.remaining(event["t_s"]), rate)
+
+    def error(self, event: dict[str, Any]) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
             self.stream.errors.append(event)
 
-    def _stopped(self, event: dict[str, Any]) -> None:
+    def stopped(self, event: dict[str, Any]) -> None:
         self.mark("stopped", event)
         self.stream.clock = self.stream.clock or cpu_clock(self.stream.cpus)
-        self.loadgen.check()
-
-    def _summary(self, event: dict[str, Any]) -> None:
-        self.stream.summary = event
-        self.mark("end", event)
-
-    def _fatal(self, event: dict[str, Any]) -> None:
-        self.loadgen.release(timeout_s=10)
-        _blame_engine_first(self.engine)
-        raise LoadgenError(f"step {self.plan.name}: {event['message']}")
 
     def remaining(self, t_s: float) -> float | None:
         """Seconds left, from the loadgen's clock (t_s counts from go)."""
@@ -271,18 +215,6 @@ class _Follower:
         if self.plan.work and rows:
             return max(0.0, (self.plan.work - rows) * t_s / rows)
         return None
-
-
-def _blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:
-    """Raises EngineCrashed if the server died: a dead server is the cause of a failed
-    loadgen. Waits a moment, because clients see a killed server's sockets close before
-    the kernel has finished tearing the process down."""
-    deadline = time.monotonic() + grace_s
-    while True:
-        engine.check_alive()
-        if time.monotonic() >= deadline:
-            return
-        time.sleep(0.1)
 
 
 def live_rate(event: dict[str, Any], since_s: float) -> LiveRate | None:

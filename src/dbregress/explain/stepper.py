@@ -1,7 +1,8 @@
-"""One loadgen step driven through its handshake, with hooks at each boundary: where a
-profiler is switched on, zeroed, read and switched off. Every step of an explain job
-runs through here (those not explained with no hooks), so the data each step leaves
-is what the run's steps left."""
+"""One loadgen step of an explain job, followed through its handshake (follow.py, the
+loop a run's steps use too) with hooks at each boundary: where a profiler is switched
+on, zeroed, read and switched off. Every step of an explain job runs through here (those
+not explained with no hooks), so the data each step leaves is what the run's steps
+left."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.engines.base import Engine
-from dbregress.errors import LoadgenError, StepTimeout
-from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
+from dbregress.follow import Handler, follow
+from dbregress.loadgen import Loadgen
 from dbregress.store.files import sibling
 
 
@@ -40,6 +41,27 @@ class Stepped:
     wall_s: float = 0.0
 
 
+class _Hooked(Handler):
+    """The loop's handler: a step's hooks, given the loadgen, and its window events."""
+
+    def __init__(self, hooks: Hooks, loadgen: Loadgen) -> None:
+        self.hooks, self.loadgen = hooks, loadgen
+        self.windows: list[dict[str, Any]] = []
+
+    def ready(self, event: dict[str, Any]) -> None:
+        self.hooks.ready(self.loadgen, event)
+
+    def measuring(self, event: dict[str, Any]) -> None:
+        self.hooks.measuring(self.loadgen)
+
+    def window(self, event: dict[str, Any]) -> None:
+        self.windows.append(event)
+        self.hooks.window(self.loadgen, event)
+
+    def stopped(self, event: dict[str, Any]) -> None:
+        self.hooks.stopped(self.loadgen)
+
+
 def drive(
     engine: Engine,
     spec: dict[str, Any],
@@ -50,54 +72,14 @@ def drive(
     wrapper: tuple[str, ...] = (),
 ) -> Stepped:
     """Run one step to its summary; LoadgenError, StepTimeout or the engine's crash."""
-    hooks = hooks or Hooks()
     stem.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
-    windows: list[dict[str, Any]] = []
+    handler = _Hooked(hooks or Hooks(), loadgen)
     try:
-        checked = t0
-        for event in loadgen.events():
-            now = time.monotonic()
-            if now - checked >= 1.0:
-                engine.check_alive()
-                checked = now
-            if now - t0 > timeout_s:
-                raise StepTimeout(
-                    f"step {spec['step']} still running after {timeout_s:.0f} s (a hang?); "
-                    f"server log tail:\n{engine.log_tail(20)}"
-                )
-            if event is None:
-                continue
-            kind = event["type"]
-            if kind == "start" and event["event_version"] != EVENT_VERSION:
-                raise LoadgenError(f"{BINARY} speaks another event version: run `make build`")
-            if kind == "ready":
-                hooks.ready(loadgen, event)
-                loadgen.go()
-            elif kind == "measuring":
-                hooks.measuring(loadgen)
-            elif kind == "window":
-                windows.append(event)
-                hooks.window(loadgen, event)
-                loadgen.answer(event["edge"])
-            elif kind == "stopped":
-                hooks.stopped(loadgen)
-                loadgen.check()
-            elif kind == "fatal":
-                loadgen.release(timeout_s=10)
-                engine.check_alive()
-                raise LoadgenError(f"step {spec['step']}: {event['message']}")
-            elif kind == "summary":
-                loadgen.release()
-                return Stepped(event, windows, time.monotonic() - t0)
-        loadgen.release(timeout_s=10)
-        engine.check_alive()
-        tail = loadgen.stderr_tail()
-        raise LoadgenError(
-            f"step {spec['step']}: {BINARY} {loadgen.exit_description()} before the step "
-            "finished" + (f"; its last words:\n{tail}" if tail else "")
-        )
+        summary = follow(loadgen, engine, spec["step"], timeout_s, handler, t0)
+        loadgen.release()
+        return Stepped(summary, handler.windows, time.monotonic() - t0)
     except BaseException:
         loadgen.kill()
         raise
