@@ -138,17 +138,24 @@ fn injected_errors_are_counted_not_fatal() {
         error_lines <= 3 * 6,
         "error lines are rate-limited, got {error_lines}"
     );
-    let r = run(&spec(
-        "l.i1",
-        json!({"driver": "null", "fail_every": 3}),
-        json!({"rows": 300}),
-    ));
-    let s = r.summary();
-    assert_eq!(
-        s["ops"]["insert"]["rows"], 600,
-        "failed batches are retried"
-    );
-    assert_eq!(s["checks"]["rows_expected"], s["checks"]["rows_found"]);
+    for lockstep in [false, true] {
+        let r = run(&spec(
+            "l.i1",
+            json!({"driver": "null", "fail_every": 3}),
+            json!({"rows": 300, "lockstep": lockstep}),
+        ));
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let s = r.summary();
+        assert_eq!(
+            s["ops"]["insert"]["rows"], 600,
+            "failed batches are retried"
+        );
+        assert_eq!(
+            s["ops"]["delete"]["rows"], s["ops"]["insert"]["rows"],
+            "failed deletes are retried (lockstep {lockstep})"
+        );
+        assert_eq!(s["checks"]["rows_expected"], s["checks"]["rows_found"]);
+    }
 }
 
 #[test]

@@ -211,9 +211,12 @@ pub fn delete_behind(
             if d == Some(0) {
                 break; // the table is empty: nothing left to follow
             }
-            deleted += d.unwrap_or(0);
-            followed += n;
-            progress.followed(followed, false);
+            if let Some(d) = d {
+                // An ignorable error (None) deletes nothing: the same rows are tried again.
+                deleted += d;
+                followed += n;
+                progress.followed(followed, false);
+            }
         }
         Ok(deleted)
     })();
