@@ -139,10 +139,8 @@ impl<'a> Reporter<'a> {
             self.inbox.pump(POLL)?;
         }
         let ready = Mark::now();
-        let mut server_pids = match self.ctx().session_pids.lock() {
-            Ok(pids) => pids.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
+        let pids = self.ctx().session_pids.lock();
+        let mut server_pids = pids.unwrap_or_else(|e| e.into_inner()).clone();
         server_pids.sort_unstable();
         output::emit(&Event::Ready {
             process: ready.usage,

@@ -39,9 +39,8 @@ pub struct Progress {
     want: CachePadded<AtomicU64>,
     deleter: OnceLock<Thread>,
     lockstep: bool,
-    /// Lockstep: inserted rows the deleter has dealt with, and whether it stopped.
+    /// Lockstep: inserted rows the deleter has dealt with; u64::MAX once it stopped.
     followed: CachePadded<AtomicU64>,
-    deleter_done: AtomicBool,
     inserter: OnceLock<Thread>,
 }
 
@@ -54,7 +53,6 @@ impl Progress {
             deleter: OnceLock::new(),
             lockstep,
             followed: CachePadded(AtomicU64::new(0)),
-            deleter_done: AtomicBool::new(false),
             inserter: OnceLock::new(),
         }
     }
@@ -100,15 +98,12 @@ impl Progress {
     }
 
     /// Lockstep, the deleter: every row up to `rows` was dealt with (deleted, or found
-    /// gone), or with `done` the deleter stopped; the inserter may go on.
-    fn followed(&self, rows: u64, done: bool) {
+    /// gone), or u64::MAX: it stopped. The inserter may go on.
+    fn followed(&self, rows: u64) {
         if !self.lockstep {
             return;
         }
         self.followed.store(rows, SeqCst);
-        if done {
-            self.deleter_done.store(true, SeqCst);
-        }
         if let Some(t) = self.inserter.get() {
             t.unpark();
         }
@@ -121,10 +116,7 @@ impl Progress {
             return;
         }
         self.inserter.get_or_init(std::thread::current);
-        while self.followed.load(SeqCst) < self.inserted.load(Relaxed)
-            && !self.deleter_done.load(SeqCst)
-            && !stopped()
-        {
+        while self.followed.load(SeqCst) < self.inserted.load(Relaxed) && !stopped() {
             std::thread::park_timeout(WAIT);
         }
     }
@@ -215,12 +207,12 @@ pub fn delete_behind(
                 // An ignorable error (None) deletes nothing: the same rows are tried again.
                 deleted += d;
                 followed += n;
-                progress.followed(followed, false);
+                progress.followed(followed);
             }
         }
         Ok(deleted)
     })();
-    progress.followed(followed, true);
+    progress.followed(u64::MAX);
     result
 }
 
@@ -312,9 +304,9 @@ mod tests {
             }
             work();
             followed += n;
-            p.followed(followed, false);
+            p.followed(followed);
         }
-        p.followed(followed, true);
+        p.followed(u64::MAX);
     }
 
     /// Runs 200 insert batches with a deleter behind; how many times one role's call
@@ -354,7 +346,7 @@ mod tests {
         std::thread::scope(|s| {
             s.spawn(|| {
                 for _ in 0..10 {
-                    p.wait_turn(&|| false); // would wait for ever without deleter_done
+                    p.wait_turn(&|| false); // waits for ever unless the stopped deleter releases it
                     p.advance(5);
                 }
                 p.finish();

@@ -50,7 +50,7 @@ SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plai
 # slowdown autovacuum and timed checkpoints fall at other points of the operations than
 # in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
 # moved 5% between two explain runs of one build with them on; with them off l.i1 held
-# to 0.001% and l.i2 to 0.6-2.6%, docs/metrics.md). A column's own settings still win.
+# to 0.001%, docs/metrics.md). A column's own settings still win.
 QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
 
 
@@ -255,7 +255,7 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         found[plan.name] = figures(profile, hooks.close, stepped.summary, choice, len(files))
         step = found[plan.name]
         step["scope"] = "sessions" if split else "engine"
-        if step["scope"] == "sessions":
+        if split:
             rest = callgrind.merge(profiles[f] for f in background)
             step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
         _keep(files, keep)

@@ -89,35 +89,39 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
     if not have:
         return []
     base = have[0] if have[0] == labels[0] else None
-    rows = []
-    for name, label in SHOWN:
-        row = [label]
-        values = {lb: entries[(comp, step, lb)]["count"]["per_op"].get(name) for lb in have}
-        for lb in have:
-            row.append(_num(values[lb]))
+    counts = {lb: entries[(comp, step, lb)]["count"] for lb in have}
+
+    def row(label: str, values: dict[str, Any]) -> list[str]:
+        """A figure for each build, then each build's difference from the base."""
+        out = [label, *(_num(values[lb]) for lb in have)]
         for lb in have[1:]:
             b, o = (values.get(base) if base else None), values[lb]
-            row.append(_signed(o - b) if b is not None and o is not None else "-")
-        rows.append(row)
-    counts = {lb: entries[(comp, step, lb)]["count"] for lb in have}
+            out.append(_signed(o - b) if b is not None and o is not None else "-")
+        return out
+
+    rows = [
+        row(label, {lb: c["per_op"].get(name) for lb, c in counts.items()}) for name, label in SHOWN
+    ]
     scoped = any(c.get("scope") == "sessions" for c in counts.values())
+    embedded = any(entries[(comp, step, lb)].get("embedded") for lb in have)
     if scoped:
         bg = {
             lb: (c.get("background_per_op") or {}).get("instructions") for lb, c in counts.items()
         }
-        embedded = any(entries[(comp, step, lb)].get("embedded") for lb in have)
         what = "threads" if embedded else "processes"
-        row = [f"instructions, background {what}", *(_num(bg[lb]) for lb in have)]
-        for lb in have[1:]:
-            b, o = (bg.get(base) if base else None), bg[lb]
-            row.append(_signed(o - b) if b is not None and o is not None else "-")
-        rows.append(row)
+        rows.append(row(f"instructions, background {what}", bg))
     unit = counts[have[0]]["unit"]
     ops = ", ".join(f"{lb}: {counts[lb]['ops']} calls" for lb in have)
     header = ["per " + ("row" if unit == "rows" else "operation"), *have]
     header += [f"{lb} - {labels[0]}" for lb in have[1:]]
     lines = [f"Counted over a window of {ops}."]
-    if scoped:
+    if scoped and embedded:
+        lines.append(
+            "The figures are the loadgen's threads (its clients, the engine's code they "
+            "call); the last row is the engine's own threads (flushes, compactions) over "
+            "the same window, whose share depends on when they ran."
+        )
+    elif scoped:
         lines.append(
             "The figures are the server processes serving the loadgen's sessions; the last "
             "row is the server's other processes (checkpointer, WAL writer, autovacuum, ...) "
