@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.benchmarks.plan import StepPlan
-from dbregress.collect import window
+from dbregress.collect import pmu, window
 from dbregress.collect.hostcpu import cpu_clock
-from dbregress.collect.proc import Usage
+from dbregress.collect.perfctl import PerfError
+from dbregress.collect.proc import Usage, tree_pids
 from dbregress.engines.base import Engine
 from dbregress.errors import LoadgenError
 from dbregress.follow import Handler, follow
@@ -88,6 +89,7 @@ class _Stream:
     rows_done: int = 0
     marks: dict[str, window.Mark] = field(default_factory=dict)
     clock: dict[str, Any] | None = None  # the CPUs' governor and MHz, read in the window
+    counted: dict[str, Any] | None = None  # perf stat over the window (collect/pmu.py)
 
 
 def collect_step(
@@ -108,15 +110,18 @@ def collect_step(
         spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
     )
     t0 = time.monotonic()
+    counters = _Counters()
     try:
-        handler = _Follower(loadgen, plan, stream, server_pid, report)
+        handler = _Follower(loadgen, plan, stream, server_pid, report, counters)
         stream.summary = follow(loadgen, engine, plan.name, timeout_s, handler, t0)
         handler.mark("end", stream.summary)
+        stream.counted = counters.stop()
         loadgen.release()
     except BaseException:
         loadgen.kill()
         raise
     finally:
+        counters.close()
         loadgen.close()
     assert stream.summary is not None
     result = _result(plan, stream, stream.summary)
@@ -153,7 +158,78 @@ def _result(plan: StepPlan, stream: _Stream, summary: dict[str, Any]) -> dict[st
     }
     clock = stream.clock or cpu_clock(stream.cpus)
     result["host"] = window.host(start, end, server, client) | clock
+    if stream.counted is not None:
+        result["counters"] = stream.counted
+        result["per_op"] |= counter_metrics(stream.counted, result["q"]["count"])
     return result
+
+
+def counter_metrics(counted: dict[str, Any], count: int) -> dict[str, float | None]:
+    """Cycles and instructions of the server (an embedded engine: the loadgen) per
+    operation of Q, where perf counted them."""
+    server = counted.get("server") or {}
+    return {
+        f"server_{event}": server[event] / count
+        if server.get(event) is not None and count
+        else None
+        for event in pmu.EVENTS
+    }
+
+
+class _Counters:
+    """perf stat over the measured window, where the host can count (collect/pmu.py):
+    attached at `ready` to the server's process tree and to the loadgen, with its events
+    off, on at `measuring`, off at `stopped`. perf failing to attach or answer costs the
+    step its counts, never the step: the reason is kept in the result's `counters.note`."""
+
+    def __init__(self) -> None:
+        self.found = pmu.detect()
+        self.counters: dict[str, pmu.Counter] = {}
+        self.note: str | None = None
+
+    def attach(self, server_pid: int | None, loadgen_pid: int) -> None:
+        if not self.found.available:
+            return
+        # An embedded engine runs in the loadgen: the loadgen is the server counted.
+        targets = {"server": [loadgen_pid]}
+        if server_pid is not None:
+            targets = {"server": tree_pids(server_pid), "client": [loadgen_pid]}
+        try:
+            for side, pids in targets.items():
+                counter = pmu.Counter(pids, self.found.events)
+                self.counters[side] = counter
+                counter.start()
+        except PerfError as e:
+            self._give_up(e)
+
+    def switch(self, on: bool) -> None:
+        try:
+            for counter in self.counters.values():
+                counter.enable() if on else counter.disable()
+        except PerfError as e:
+            self._give_up(e)
+
+    def _give_up(self, e: PerfError) -> None:
+        self.note = f"not counted: {e}"
+        self.close()
+        self.counters = {}
+
+    def stop(self) -> dict[str, Any] | None:
+        """The counts per side, or None where the host cannot count."""
+        if not self.found.available:
+            return None
+        counted: dict[str, Any] = {"events": list(self.found.events), "note": self.note}
+        for side, counter in self.counters.items():
+            try:
+                counted[side] = counter.stop()
+            except PerfError as e:
+                counted["note"] = f"not counted: {e}"
+        self.counters = {}
+        return counted
+
+    def close(self) -> None:
+        for counter in self.counters.values():
+            counter.close()
 
 
 class _Follower(Handler):
@@ -167,9 +243,10 @@ class _Follower(Handler):
         stream: _Stream,
         server_pid: int | None,
         report: Report,
+        counters: _Counters,
     ) -> None:
         self.loadgen, self.plan, self.stream = loadgen, plan, stream
-        self.server_pid, self.report = server_pid, report
+        self.server_pid, self.report, self.counters = server_pid, report, counters
         self.interval_end_s = 0.0  # t_s of the latest interval: the next one starts there
 
     def mark(self, name: str, event: dict[str, Any]) -> None:
@@ -185,8 +262,10 @@ class _Follower(Handler):
 
     def ready(self, event: dict[str, Any]) -> None:
         self.mark("ready", event)
+        self.counters.attach(self.server_pid, self.loadgen.pid)
 
     def measuring(self, event: dict[str, Any]) -> None:
+        self.counters.switch(on=True)
         if event["t_s"] > 0:
             self.mark("measuring", event)
         else:  # no warm-up: the window began at go, right after the ready mark
@@ -204,6 +283,7 @@ class _Follower(Handler):
             self.stream.errors.append(event)
 
     def stopped(self, event: dict[str, Any]) -> None:
+        self.counters.switch(on=False)
         self.mark("stopped", event)
         self.stream.clock = self.stream.clock or cpu_clock(self.stream.cpus)
 
@@ -302,6 +382,8 @@ def per_op_metrics(
                 "cs",
                 "rkb",
                 "wkb",
+                "server_instructions",
+                "server_cycles",
                 "ops_per_s",
             )
         }
@@ -313,6 +395,8 @@ def per_op_metrics(
         "cs": server.ctx_switches / count,
         "rkb": server.read_bytes / 1024 / count,
         "wkb": server.write_bytes / 1024 / count,
+        "server_instructions": None,  # perf stat's, where the host counts (counter_metrics)
+        "server_cycles": None,
         "ops_per_s": count / elapsed if elapsed else 0.0,
     }
 

@@ -156,3 +156,18 @@ def test_folded_cpu_time_becomes_nanoseconds_per_operation() -> None:
     folded = "postgres;exec;_bt_readpage 3003003\npostgres;exec 1001001\npostgres;idle 10\n"
     assert flame.per_op(folded, 1000) == "postgres;exec;_bt_readpage 3003\npostgres;exec 1001\n"
     assert flame.per_op(folded, 0) == ""
+
+
+def test_the_runs_hardware_counts_name_code_bloat_without_explain() -> None:
+    # On a host with a PMU every step's instructions per operation have verdicts of
+    # their own (perf stat over the window), so the cause is named from the run alone.
+    up = Change("higher", 1.18, (1.15, 1.21))
+    e = Evidence(
+        qps=SLOWER,
+        metrics=metrics(server_cpu_us=Change("higher", 1.2, (1.15, 1.25)), server_instructions=up),
+    )
+    causes = explain(e)
+    assert [c.key for c in causes] == ["server_cpu", "counted_code"]
+    assert causes[1].figures["server_instructions"]["ratio"] == 1.18
+    flat = Evidence(qps=SLOWER, metrics=metrics(server_instructions=SAME))
+    assert "counted_code" not in keys(flat)

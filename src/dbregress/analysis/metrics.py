@@ -80,8 +80,25 @@ PER_OP: tuple[Metric, ...] = (
         "Bytes the server's processes caused to be written to storage (write_bytes), "
         "per operation.",
     ),
+    Metric(
+        "server_instructions",
+        "srv instr/o",
+        "instructions",
+        "lower",
+        "Instructions the server's processes retired (perf stat, hardware counters) per "
+        "operation; only on hosts with a PMU.",
+    ),
+    Metric(
+        "server_cycles",
+        "srv cyc/o",
+        "cycles",
+        "lower",
+        "CPU cycles of the server's processes (perf stat) per operation; only on hosts with a PMU.",
+    ),
     Metric("ops_per_s", "o/s", "ops/s", "higher", "Operations of Q per second (the same as Q)."),
 )
+# Per-op metrics that only some hosts measure: reports show them where a result has them.
+COUNTERS = ("server_instructions", "server_cycles")
 LATENCY: tuple[Metric, ...] = (
     Metric("p50", "p50", "µs", "lower", "Median latency, from each operation's intended start."),
     Metric("p99", "p99", "µs", "lower", "99th percentile latency."),

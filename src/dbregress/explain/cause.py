@@ -48,7 +48,7 @@ class Counted:
 @dataclass(frozen=True)
 class Evidence:
     qps: Change
-    metrics: dict[str, Change]  # server_cpu_us, client_cpu_us, cs, rkb, wkb
+    metrics: dict[str, Change]  # server_cpu_us, client_cpu_us, cs, rkb, wkb, ...
     base: Counted | None = None
     other: Counted | None = None
     noise: float = NOISE
@@ -68,6 +68,7 @@ TEXTS = {
     "client_cpu": "more client CPU per operation (the load generator)",
     "server_cpu": "more server CPU per operation",
     "code": "more instructions per operation (code bloat)",
+    "counted_code": "more instructions per operation in the run, by hardware counters (code bloat)",
     "memory": "more cache misses per operation at flat instructions (memory-system bloat)",
     "branches": "more branch mispredictions per operation at flat instructions",
     "reads": "more bytes read per operation (IO)",
@@ -190,6 +191,11 @@ def explain(e: Evidence) -> list[Cause]:
     if _up(server):
         assert server is not None
         causes.append(Cause("server_cpu", TEXTS["server_cpu"], {"server_cpu_us": _figure(server)}))
+    instructions = m.get("server_instructions")  # perf stat's, on a host with a PMU
+    if _up(instructions):
+        assert instructions is not None
+        figures = {"server_instructions": _figure(instructions)}
+        causes.append(Cause("counted_code", TEXTS["counted_code"], figures))
     _explain_figures(e, causes)
     for key, metric in (("reads", "rkb"), ("writes", "wkb"), ("switches", "cs")):
         c = m.get(metric)

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
-import select
 import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +28,7 @@ from typing import Any
 from dbregress import benchmarks
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import pmu
+from dbregress.collect.perfctl import PerfControl, PerfError
 from dbregress.collect.proc import tree_pids
 from dbregress.engines import process
 from dbregress.engines.base import Engine, EngineOptions
@@ -413,62 +411,49 @@ class PerfHooks(Hooks):
     """perf record over the measured window and, on a host with a PMU, perf stat's
     cycles and instructions too. perf attaches at `ready` (the loadgen idles, waiting
     for go) with its events disabled, and is switched on at `measuring` and off at
-    `stopped` through its control FIFO, each command acknowledged: a window shorter
-    than perf's own start is still sampled whole."""
+    `stopped` through its control FIFO (collect/perfctl.py): a window shorter than
+    perf's own start is still sampled whole."""
 
     def __init__(self, targets: Callable[[Loadgen], list[int]], data: Path) -> None:
         self.targets, self.data = targets, data
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.pmu = pmu.Sampler() if pmu.detect().available else None
-        self.counters: dict[str, int | None] = {}
-        self._ctl = self._ack = -1
+        self.perf: PerfControl | None = None
+        self.pmu: pmu.Counter | None = None
+        self.counters: pmu.Counts = {}
 
     def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
-        ctl, ack = self.data.with_suffix(".ctl"), self.data.with_suffix(".ack")
-        for fifo in (ctl, ack):
-            fifo.unlink(missing_ok=True)
-            os.mkfifo(fifo, 0o600)
-        # O_RDWR: a FIFO opened so never blocks, whoever opens the other end when
-        self._ctl, self._ack = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
-        pids = ",".join(str(p) for p in self.targets(loadgen))
-        args = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ)]
-        args += ["--call-graph", PERF_CALL_GRAPH, "-D", "-1", "--control", f"fifo:{ctl},{ack}"]
-        args += ["-p", pids, "-o", str(self.data)]
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        self._command("disable")  # acknowledged once perf is attached and listening
-
-    def _command(self, word: str, timeout_s: float = 60.0) -> None:
-        os.write(self._ctl, word.encode() + b"\n")
-        ready, _, _ = select.select([self._ack], [], [], timeout_s)
-        if not ready or b"ack" not in os.read(self._ack, 64):
-            raise FlameError(f"perf record did not acknowledge {word!r} in {timeout_s:.0f} s")
+        pids = self.targets(loadgen)
+        args = ["record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ)]
+        args += ["--call-graph", PERF_CALL_GRAPH, "-o", str(self.data)]
+        self.perf = PerfControl(args, pids)
+        found = pmu.detect()
+        if found.available:
+            self.pmu = pmu.Counter(pids, found.events)
+        try:
+            self.perf.start()
+            if self.pmu is not None:
+                self.pmu.start()
+        except PerfError as e:
+            raise FlameError(str(e)) from e
 
     def measuring(self, loadgen: Loadgen) -> None:
         if self.pmu is not None:
-            self.pmu.start(self.targets(loadgen))
-        self._command("enable")
+            self.pmu.enable()
+        if self.perf is not None:
+            self.perf.enable()
 
     def stopped(self, loadgen: Loadgen) -> None:
-        self._command("disable")
+        if self.perf is not None:
+            self.perf.disable()
         if self.pmu is not None:
+            self.pmu.disable()
             self.counters = self.pmu.stop()
         self.close()
 
     def close(self) -> None:
-        """Stop perf (it writes its data) and close the FIFOs; safe to call twice."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        for fd in (self._ctl, self._ack):
-            if fd >= 0:
-                os.close(fd)
-        self._ctl = self._ack = -1
+        """Stop perf (it writes its data); safe to call twice."""
+        for perf in (self.perf, self.pmu):
+            if perf is not None:
+                perf.close()
 
 
 def profile(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
 from dbregress.report import svg
 from dbregress.report import verdict_tables as vt
-from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt
+from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.store.run import RunData
 from dbregress.store.series import (
     StepFiles,
@@ -36,7 +36,15 @@ from dbregress.store.series import (
 )
 
 # The per-operation costs the HTML shows (the CSV export has every one).
-HTML_METRICS = ("server_cpu_us", "client_cpu_us", "cs", "rkb", "wkb")
+HTML_METRICS = (
+    "server_cpu_us",
+    "client_cpu_us",
+    "cs",
+    "rkb",
+    "wkb",
+    "server_instructions",
+    "server_cycles",
+)
 # With more columns than this, the long per-op tables start folded.
 OPEN_UP_TO = 8
 # Up to this many non-base columns, a ratio chart each; beyond, one heat map.
@@ -164,8 +172,9 @@ def throughput_rows(m: Matrix) -> list[Row]:
 
 def metric_tables(m: Matrix, v: RunVerdicts) -> list[dict[str, Any]]:
     tables = []
+    shown = {mt.key for mt in shown_metrics(m)}
     for mt in PER_OP:
-        if mt.key not in HTML_METRICS:
+        if mt.key not in HTML_METRICS or mt.key not in shown:
             continue
         verdicts = v.metrics.get(mt.key, {})
         rows = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
-from dbregress.analysis.metrics import ENGINE, LATENCY, Metric
+from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.report import verdict_tables as vt
 
@@ -161,17 +161,26 @@ def per_operation(m: Matrix, v: RunVerdicts) -> list[str]:
         "band, ? undecided.",
         "",
     ]
-    header = ["build", *(f"{mt.label} ({mt.unit})" for mt in VERDICT_METRICS)]
+    shown = shown_metrics(m)
+    header = ["build", *(f"{mt.label} ({mt.unit})" for mt in shown)]
     for s in m.steps:
-        rows = [
-            [lb, *(fmt(_metric_value(m.cell(lb, s), mt)) for mt in VERDICT_METRICS)]
-            for lb in m.labels
-        ]
+        rows = [[lb, *(fmt(_metric_value(m.cell(lb, s), mt)) for mt in shown)] for lb in m.labels]
         for lb in m.labels[1:]:
-            rels = [_metric_ratio(v, m, lb, s, mt) for mt in VERDICT_METRICS]
+            rels = [_metric_ratio(v, m, lb, s, mt) for mt in shown]
             rows.append([f"{lb}/{m.base}", *rels])
         out += [f"#### {s}", "", *vt.table(header, rows)]
     return out
+
+
+def shown_metrics(m: Matrix) -> list[Metric]:
+    """The per-op metrics with verdicts, less the hardware counters where no result of
+    the comparison has them (a host without a PMU)."""
+    return [
+        mt
+        for mt in VERDICT_METRICS
+        if mt.key not in COUNTERS
+        or any(_metric_value(m.cell(lb, s), mt) is not None for s in m.steps for lb in m.labels)
+    ]
 
 
 def _metric_ratio(v: RunVerdicts, m: Matrix, label: str, step: str, mt: Metric) -> str:
