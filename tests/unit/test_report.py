@@ -266,3 +266,19 @@ def test_a_slowed_column_says_so(tmp_path: Path) -> None:
     verdicts = compare_run(data.record, data.steps)
     text = markdown.render(data.record, matrices(data.record, data.steps), verdicts, [])
     assert "| insert | pg17 (injected slowdown 0.1) |" in text
+
+
+def test_hardware_counts_show_where_a_host_counted_them(tmp_path: Path) -> None:
+    path = fixture_run(tmp_path)
+    assert "srv instr/o" not in render(path)  # no PMU: no column of dashes
+    data = read_run(path)
+    for results in data.steps.values():
+        for r in results:
+            more = 1.2 if r["column"] == "pg17" else 1.0  # pg17: 20% more instructions
+            r["per_op"] |= {"server_instructions": 50_000 * more, "server_cycles": 80_000.0}
+    verdicts = compare_run(data.record, data.steps)
+    results = [r for rs in data.steps.values() for r in rs]
+    text = markdown.render(data.record, matrices(data.record, data.steps), verdicts, results)
+    assert "srv instr/o (instructions)" in text and "srv cyc/o (cycles)" in text
+    c = verdicts.metrics["server_instructions"][("insert", "pg17", "l.i0")]
+    assert c.verdict == "higher" and c.ratio == pytest.approx(1.2, rel=0.02)
