@@ -43,6 +43,10 @@ def test_software_counts_and_perf_stat_s_human_output_are_read() -> None:
         "task-clock": 1001.68,
         "context-switches": 5,
     }
+    tracepoint = "212345,,raw_syscalls:sys_enter,1001658167,100.00,,\n"
+    assert pmu.parse_stat(tracepoint, ("raw_syscalls:sys_enter",)) == {
+        "raw_syscalls:sys_enter": 212345
+    }
     human = "     1,234,567      cycles\n     <not supported>      instructions\n"
     assert pmu.parse_stat(human) == {"cycles": 1234567, "instructions": None}
 

@@ -51,9 +51,12 @@ def parse_stat(text: str, events: Iterable[str] = EVENTS) -> Counts:
     counts: Counts = {}
     for line in text.splitlines():
         fields = line.split(",")
-        if len(fields) >= 3 and fields[2].split(":")[0] in wanted:
-            counts[fields[2].split(":")[0]] = _number(fields[0].strip())
-            continue
+        if len(fields) >= 3:
+            # a modifier may follow the name (cycles:u); a tracepoint's name has a colon
+            name = fields[2] if fields[2] in wanted else fields[2].rsplit(":", 1)[0]
+            if name in wanted:
+                counts[name] = _number(fields[0].strip())
+                continue
         m = re.match(r"\s*([\d,.]+|<not supported>|<not counted>)\s+(?:msec\s+)?([\w-]+)", line)
         if m and m.group(2) in wanted:
             counts[m.group(2)] = _number(m.group(1).replace(",", ""))
