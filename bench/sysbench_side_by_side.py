@@ -9,7 +9,9 @@ CPUs (server on the first CPU, client on the second). The two sides run alternat
 --rounds times per placement, the first side alternating between rounds; medians are
 reported. QPS is each tool's own count over its own elapsed time; client CPU per query
 is sysbench's getrusage (as our child) over its query count, and the loadgen's own
-getrusage over its Q (the step result's per_op client_cpu_us).
+getrusage over its Q (the step result's per_op client_cpu_us), printed whole and split
+into user and system time: both tools make the same three system calls per query
+(send, poll, receive), so the kernel's share is what no client code can shrink.
 
     uv run python bench/sysbench_side_by_side.py [--pg-build postgres@system]
         [--mariadb-build mariadb@system] [--seconds 20] [--rows 100000] [--rounds 3]
@@ -102,8 +104,13 @@ def run_sysbench(engine: Any, cpu: int, seconds: float, rows: int) -> dict[str, 
     if m is None or int(m.group(1)) == 0:
         raise SystemExit(f"sysbench printed no queries line:\n{out[-3000:]}")
     queries = int(m.group(1))
-    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"qps": float(m.group(2)), "client_us": cpu_s * 1e6 / queries}
+    user_s, system_s = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {
+        "qps": float(m.group(2)),
+        "client_us": (user_s + system_s) * 1e6 / queries,
+        "user_us": user_s * 1e6 / queries,
+        "system_us": system_s * 1e6 / queries,
+    }
 
 
 def run_loadgen(
@@ -113,9 +120,12 @@ def run_loadgen(
     plan = StepPlan("point-query", "point-query", section, duration_s=seconds)
     spec = micro.step_spec(engine.connection(), plan, clients=1, seed=1)
     out = collect_step(engine, spec, stem, plan, seconds * 5 + 60, placement, lambda e, r, q: None)
+    count, client = out.result["q"]["count"], out.result["client"]
     return {
         "qps": float(out.result["q"]["value"]),
         "client_us": float(out.result["per_op"]["client_cpu_us"]),
+        "user_us": client["user_s"] * 1e6 / count,
+        "system_us": client["system_s"] * 1e6 / count,
     }
 
 
@@ -159,7 +169,10 @@ def measure(
         engine.stop()
         shutil.rmtree(options.workdir, ignore_errors=True)
     out = {
-        side: {k: statistics.median(r[k] for r in rs) for k in ("qps", "client_us")}
+        side: {
+            k: statistics.median(r[k] for r in rs)
+            for k in ("qps", "client_us", "user_us", "system_us")
+        }
         for side, rs in runs.items()
     }
     # Each round's own ratios (the two sides ran back to back): their range is the spread.
@@ -205,7 +218,11 @@ def main() -> None:
                     f"{sb['client_us']:.1f} | {lg['client_us']:.1f} | "
                     f"{lg['qps'] / sb['qps']:.2f} ({sp['qps_lo']:.2f}-{sp['qps_hi']:.2f}) | "
                     f"{lg['client_us'] / sb['client_us']:.2f} "
-                    f"({sp['cpu_lo']:.2f}-{sp['cpu_hi']:.2f}) |"
+                    f"({sp['cpu_lo']:.2f}-{sp['cpu_hi']:.2f}) | "
+                    f"{sb['user_us']:.2f} / {sb['system_us']:.2f} | "
+                    f"{lg['user_us']:.2f} / {lg['system_us']:.2f} | "
+                    f"{lg['user_us'] / sb['user_us']:.2f} | "
+                    f"{lg['system_us'] / sb['system_us']:.2f} |"
                 )
                 print(f"done: {build.spec}, {placement.mode}", flush=True)
     finally:
@@ -213,9 +230,10 @@ def main() -> None:
     print(
         "| engine | placement | sysbench QPS | loadgen QPS | sysbench µs/query | "
         "loadgen µs/query | QPS loadgen/sysbench (rounds' range) | "
-        "CPU loadgen/sysbench (rounds' range) |"
+        "CPU loadgen/sysbench (rounds' range) | sysbench user / sys µs/query | "
+        "loadgen user / sys µs/query | user loadgen/sysbench | sys loadgen/sysbench |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for line in rows:
         print(line)
 
