@@ -68,13 +68,13 @@ def loadgen(engine: Any, step: str, sizes: KvSizes, cpu: int, scratch: Path) -> 
     seconds = 0.0 if step in ("fillseq", SETTLE) else sizes.seconds
     plan = StepPlan(step, step, {}, duration_s=seconds, work=sizes.keys)
     spec = kv.step_spec(engine.connection(), plan, 1, seed=1)
-    section = dict(spec["kv"])
-    section.update(keys=sizes.keys, key_size=sizes.key_size, value_size=sizes.value_size)
+    workload = dict(spec["workload"])
+    workload.update(keys=sizes.keys, key_size=sizes.key_size, value_size=sizes.value_size)
     if seconds:
-        section["duration_s"] = seconds
+        workload["duration_s"] = seconds
     if step == "readwhilewriting":
-        section["writer_mb_per_s"] = sizes.writer_mb_per_s
-    spec["kv"] = section
+        workload["writer_mb_per_s"] = sizes.writer_mb_per_s
+    spec["workload"] = workload
     one = frozenset({cpu})
     out = collect_step(
         engine,

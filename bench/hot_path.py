@@ -75,14 +75,12 @@ def benches(seconds: float, clients: int) -> list[Bench]:
 
 def spec(b: Bench, clients: int) -> dict[str, Any]:
     return {
-        "spec_version": 2,
+        "spec_version": 3,
         "engine": NULL,
-        "workload": b.workload,
-        "step": b.step,
+        "workload": {"kind": b.workload, "step": b.step, **b.section},
         "clients": clients,
         "seed": 1,
         "report_interval_ms": 1000,
-        b.workload: b.section,
     }
 
 

@@ -53,14 +53,11 @@ def main() -> int:
     kv = {"keys": keys, "key_size": 20, "value_size": 400}
 
     def spec(step: str, seed: int, **extra: Any) -> dict[str, Any]:
-        section = kv | extra
         return {
             "engine": engine.connection(),
-            "workload": "kv",
-            "step": step,
+            "workload": {"kind": "kv", "step": step, **kv, **extra},
             "clients": 1,
             "seed": seed,
-            "kv": section,
             "warmup_s": 1.0 if "duration_s" in extra else 0.0,
         }
 

@@ -12,8 +12,8 @@ use crate::output::ErrorLimiter;
 use crate::pace::{sleep_until, Pacing};
 use crate::spec::StepSpec;
 use crate::stats::{CachePadded, OpKind, Recorder, Stats};
-use crate::step::Workload;
 use crate::window::{Edge, Slot, Window};
+use crate::workload_spec::Workload;
 use anyhow::{anyhow, bail, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
@@ -123,7 +123,7 @@ impl StepContext {
     ) -> StepContext {
         let window = spec
             .window
-            .map(|w| Window::new(w, q_op, spec.step.runs_for_a_duration()));
+            .map(|w| Window::new(w, q_op, spec.workload.runs_for_a_duration()));
         StepContext {
             window,
             spec,
@@ -145,7 +145,7 @@ impl StepContext {
         let Some(kv) = self
             .driver
             .kv()
-            .filter(|_| self.spec.workload == Workload::Kv)
+            .filter(|_| matches!(self.spec.workload, Workload::Kv(_)))
         else {
             return Ok(None);
         };

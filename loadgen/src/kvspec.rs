@@ -1,17 +1,81 @@
-//! The kv parts of the step spec: the `kv` sizes section and the `rocksdb` engine's
-//! options (schema/step-spec.schema.json, generated from these types), with their
-//! defaults and the checks the schema alone cannot make.
+//! The kv workload (db_bench-style steps, METHOD.md section 4): its steps and its sizes,
+//! and the `rocksdb` engine's options (schema/step-spec.schema.json, generated from these
+//! types), with their defaults and the checks the schema alone cannot make.
 
-use crate::step::Step;
 use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
-/// Sizes of a kv step (METHOD.md section 4)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KvStep {
+    Fillseq,
+    Revrange,
+    Overwritesome,
+    #[serde(rename = "flush_mt_l0")]
+    FlushMtL0,
+    Readrandom,
+    Fwdrange,
+    #[serde(rename = "revrangewhilewriting")]
+    RevrangeWhileWriting,
+    #[serde(rename = "fwdrangewhilewriting")]
+    FwdrangeWhileWriting,
+    #[serde(rename = "readwhilewriting")]
+    ReadWhileWriting,
+    #[serde(rename = "overwriteandwait")]
+    OverwriteAndWait,
+    Overwrite,
+}
+
+impl KvStep {
+    #[cfg(test)]
+    pub const ALL: &'static [KvStep] = &[
+        KvStep::Fillseq,
+        KvStep::Revrange,
+        KvStep::Overwritesome,
+        KvStep::FlushMtL0,
+        KvStep::Readrandom,
+        KvStep::Fwdrange,
+        KvStep::RevrangeWhileWriting,
+        KvStep::FwdrangeWhileWriting,
+        KvStep::ReadWhileWriting,
+        KvStep::OverwriteAndWait,
+        KvStep::Overwrite,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            KvStep::Fillseq => "fillseq",
+            KvStep::Revrange => "revrange",
+            KvStep::Overwritesome => "overwritesome",
+            KvStep::FlushMtL0 => "flush_mt_l0",
+            KvStep::Readrandom => "readrandom",
+            KvStep::Fwdrange => "fwdrange",
+            KvStep::RevrangeWhileWriting => "revrangewhilewriting",
+            KvStep::FwdrangeWhileWriting => "fwdrangewhilewriting",
+            KvStep::ReadWhileWriting => "readwhilewriting",
+            KvStep::OverwriteAndWait => "overwriteandwait",
+            KvStep::Overwrite => "overwrite",
+        }
+    }
+
+    /// The steps that run for the workload's duration_s.
+    pub fn is_timed(self) -> bool {
+        !matches!(
+            self,
+            KvStep::Fillseq | KvStep::Overwritesome | KvStep::FlushMtL0
+        )
+    }
+}
+
+/// db_bench-style steps on an embedded key-value engine
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KvSpec {
+    /// METHOD.md section 4's steps, plus overwrite (random overwrites for duration_s, for
+    /// side-by-side runs with db_bench)
+    pub step: KvStep,
     /// Keys in the database (fillseq writes 0..keys-1; other steps pick among them uniformly)
     #[schemars(range(min = 1))]
     pub keys: Option<u64>,
@@ -41,13 +105,8 @@ pub struct KvSpec {
     pub disable_wal: Option<bool>,
 }
 
-impl Default for KvSpec {
-    fn default() -> Self {
-        serde_json::from_str("{}").expect("kv defaults")
-    }
-}
-
-fn default_key_size() -> usize {
+/// The key size when the spec does not say (also the null driver's for other workloads).
+pub fn default_key_size() -> usize {
     20
 }
 fn default_value_size() -> usize {
@@ -73,8 +132,8 @@ impl KvSpec {
     }
 
     /// The WAL is off for fillseq and on otherwise, unless the spec says.
-    pub fn disable_wal(&self, step: Step) -> bool {
-        self.disable_wal.unwrap_or(step == Step::Fillseq)
+    pub fn disable_wal(&self) -> bool {
+        self.disable_wal.unwrap_or(self.step == KvStep::Fillseq)
     }
 
     /// The background writer's limit in bytes of key + value per second (MB = 2^20).
@@ -86,33 +145,37 @@ impl KvSpec {
         self.key_size + self.value_size
     }
 
-    pub fn validate(&self, step: Step) -> Result<()> {
+    pub fn validate(&self) -> Result<()> {
+        let step = self.step;
         let name = step.name();
         // flush_mt_l0 touches no key; every other step needs to know the key space.
-        if step != Step::FlushMtL0 && self.keys.is_none_or(|k| k == 0) {
-            bail!("kv.keys (at least 1) is required for step {name}");
+        if step != KvStep::FlushMtL0 && self.keys.is_none_or(|k| k == 0) {
+            bail!("workload.keys (at least 1) is required for step {name}");
         }
         if self.key_size < 8 {
-            bail!("kv.key_size must be at least 8, got {}", self.key_size);
+            bail!(
+                "workload.key_size must be at least 8, got {}",
+                self.key_size
+            );
         }
         if self.value_size == 0 || self.range_len == 0 {
-            bail!("kv.value_size and kv.range_len must be at least 1");
+            bail!("workload.value_size and workload.range_len must be at least 1");
         }
-        match (step.is_timed_kv(), self.duration_s) {
-            (true, None) => bail!("kv.duration_s is required for step {name}"),
+        match (step.is_timed(), self.duration_s) {
+            (true, None) => bail!("workload.duration_s is required for step {name}"),
             (true, Some(d)) if !(d > 0.0 && d.is_finite()) => {
-                bail!("kv.duration_s must be > 0, got {d}")
+                bail!("workload.duration_s must be > 0, got {d}")
             }
-            (false, Some(_)) => bail!("kv.duration_s does not apply to step {name}"),
+            (false, Some(_)) => bail!("workload.duration_s does not apply to step {name}"),
             _ => {}
         }
         let f = self.overwrite_fraction;
         if !(f > 0.0 && f <= 1.0) {
-            bail!("kv.overwrite_fraction must be in (0, 1], got {f}");
+            bail!("workload.overwrite_fraction must be in (0, 1], got {f}");
         }
         if !(self.writer_mb_per_s >= 0.0 && self.writer_mb_per_s.is_finite()) {
             bail!(
-                "kv.writer_mb_per_s must be >= 0, got {}",
+                "workload.writer_mb_per_s must be >= 0, got {}",
                 self.writer_mb_per_s
             );
         }
@@ -261,15 +324,27 @@ mod tests {
             .collect()
     }
 
+    /// A kv spec from the fields of a `workload` object (without its kind).
+    fn kv(json: &str) -> KvSpec {
+        serde_json::from_str(json).unwrap()
+    }
+
     #[test]
     fn defaults_follow_the_schema() {
         // What serde fills in for an absent key must be what the schema says it is.
         let schema = schema();
-        let mut given = defaults_of(&schema["properties"]["kv"]);
+        let workload = schema["properties"]["workload"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["properties"]["kind"]["const"] == "kv")
+            .expect("the kv workload in the schema");
+        let mut given = defaults_of(workload);
         assert!(given.len() >= 5, "{given:?}");
+        given.insert("step".into(), "fillseq".into());
         given.insert("keys".into(), 10.into());
         let from_schema: KvSpec = serde_json::from_value(given.into()).unwrap();
-        let from_serde: KvSpec = serde_json::from_str(r#"{"keys": 10}"#).unwrap();
+        let from_serde = kv(r#"{"step": "fillseq", "keys": 10}"#);
         assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
         let rocks = schema["properties"]["engine"]["oneOf"]
             .as_array()
@@ -282,15 +357,15 @@ mod tests {
         let from_schema: RocksOptions = serde_json::from_value(given.into()).unwrap();
         let from_serde: RocksOptions = serde_json::from_str("{}").unwrap();
         assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
-        let kv = KvSpec::default();
-        assert_eq!((kv.key_size, kv.value_size, kv.range_len), (20, 400, 10));
-        assert_eq!(kv.overwrite_fraction, 0.1);
-        assert!(
-            kv.disable_wal(Step::Fillseq),
-            "fillseq writes without a WAL"
+        let fill = kv(r#"{"step": "fillseq"}"#);
+        assert_eq!(
+            (fill.key_size, fill.value_size, fill.range_len),
+            (20, 400, 10)
         );
-        assert!(!kv.disable_wal(Step::Overwrite));
-        assert_eq!(kv.writer_bytes_per_s(), 2.0 * 1048576.0);
+        assert_eq!(fill.overwrite_fraction, 0.1);
+        assert!(fill.disable_wal(), "fillseq writes without a WAL");
+        assert!(!kv(r#"{"step": "overwrite"}"#).disable_wal());
+        assert_eq!(fill.writer_bytes_per_s(), 2.0 * 1048576.0);
         let o: RocksOptions = serde_json::from_str("{}").unwrap();
         assert_eq!((o.block_size, o.write_buffer_mb), (8192, 64));
         assert_eq!((o.bloom_bits, o.cache_type), (10.0, CacheType::Lru));
@@ -299,12 +374,22 @@ mod tests {
 
     #[test]
     fn timed_steps_need_a_duration_and_others_refuse_one() {
-        let kv: KvSpec = serde_json::from_str(r#"{"keys": 10}"#).unwrap();
-        assert!(kv.validate(Step::Fillseq).is_ok());
-        let e = kv.validate(Step::Readrandom).unwrap_err().to_string();
-        assert!(e.contains("kv.duration_s is required"), "{e}");
-        let timed: KvSpec = serde_json::from_str(r#"{"keys": 10, "duration_s": 1}"#).unwrap();
-        assert!(timed.validate(Step::Fillseq).is_err());
-        assert!(KvSpec::default().validate(Step::FlushMtL0).is_ok());
+        assert!(kv(r#"{"step": "fillseq", "keys": 10}"#).validate().is_ok());
+        let e = kv(r#"{"step": "readrandom", "keys": 10}"#)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("workload.duration_s is required"), "{e}");
+        let timed = kv(r#"{"step": "fillseq", "keys": 10, "duration_s": 1}"#);
+        assert!(timed.validate().is_err());
+        assert!(kv(r#"{"step": "flush_mt_l0"}"#).validate().is_ok());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for &s in KvStep::ALL {
+            let back: KvStep = serde_json::from_str(&format!("\"{}\"", s.name())).unwrap();
+            assert_eq!(back, s);
+        }
     }
 }

@@ -16,11 +16,11 @@ mod reporter;
 mod runner;
 mod spec;
 mod stats;
-mod step;
 mod summary;
 mod timeline;
 mod window;
 mod workload;
+mod workload_spec;
 
 use anyhow::{bail, Context, Result};
 use std::io::Read;

@@ -1,6 +1,7 @@
-//! The step spec's microbenchmark part (METHOD.md section 3): the step names and the
-//! `micro` section. Kept apart from spec.rs so other workloads' changes merge cleanly.
+//! The microbenchmarks' workload (METHOD.md section 3): its steps and its fields, with
+//! their defaults. Kept apart from spec.rs so other workloads' changes merge cleanly.
 
+use crate::insert_spec::CleanupSpec;
 use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -29,6 +30,7 @@ macro_rules! micro_steps {
 
 micro_steps! {
     Load = "load",
+    Cleanup = "cleanup",
     PointQuery = "point-query",
     RandomPoints = "random-points",
     HotPoints = "hot-points",
@@ -58,10 +60,22 @@ micro_steps! {
     Insert = "insert",
 }
 
-/// Sizes of a micro step
+impl MicroStep {
+    /// Every step but load and cleanup runs for duration_s.
+    pub fn is_timed(self) -> bool {
+        !matches!(self, MicroStep::Load | MicroStep::Cleanup)
+    }
+}
+
+/// sysbench-style microbenchmarks on sbtest1..N
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MicroSpec {
+    /// load, cleanup (the post-write cleanup), and METHOD.md section 3's steps (one op =
+    /// one statement; for read-only*, write-only, read-write one transaction;
+    /// read-only-simple/-sum/-order/-distinct/-count run BEGIN, that one range query,
+    /// COMMIT)
+    pub step: MicroStep,
     /// Tables sbtest1..sbtestN
     #[serde(default = "default_tables")]
     #[schemars(range(min = 1))]
@@ -77,24 +91,17 @@ pub struct MicroSpec {
     /// Seconds each timed step runs (every step but load and cleanup)
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub duration_s: Option<f64>,
-}
-
-impl Default for MicroSpec {
-    fn default() -> Self {
-        MicroSpec {
-            tables: default_tables(),
-            rows: default_rows(),
-            range_size: default_range_size(),
-            duration_s: None,
-        }
-    }
+    /// The post-write cleanup step (step cleanup only)
+    pub cleanup: Option<CleanupSpec>,
 }
 
 fn default_tables() -> u32 {
     1
 }
 
-fn default_rows() -> u64 {
+/// The rows per table when the spec does not say (also the null driver's for other
+/// workloads).
+pub fn default_rows() -> u64 {
     10_000
 }
 
@@ -107,31 +114,37 @@ impl MicroSpec {
         Duration::from_secs_f64(self.duration_s.unwrap_or(0.0))
     }
 
-    /// Check the section for `step` (None: the shared cleanup step).
-    pub fn validate(&self, step: Option<MicroStep>) -> Result<()> {
+    pub fn cleanup_timeout(&self) -> Duration {
+        CleanupSpec::timeout(self.cleanup.as_ref())
+    }
+
+    pub fn validate(&self) -> Result<()> {
         if self.tables == 0 {
-            bail!("micro.tables must be at least 1");
+            bail!("workload.tables must be at least 1");
         }
         if self.rows < 10 || self.rows > i32::MAX as u64 {
-            bail!("micro.rows must be 10 .. 2^31-1, got {}", self.rows);
+            bail!("workload.rows must be 10 .. 2^31-1, got {}", self.rows);
         }
         if self.range_size == 0 || self.range_size > self.rows {
             bail!(
-                "micro.range_size must be 1 .. micro.rows ({}), got {}",
+                "workload.range_size must be 1 .. workload.rows ({}), got {}",
                 self.rows,
                 self.range_size
             );
         }
-        let timed = !matches!(step, None | Some(MicroStep::Load));
-        let name = step.map_or("cleanup", MicroStep::name);
-        match (timed, self.duration_s) {
-            (true, None) => bail!("micro.duration_s is required for step {name}"),
+        let name = self.step.name();
+        match (self.step.is_timed(), self.duration_s) {
+            (true, None) => bail!("workload.duration_s is required for step {name}"),
             (true, Some(d)) if !(d > 0.0 && d.is_finite()) => {
-                bail!("micro.duration_s must be > 0, got {d}")
+                bail!("workload.duration_s must be > 0, got {d}")
             }
-            (false, Some(_)) => bail!("micro.duration_s does not apply to step {name}"),
-            _ => Ok(()),
+            (false, Some(_)) => bail!("workload.duration_s does not apply to step {name}"),
+            _ => {}
         }
+        if let Some(c) = &self.cleanup {
+            c.validate(self.step == MicroStep::Cleanup, name)?;
+        }
+        Ok(())
     }
 }
 
@@ -145,21 +158,27 @@ mod tests {
             let back: MicroStep = serde_json::from_str(&format!("\"{}\"", s.name())).unwrap();
             assert_eq!(back, s);
         }
-        assert_eq!(MicroStep::ALL.len(), 28);
+        assert_eq!(MicroStep::ALL.len(), 29);
     }
 
     #[test]
     fn validation_names_the_field() {
         let m = |j: &str| serde_json::from_str::<MicroSpec>(j).unwrap();
-        let err = |m: MicroSpec, s| format!("{:#}", m.validate(s).unwrap_err());
-        assert!(err(m("{}"), Some(MicroStep::Scan)).contains("micro.duration_s"));
-        assert!(err(m(r#"{"duration_s": 1}"#), Some(MicroStep::Load)).contains("does not apply"));
-        assert!(err(m(r#"{"rows": 5}"#), Some(MicroStep::Load)).contains("micro.rows"));
-        let big_range = m(r#"{"rows": 50, "range_size": 51, "duration_s": 1}"#);
-        assert!(err(big_range, Some(MicroStep::ReadOnly)).contains("range_size"));
-        m(r#"{"duration_s": 0.5}"#)
-            .validate(Some(MicroStep::PointQuery))
+        let err = |m: MicroSpec| format!("{:#}", m.validate().unwrap_err());
+        assert!(err(m(r#"{"step": "scan"}"#)).contains("workload.duration_s"));
+        let load_timed = m(r#"{"step": "load", "duration_s": 1}"#);
+        assert!(err(load_timed).contains("does not apply"));
+        assert!(err(m(r#"{"step": "load", "rows": 5}"#)).contains("workload.rows"));
+        let big_range =
+            m(r#"{"step": "read-only", "rows": 50, "range_size": 51, "duration_s": 1}"#);
+        assert!(err(big_range).contains("range_size"));
+        m(r#"{"step": "point-query", "duration_s": 0.5}"#)
+            .validate()
             .unwrap();
-        m("{}").validate(None).unwrap();
+        m(r#"{"step": "cleanup"}"#).validate().unwrap();
+        let timeout = r#"{"step": "cleanup", "cleanup": {"statements_timeout_s": 5}}"#;
+        assert_eq!(m(timeout).cleanup_timeout().as_secs(), 5);
+        let misplaced = m(r#"{"step": "load", "cleanup": {}}"#);
+        assert!(err(misplaced).contains("applies only to step cleanup"));
     }
 }

@@ -37,7 +37,7 @@ pub fn run(
         event_version: output::EVENT_VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION"),
         driver: driver.name(),
-        step: spec.step.name(),
+        step: spec.workload.step_name(),
         clients: spec.clients,
         pid: std::process::id(),
         capabilities: driver.capabilities(),

@@ -1,15 +1,13 @@
 //! The step spec: parse, apply the defaults, then cross-validate what the schema alone
-//! cannot say. It composes the workloads' sections (insert_spec, kvspec, micro_spec),
-//! which build on step.rs as this does. The spec's JSON Schema is generated from these
-//! types (`schema()`, printed by `dbregress-loadgen --print-spec-schema`): their doc
-//! comments become its descriptions and serde's defaults its defaults. The checked-in
-//! copy, schema/step-spec.schema.json, is what `make schema` writes.
+//! cannot say. It composes the engine and the workload (workload_spec, whose variants'
+//! own specs are insert_spec, kvspec and micro_spec). The spec's JSON Schema is generated
+//! from these types (`schema()`, printed by `dbregress-loadgen --print-spec-schema`):
+//! their doc comments become its descriptions and serde's defaults its defaults. The
+//! checked-in copy, schema/step-spec.schema.json, is what `make schema` writes.
 
-use crate::insert_spec::{default_statements_timeout_s, CleanupSpec, InsertSpec};
-use crate::kvspec::{KvSpec, RocksOptions};
-use crate::micro_spec::MicroSpec;
-use crate::step::{step_or_micro, step_schema, Step, Workload};
+use crate::kvspec::RocksOptions;
 use crate::window::WindowSpec;
+use crate::workload_spec::Workload;
 use anyhow::{bail, Context, Result};
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
@@ -18,8 +16,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// The spec versions this loadgen reads: 2 added handshake, warmup_s and inject_slowdown.
-const SPEC_VERSIONS: [u32; 2] = [1, 2];
+/// The spec version this loadgen reads. 2 added handshake, warmup_s and inject_slowdown;
+/// 3 made `workload` an object tagged by `kind`, holding the step and that workload's
+/// own fields (version 2's sections `insert`, `cleanup`, `kv`, `micro`).
+const SPEC_VERSION: u32 = 3;
 
 // The doc comments of the types and fields below are the schema's descriptions (for
 // notes to the reader of this code, use plain comments); serde's defaults are its
@@ -27,31 +27,22 @@ const SPEC_VERSIONS: [u32; 2] = [1, 2];
 
 /// What dbregress-loadgen is told to do: one step of one workload against one running
 /// engine. Given as a file argument, or on stdin when neither handshake nor
-/// wait_before_close is set. Version 2 added handshake, warmup_s and inject_slowdown; the
-/// loadgen still reads version 1 specs, which may not use them.
+/// wait_before_close is set. Version 3 made workload an object tagged by kind, which
+/// holds the step and that workload's own fields; the loadgen reads version 3 only.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(
-    title = "dbregress step spec, version 2",
-    extend("$id" = "https://dbregress.dev/schema/step-spec-2.json")
+    title = "dbregress step spec, version 3",
+    extend("$id" = "https://dbregress.dev/schema/step-spec-3.json")
 )]
 pub struct StepSpec {
-    /// 2 for the fields handshake, warmup_s and inject_slowdown
+    /// 3: workload is an object tagged by kind
+    // check_version reads it before the spec is typed: a field for the schema only.
     #[schemars(schema_with = "spec_version_schema")]
-    pub spec_version: u32,
+    #[allow(dead_code)]
+    spec_version: u32,
     pub engine: EngineSpec,
-    /// insert: the Insert Benchmark (METHOD.md section 2); kv: db_bench-style steps
-    /// (section 4); micro: sysbench-style microbenchmarks (section 3) on sbtest1..N
     pub workload: Workload,
-    /// insert workload: l.i0 .. qp (qr/qp rate in insert.insert_rate). kv workload:
-    /// METHOD.md section 4's steps, plus overwrite (random overwrites for duration_s, for
-    /// side-by-side runs with db_bench). micro workload: load, cleanup, and METHOD.md
-    /// section 3's steps (one op = one statement; for read-only*, write-only, read-write
-    /// one transaction; read-only-simple/-sum/-order/-distinct/-count run BEGIN, that one
-    /// range query, COMMIT).
-    #[serde(deserialize_with = "step_or_micro")]
-    #[schemars(schema_with = "step_schema")]
-    pub step: Step,
     /// insert: one table per client, pi1..piN. kv: reader/writer threads (fillseq always
     /// uses 1). micro: connections, each picking a table per statement as sysbench does
     /// (load and cleanup: client i takes tables i, i+clients, ...)
@@ -62,10 +53,6 @@ pub struct StepSpec {
     #[serde(default = "default_report_interval_ms")]
     #[schemars(range(min = 10))]
     pub report_interval_ms: u64,
-    #[serde(default)]
-    #[schemars(extend("default" = {}))]
-    pub insert: InsertSpec,
-    pub cleanup: Option<CleanupSpec>,
     /// After the summary line, keep the connections open until stdin closes, so the caller
     /// can read the server's counters while its backends still live. Needs the spec in a
     /// file.
@@ -78,12 +65,12 @@ pub struct StepSpec {
     /// wait_before_close.
     #[serde(default)]
     pub handshake: bool,
-    /// Steps that run for a duration (qr, qp, the kv steps with kv.duration_s, the micro
-    /// steps with micro.duration_s) first run this many seconds of the same workload, then
-    /// print 'measuring' and go on without a pause: the summary covers only what follows,
-    /// the intervals cover both. Their run lasts warmup_s + the duration. Fixed-work steps
-    /// (l.i0, l.x, l.i1, l.i2, cleanup, fillseq, overwritesome, flush_mt_l0, micro load)
-    /// ignore it and print 'measuring' right after go.
+    /// Steps that run for a duration (qr, qp, the kv and micro steps with a duration_s)
+    /// first run this many seconds of the same workload, then print 'measuring' and go on
+    /// without a pause: the summary covers only what follows, the intervals cover both.
+    /// Their run lasts warmup_s + the duration. Fixed-work steps (l.i0, l.x, l.i1, l.i2,
+    /// cleanup, fillseq, overwritesome, flush_mt_l0, micro load) ignore it and print
+    /// 'measuring' right after go.
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub warmup_s: f64,
@@ -94,16 +81,7 @@ pub struct StepSpec {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub inject_slowdown: f64,
-    #[serde(default)]
-    #[schemars(extend("default" = {}))]
-    pub micro: MicroSpec,
     pub window: Option<WindowSpec>,
-    // The `kv` section as given; `kv` holds it with the defaults applied.
-    #[serde(rename = "kv")]
-    #[schemars(extend("default" = {}))]
-    kv_given: Option<KvSpec>,
-    #[serde(skip)]
-    pub kv: KvSpec,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
@@ -170,7 +148,7 @@ fn default_storage_engine() -> String {
 }
 
 fn spec_version_schema(_: &mut SchemaGenerator) -> Schema {
-    schemars::json_schema!({"enum": SPEC_VERSIONS})
+    schemars::json_schema!({"const": SPEC_VERSION})
 }
 
 /// The JSON Schema of the step spec (draft 2020-12), as schema/step-spec.schema.json holds
@@ -246,35 +224,20 @@ fn default_report_interval_ms() -> u64 {
 impl StepSpec {
     /// Parse and validate a spec given as JSON text.
     pub fn from_json(text: &str) -> Result<StepSpec> {
-        let mut spec: StepSpec = serde_json::from_str(text).context("invalid step spec")?;
-        spec.kv = spec.kv_given.clone().unwrap_or_default();
+        // The version first: an older spec's layout would otherwise fail on a field it
+        // places elsewhere, with an error that does not say why.
+        let value: Value = serde_json::from_str(text).context("invalid step spec")?;
+        check_version(&value).context("invalid step spec")?;
+        let spec: StepSpec = serde_json::from_value(value).context("invalid step spec")?;
         spec.validate().context("invalid step spec")?;
         Ok(spec)
-    }
-
-    /// Rows per insert statement and commit, with the per-step default applied.
-    pub fn rows_per_commit(&self) -> u64 {
-        let default = self.step.default_rows_per_commit().unwrap_or(1);
-        self.insert.rows_per_commit.unwrap_or(default)
-    }
-
-    pub fn duration(&self) -> Duration {
-        Duration::from_secs_f64(self.insert.duration_s.unwrap_or(0.0))
-    }
-
-    pub fn cleanup_timeout(&self) -> Duration {
-        let s = self
-            .cleanup
-            .as_ref()
-            .map_or(default_statements_timeout_s(), |c| c.statements_timeout_s);
-        Duration::from_secs_f64(s)
     }
 
     /// The warm-up this step runs before its measured window: warmup_s for steps that
     /// run for a duration, none for fixed-work steps (which ignore warmup_s) nor with a
     /// profiler's window (whose skip_ops is its warm-up).
     pub fn warmup(&self) -> Duration {
-        if self.step.runs_for_a_duration() && self.window.is_none() {
+        if self.workload.runs_for_a_duration() && self.window.is_none() {
             Duration::from_secs_f64(self.warmup_s)
         } else {
             Duration::ZERO
@@ -291,13 +254,6 @@ impl StepSpec {
     }
 
     fn validate(&self) -> Result<()> {
-        if !SPEC_VERSIONS.contains(&self.spec_version) {
-            bail!(
-                "spec_version is {}, this loadgen reads versions {SPEC_VERSIONS:?}",
-                self.spec_version
-            );
-        }
-        self.validate_timing()?;
         if self.clients == 0 {
             bail!("clients must be at least 1");
         }
@@ -307,32 +263,6 @@ impl StepSpec {
                 self.report_interval_ms
             );
         }
-        self.validate_workload()?;
-        match (self.workload, self.step) {
-            (Workload::Kv, _) => self.kv.validate(self.step)?,
-            (Workload::Micro, Step::Micro(m)) => self.micro.validate(Some(m))?,
-            (Workload::Micro, _) => self.micro.validate(None)?,
-            (Workload::Insert, _) => {}
-        }
-        if let EngineSpec::Rocksdb { options, .. } = &self.engine {
-            options.validate()?;
-        }
-        self.insert.validate(self.step, self.clients)?;
-        if let Some(c) = &self.cleanup {
-            c.validate(self.step)?;
-        }
-        if let Some(w) = &self.window {
-            w.validate(self.handshake)?;
-        }
-        Ok(())
-    }
-
-    /// The version 2 fields: the handshake, the warm-up and the injected slowdown.
-    fn validate_timing(&self) -> Result<()> {
-        let v2 = self.handshake || self.warmup_s != 0.0 || self.inject_slowdown != 0.0;
-        if v2 && self.spec_version < 2 {
-            bail!("handshake, warmup_s and inject_slowdown need spec_version 2");
-        }
         for (name, v) in [
             ("warmup_s", self.warmup_s),
             ("inject_slowdown", self.inject_slowdown),
@@ -341,25 +271,24 @@ impl StepSpec {
                 bail!("{name} must be a number >= 0, got {v}");
             }
         }
+        self.validate_driver()?;
+        self.workload.validate(self.clients)?;
+        if let EngineSpec::Rocksdb { options, .. } = &self.engine {
+            options.validate()?;
+        }
+        if let Some(w) = &self.window {
+            w.validate(self.handshake)?;
+        }
         Ok(())
     }
 
-    /// The step belongs to the workload (micro shares `cleanup` with insert), and the
-    /// driver speaks it.
-    fn validate_workload(&self) -> Result<()> {
-        let step = self.step.name();
-        let shared_cleanup = self.step == Step::Cleanup && self.workload == Workload::Micro;
-        if self.step.workload() != self.workload && !shared_cleanup {
-            bail!(
-                "step {step} does not belong to workload {}",
-                self.workload.name()
-            );
-        }
+    /// The driver speaks the workload.
+    fn validate_driver(&self) -> Result<()> {
         let driver_speaks = match &self.engine {
             EngineSpec::Postgres { .. } | EngineSpec::Mysql { .. } => {
-                matches!(self.workload, Workload::Insert | Workload::Micro)
+                matches!(self.workload, Workload::Insert(_) | Workload::Micro(_))
             }
-            EngineSpec::Rocksdb { .. } => self.workload == Workload::Kv,
+            EngineSpec::Rocksdb { .. } => matches!(self.workload, Workload::Kv(_)),
             EngineSpec::Null { .. } => true,
         };
         if !driver_speaks {
@@ -369,109 +298,156 @@ impl StepSpec {
                 self.workload.name()
             );
         }
-        if self.workload != Workload::Kv && self.kv_given.is_some() {
-            bail!("kv does not apply to workload {}", self.workload.name());
-        }
         Ok(())
+    }
+}
+
+/// The spec's version is the one this loadgen reads.
+fn check_version(spec: &Value) -> Result<()> {
+    match spec.get("spec_version") {
+        None => bail!("spec_version is missing; this loadgen reads version {SPEC_VERSION}"),
+        Some(v) if v.as_u64() == Some(SPEC_VERSION.into()) => Ok(()),
+        Some(v) => bail!(
+            "spec_version is {v}, this loadgen reads version {SPEC_VERSION} only \
+             (3 moved the step and the workload's section into workload, tagged by kind)"
+        ),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::insert_spec::InsertSpec;
 
-    fn spec(step: &str, insert: &str) -> Result<StepSpec> {
+    /// An insert spec with the workload's fields `fields` (a JSON object's inside).
+    fn spec(step: &str, fields: &str) -> Result<StepSpec> {
+        with(step, fields, r#""spec_version": 3"#)
+    }
+
+    fn with(step: &str, fields: &str, extra: &str) -> Result<StepSpec> {
+        let comma = if fields.is_empty() { "" } else { ", " };
         StepSpec::from_json(&format!(
-            r#"{{"spec_version": 2, "engine": {{"driver": "null"}}, "workload": "insert",
-                "step": "{step}", "clients": 2, "seed": 7, "insert": {insert}}}"#
+            r#"{{"engine": {{"driver": "null"}}, "clients": 2, "seed": 7, {extra},
+                "workload": {{"kind": "insert", "step": "{step}"{comma}{fields}}}}}"#
         ))
+    }
+
+    fn insert(s: &StepSpec) -> &InsertSpec {
+        match &s.workload {
+            Workload::Insert(i) => i,
+            other => panic!("an insert workload, not {}", other.name()),
+        }
     }
 
     fn error_of(r: Result<StepSpec>) -> String {
         format!("{:#}", r.expect_err("spec should be rejected"))
     }
 
+    fn checked_in() -> Value {
+        serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap()
+    }
+
     #[test]
     fn the_checked_in_schema_is_the_generated_one() {
-        let checked_in: serde_json::Value =
-            serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap();
         assert!(
-            schema().as_value() == &checked_in,
+            schema().as_value() == &checked_in(),
             "schema/step-spec.schema.json is stale: run `make schema` to regenerate it"
         );
     }
 
     #[test]
-    fn the_schema_lists_every_step() {
+    fn each_workload_lists_its_own_steps() {
         let schema = schema();
-        let names = schema.as_value()["properties"]["step"]["enum"]
+        let variants = schema.as_value()["properties"]["workload"]["oneOf"]
             .as_array()
             .unwrap();
-        assert_eq!(names.len(), 18 + crate::micro_spec::MicroStep::ALL.len());
-        for name in names {
-            let step = step_or_micro(name.clone()).unwrap();
-            assert_eq!(step.name(), name.as_str().unwrap());
+        let mut counts = Vec::new();
+        for v in variants {
+            let kind = v["properties"]["kind"]["const"].as_str().unwrap();
+            let names = v["properties"]["step"]["enum"].as_array().unwrap();
+            for name in names {
+                let fields = format!(r#"{{"kind": "{kind}", "step": {name}}}"#);
+                let w: Workload = serde_json::from_str(&fields).unwrap();
+                assert_eq!(w.step_name(), name.as_str().unwrap());
+            }
+            counts.push((kind, names.len()));
         }
+        let micro = crate::micro_spec::MicroStep::ALL.len();
+        assert_eq!(counts, [("insert", 7), ("kv", 11), ("micro", micro)]);
+    }
+
+    #[test]
+    fn a_step_or_section_of_another_workload_is_refused() {
+        let e = error_of(spec("fillseq", ""));
+        assert!(e.contains("unknown variant `fillseq`"), "{e}");
+        let e = error_of(spec("l.i0", r#""rows": 1, "keys": 5"#));
+        assert!(e.contains("unknown field `keys`"), "{e}");
+        let e = error_of(StepSpec::from_json(
+            r#"{"spec_version": 3, "engine": {"driver": "null"}, "clients": 1, "seed": 0,
+                "workload": {"kind": "kv", "step": "scan"}}"#,
+        ));
+        assert!(e.contains("unknown variant `scan`"), "{e}");
+        let e = error_of(StepSpec::from_json(
+            r#"{"spec_version": 3, "engine": {"driver": "null"}, "clients": 1, "seed": 0,
+                "workload": {"kind": "micro", "step": "load", "insert_rate": 1}}"#,
+        ));
+        assert!(e.contains("unknown field `insert_rate`"), "{e}");
     }
 
     #[test]
     fn defaults_follow_the_schema() {
         // Every top-level default in the schema, given explicitly, changes nothing.
-        let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../../schema/step-spec.schema.json")).unwrap();
+        let schema = checked_in();
         let props = schema["properties"].as_object().unwrap();
-        let given: serde_json::Map<String, serde_json::Value> = props
+        let given: serde_json::Map<String, Value> = props
             .iter()
             .filter(|(_, v)| v.get("default").is_some_and(|d| !d.is_object()))
             .map(|(k, v)| (k.clone(), v["default"].clone()))
             .collect();
         assert!(given.len() >= 5, "{given:?}");
-        let plain = r#"{"spec_version": 2, "engine": {"driver": "null"}, "workload": "insert",
-            "step": "qp", "clients": 2, "seed": 7, "insert": {"duration_s": 1, "insert_rate": 0}}"#;
-        let mut with: serde_json::Value = serde_json::from_str(plain).unwrap();
+        let plain = r#"{"spec_version": 3, "engine": {"driver": "null"}, "clients": 2, "seed": 7,
+            "workload": {"kind": "insert", "step": "qp", "duration_s": 1, "insert_rate": 0}}"#;
+        let mut with: Value = serde_json::from_str(plain).unwrap();
         with.as_object_mut().unwrap().extend(given);
         let from_schema = StepSpec::from_json(&with.to_string()).unwrap();
         let from_serde = StepSpec::from_json(plain).unwrap();
         assert_eq!(format!("{from_schema:?}"), format!("{from_serde:?}"));
-        let s = spec("l.i1", r#"{"rows": 10}"#).unwrap();
+        let s = spec("l.i1", r#""rows": 10"#).unwrap();
         assert_eq!(s.report_interval_ms, 1000);
-        assert_eq!(s.rows_per_commit(), 50);
+        assert_eq!(insert(&s).rows_per_commit(), 50);
         assert!(!s.wait_before_close);
-        assert_eq!(
-            spec("l.i0", r#"{"rows": 1}"#).unwrap().rows_per_commit(),
-            100
-        );
-        assert_eq!(spec("l.i2", r#"{"rows": 1}"#).unwrap().rows_per_commit(), 5);
-        let q = spec("qp", r#"{"duration_s": 1.5, "insert_rate": 100}"#).unwrap();
-        assert_eq!(q.rows_per_commit(), 10);
-        assert_eq!(q.duration(), Duration::from_millis(1500));
-        let cleanup = &props["cleanup"]["properties"]["statements_timeout_s"]["default"];
-        let cleanup = Duration::from_secs_f64(cleanup.as_f64().unwrap());
-        assert_eq!(q.cleanup_timeout(), cleanup);
+        let rows_per_commit = |step| insert(&spec(step, r#""rows": 1"#).unwrap()).rows_per_commit();
+        assert_eq!(rows_per_commit("l.i0"), 100);
+        assert_eq!(rows_per_commit("l.i2"), 5);
+        let q = spec("qp", r#""duration_s": 1.5, "insert_rate": 100"#).unwrap();
+        assert_eq!(insert(&q).rows_per_commit(), 10);
+        assert_eq!(insert(&q).duration(), Duration::from_millis(1500));
+        let workload = schema["properties"]["workload"]["oneOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["properties"]["kind"]["const"] == "insert")
+            .unwrap();
+        let cleanup = &workload["properties"]["cleanup"]["properties"]["statements_timeout_s"];
+        let cleanup = Duration::from_secs_f64(cleanup["default"].as_f64().unwrap());
+        assert_eq!(insert(&q).cleanup_timeout(), cleanup);
         assert!(!q.handshake);
         assert_eq!((q.warmup(), q.inject_slowdown), (Duration::ZERO, 0.0));
     }
 
-    fn with(step: &str, insert: &str, extra: &str) -> Result<StepSpec> {
-        let base = r#""engine": {"driver": "null"}, "workload": "insert", "clients": 1, "seed": 7"#;
-        StepSpec::from_json(&format!(
-            r#"{{{base}, "step": "{step}", "insert": {insert}, {extra}}}"#
-        ))
-    }
-
     #[test]
     fn warmup_applies_to_duration_steps_only() {
-        let q = r#"{"duration_s": 2, "insert_rate": 0}"#;
-        let extra = r#""spec_version": 2, "warmup_s": 1.5, "handshake": true"#;
+        let q = r#""duration_s": 2, "insert_rate": 0"#;
+        let extra = r#""spec_version": 3, "warmup_s": 1.5, "handshake": true"#;
         let s = with("qr", q, extra).unwrap();
         assert!(s.handshake);
         assert_eq!(s.warmup(), Duration::from_millis(1500));
         let t0 = Instant::now();
         assert_eq!(
-            s.deadline(t0, s.duration()),
+            s.deadline(t0, insert(&s).duration()),
             t0 + Duration::from_millis(3500)
         );
-        let load = with("l.i0", r#"{"rows": 5}"#, extra).unwrap();
+        let load = with("l.i0", r#""rows": 5"#, extra).unwrap();
         assert_eq!(
             load.warmup(),
             Duration::ZERO,
@@ -480,63 +456,88 @@ mod tests {
     }
 
     #[test]
-    fn version_2_fields_are_checked() {
-        let q = r#"{"duration_s": 2, "insert_rate": 0}"#;
-        let e = error_of(with("qr", q, r#""spec_version": 1, "warmup_s": 1"#));
-        assert!(e.contains("need spec_version 2"), "{e}");
+    fn only_version_3_reads() {
+        let q = r#""duration_s": 2, "insert_rate": 0"#;
         let e = error_of(with(
             "qr",
             q,
-            r#""spec_version": 2, "inject_slowdown": -0.1"#,
+            r#""spec_version": 3, "inject_slowdown": -0.1"#,
         ));
         assert!(e.contains("inject_slowdown must be a number >= 0"), "{e}");
-        let e = error_of(with("qr", q, r#""spec_version": 3"#));
-        assert!(e.contains("reads versions [1, 2]"), "{e}");
-        assert!(
-            with("qr", q, r#""spec_version": 1"#).is_ok(),
-            "version 1 still reads"
-        );
+        for old in [1, 2, 4] {
+            let e = error_of(with("qr", q, &format!(r#""spec_version": {old}"#)));
+            assert!(
+                e.contains(&format!(
+                    "spec_version is {old}, this loadgen reads version 3"
+                )),
+                "{e}"
+            );
+        }
+        // A version 2 spec is named as such, not by the first field it places elsewhere.
+        let v2 = r#"{"spec_version": 2, "engine": {"driver": "null"}, "workload": "insert",
+                     "step": "l.i0", "clients": 1, "seed": 0, "insert": {"rows": 1}}"#;
+        assert!(error_of(StepSpec::from_json(v2)).contains("spec_version is 2"));
+        let e = error_of(StepSpec::from_json(r#"{"clients": 1}"#));
+        assert!(e.contains("spec_version is missing"), "{e}");
     }
 
     #[test]
     fn load_steps_need_rows() {
-        assert!(error_of(spec("l.i0", "{}")).contains("insert.rows is required for step l.i0"));
-        assert!(error_of(spec(
+        let e = error_of(spec("l.i0", ""));
+        assert!(e.contains("workload.rows is required for step l.i0"), "{e}");
+        let e = error_of(spec(
             "qr",
-            r#"{"rows": 5, "duration_s": 1, "insert_rate": 0}"#
-        ))
-        .contains("insert.rows does not apply to step qr"));
+            r#""rows": 5, "duration_s": 1, "insert_rate": 0"#,
+        ));
+        assert!(e.contains("workload.rows does not apply to step qr"), "{e}");
     }
 
     #[test]
     fn query_steps_need_duration_and_rate() {
-        assert!(error_of(spec("qp", r#"{"insert_rate": 1}"#)).contains("insert.duration_s"));
-        assert!(error_of(spec("qp", r#"{"duration_s": 1}"#)).contains("insert.insert_rate"));
-        assert!(error_of(spec("qp", r#"{"duration_s": -1, "insert_rate": 1}"#)).contains("> 0"));
-        assert!(error_of(spec("l.x", r#"{"duration_s": 1}"#)).contains("does not apply"));
+        assert!(error_of(spec("qp", r#""insert_rate": 1"#)).contains("workload.duration_s"));
+        assert!(error_of(spec("qp", r#""duration_s": 1"#)).contains("workload.insert_rate"));
+        assert!(error_of(spec("qp", r#""duration_s": -1, "insert_rate": 1"#)).contains("> 0"));
+        assert!(error_of(spec("l.x", r#""duration_s": 1"#)).contains("does not apply"));
+    }
+
+    #[test]
+    fn the_cleanup_section_is_the_cleanup_steps() {
+        let c = spec("cleanup", r#""cleanup": {"statements_timeout_s": 2}"#).unwrap();
+        assert_eq!(insert(&c).cleanup_timeout(), Duration::from_secs(2));
+        let e = error_of(spec("l.x", r#""cleanup": {}"#));
+        assert!(e.contains("applies only to step cleanup, not l.x"), "{e}");
     }
 
     #[test]
     fn unknown_fields_and_values_are_named() {
-        assert!(error_of(spec("l.i0", r#"{"rows": 1, "rowz": 2}"#)).contains("rowz"));
-        assert!(error_of(spec("l.i9", r#"{}"#)).contains("l.i9"));
-        assert!(error_of(spec("l.x", r#"{"rows_per_commit": 3}"#)).contains("rows_per_commit"));
-        assert!(error_of(spec("l.x", r#"{"expected_rows": [1]}"#)).contains("expected_rows"));
+        assert!(error_of(spec("l.i0", r#""rows": 1, "rowz": 2"#)).contains("rowz"));
+        assert!(error_of(spec("l.i9", "")).contains("l.i9"));
+        assert!(error_of(spec("l.x", r#""rows_per_commit": 3"#)).contains("rows_per_commit"));
+        assert!(error_of(spec("l.x", r#""expected_rows": [1]"#)).contains("expected_rows"));
+        let e = error_of(with("l.x", "", r#""spec_version": 3, "insert": {}"#));
+        assert!(e.contains("unknown field `insert`"), "{e}");
     }
 
     #[test]
     fn engine_variants_parse() {
         let s = StepSpec::from_json(
-            r#"{"spec_version": 2, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
+            r#"{"spec_version": 3, "workload": {"kind": "insert", "step": "l.x"},
+                "clients": 1, "seed": 0,
                 "engine": {"driver": "postgres", "socket_dir": "/tmp/x", "port": 5432,
                            "user": "u", "database": "d"}}"#,
         )
         .unwrap();
         assert!(matches!(s.engine, EngineSpec::Postgres { port: 5432, .. }));
         let bad = StepSpec::from_json(
-            r#"{"spec_version": 2, "workload": "insert", "step": "l.x", "clients": 1, "seed": 0,
-                "engine": {"driver": "null", "port": 1}}"#,
+            r#"{"spec_version": 3, "workload": {"kind": "insert", "step": "l.x"},
+                "clients": 1, "seed": 0, "engine": {"driver": "null", "port": 1}}"#,
         );
         assert!(error_of(bad).contains("port"));
+        let rocks = StepSpec::from_json(
+            r#"{"spec_version": 3, "workload": {"kind": "insert", "step": "l.x"},
+                "clients": 1, "seed": 0, "engine": {"driver": "rocksdb", "library": "l",
+                "version": "8.0", "db_path": "d", "options": {}}}"#,
+        );
+        assert!(error_of(rocks).contains("driver rocksdb does not run workload insert"));
     }
 }

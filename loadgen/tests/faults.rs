@@ -6,15 +6,15 @@
 
 mod common;
 
-use common::{run_with_fault, spec_schema, Run};
+use common::{run_with_fault, spec_schema, workload, Run};
 use serde_json::{json, Value};
 /// Every step here would run this long without the fault: far beyond the watchdog.
 const DURATION_S: f64 = 3600.0;
 
-fn spec(workload: &str, step: &str, clients: u32, params: Value) -> Value {
-    let s = json!({"spec_version": 2, "engine": {"driver": "null", "latency_us": 100},
-                   "workload": workload, "step": step, "clients": clients, "seed": 5,
-                   "report_interval_ms": 100, workload: params});
+fn spec(kind: &str, step: &str, clients: u32, params: Value) -> Value {
+    let s = json!({"spec_version": 3, "engine": {"driver": "null", "latency_us": 100},
+                   "workload": workload(kind, step, params), "clients": clients, "seed": 5,
+                   "report_interval_ms": 100});
     assert!(
         spec_schema().is_valid(&s),
         "test spec {s} breaks the schema"

@@ -4,14 +4,14 @@
 
 mod common;
 
-use common::{run, spec_schema, Session};
+use common::{run, spec_schema, workload, Session};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 fn spec(step: &str, insert: Value, extra: Value) -> Value {
-    let mut s = json!({"spec_version": 2, "engine": {"driver": "null", "latency_us": 200},
-                       "workload": "insert", "step": step, "clients": 2, "seed": 5,
-                       "report_interval_ms": 100, "insert": insert});
+    let mut s = json!({"spec_version": 3, "engine": {"driver": "null", "latency_us": 200},
+                       "workload": workload("insert", step, insert), "clients": 2, "seed": 5,
+                       "report_interval_ms": 100});
     for (k, v) in extra.as_object().unwrap() {
         s[k] = v.clone();
     }
@@ -171,22 +171,26 @@ fn slowdown_ratio(base: Value) -> (f64, Value, Value) {
 fn an_injected_slowdown_lowers_q() {
     let engine = json!({"driver": "null", "latency_us": 300});
     let specs = [
-        json!({"spec_version": 2, "engine": engine, "workload": "insert", "step": "qp",
-               "clients": 1, "seed": 1, "insert": {"duration_s": 0.6, "insert_rate": 0}}),
-        json!({"spec_version": 2, "engine": engine, "workload": "kv", "step": "fillseq",
-               "clients": 1, "seed": 1, "kv": {"keys": 1500}}),
-        json!({"spec_version": 2, "engine": engine, "workload": "micro", "step": "point-query",
-               "clients": 1, "seed": 1, "micro": {"rows": 100, "duration_s": 0.6}}),
+        json!({"spec_version": 3, "engine": engine, "clients": 1, "seed": 1,
+               "workload": workload("insert", "qp", json!({"duration_s": 0.6, "insert_rate": 0}))}),
+        json!({"spec_version": 3, "engine": engine, "clients": 1, "seed": 1,
+               "workload": workload("kv", "fillseq", json!({"keys": 1500}))}),
+        json!({"spec_version": 3, "engine": engine, "clients": 1, "seed": 1,
+               "workload": workload("micro", "point-query", json!({"rows": 100, "duration_s": 0.6}))}),
     ];
     for s in specs {
         let (ratio, plain, slow) = slowdown_ratio(s.clone());
         // One-sided: a 100% slowdown halves Q on an idle machine; contention from other
         // work can only lower the ratio further (the busy-wait scales the measured call).
-        assert!(ratio < 0.8, "{}: Q ratio {ratio}", s["step"]);
+        assert!(ratio < 0.8, "{}: Q ratio {ratio}", s["workload"]["step"]);
         // The busy-wait is not latency.
         let q_op = plain["q_op"].as_str().unwrap();
         let p50 = |sum: &Value| f(&sum["ops"][q_op]["latency_us"]["p50"]);
-        assert!(p50(&slow) < 1.6 * p50(&plain), "{}: {slow}", s["step"]);
+        assert!(
+            p50(&slow) < 1.6 * p50(&plain),
+            "{}: {slow}",
+            s["workload"]["step"]
+        );
     }
 }
 

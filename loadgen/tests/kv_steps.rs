@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{run, spec_schema, Run};
+use common::{run, spec_schema, workload, Run};
 use serde_json::{json, Value};
 
 const STEPS: [(&str, &str); 11] = [
@@ -26,8 +26,8 @@ fn timed(step: &str) -> bool {
 }
 
 fn kv_spec(step: &str, engine: &Value, clients: u32, kv: Value) -> Value {
-    let s = json!({"spec_version": 2, "engine": engine, "workload": "kv", "step": step,
-                   "clients": clients, "seed": 3, "report_interval_ms": 100, "kv": kv});
+    let s = json!({"spec_version": 3, "engine": engine, "workload": workload("kv", step, kv),
+                   "clients": clients, "seed": 3, "report_interval_ms": 100});
     assert!(
         spec_schema().is_valid(&s),
         "test spec {s} breaks the schema"
@@ -117,11 +117,11 @@ fn kv_spec_errors_name_the_field() {
     let bad = [
         (
             kv_spec("readrandom", &null, 1, json!({"duration_s": 1})),
-            "kv.keys",
+            "workload.keys",
         ),
         (
             kv_spec("readrandom", &null, 1, json!({"keys": 5})),
-            "kv.duration_s",
+            "workload.duration_s",
         ),
         (
             kv_spec("fillseq", &null, 1, json!({"keys": 5, "duration_s": 1})),
@@ -134,10 +134,11 @@ fn kv_spec_errors_name_the_field() {
     let r = run(&kv_spec("flush_mt_l0", &null, 1, json!({})));
     check_summary(&r, "flush_mt_l0", "compact");
     let mut wrong = kv_spec("fillseq", &null, 1, json!({"keys": 5}));
-    wrong["workload"] = json!("insert");
-    assert!(run(&wrong)
-        .fatal()
-        .contains("does not belong to workload insert"));
+    // Under another kind, the kv workload's fields are unknown, and so is its step.
+    wrong["workload"]["kind"] = json!("insert");
+    assert!(run(&wrong).fatal().contains("unknown field `keys`"));
+    wrong["workload"].as_object_mut().unwrap().remove("keys");
+    assert!(run(&wrong).fatal().contains("unknown variant `fillseq`"));
     let lib = json!({"driver": "rocksdb", "library": "/nonexistent/librocksdb.so",
                      "version": "7.8.3", "db_path": "/tmp/x", "options": {}});
     let r = run(&kv_spec("fillseq", &lib, 1, json!({"keys": 5})));

@@ -53,8 +53,11 @@ fn validator(name: &str) -> &'static jsonschema::Validator {
 }
 
 fn spec(step: &str, engine: Value, micro: Value) -> Value {
-    json!({"spec_version": 2, "engine": engine, "workload": "micro", "step": step,
-           "clients": 3, "seed": 9, "report_interval_ms": 100, "micro": micro})
+    let mut w = micro;
+    w["kind"] = json!("micro");
+    w["step"] = json!(step);
+    json!({"spec_version": 3, "engine": engine, "workload": w,
+           "clients": 3, "seed": 9, "report_interval_ms": 100})
 }
 
 fn micro_for(step: &str) -> Value {
@@ -179,10 +182,10 @@ fn injected_errors_in_transactions_are_counted() {
 fn a_bad_micro_spec_names_the_problem() {
     let null = json!({"driver": "null"});
     let cases = [
-        (spec("scan", null.clone(), json!({})), "micro.duration_s"),
+        (spec("scan", null.clone(), json!({})), "workload.duration_s"),
         (
             spec("l.i0", null.clone(), json!({})),
-            "does not belong to workload micro",
+            "unknown variant `l.i0`",
         ),
         (
             spec(
@@ -204,13 +207,10 @@ fn a_bad_micro_spec_names_the_problem() {
         assert_eq!(events.len(), 1);
     }
     let mut insert = spec("point-query", null, json!({}));
-    insert["workload"] = json!("insert");
+    insert["workload"]["kind"] = json!("insert");
     let (code, _, stderr) = run(&insert);
     assert_eq!(code, 1);
-    assert!(
-        stderr.contains("does not belong to workload insert"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("unknown variant `point-query`"), "{stderr}");
 }
 
 #[test]

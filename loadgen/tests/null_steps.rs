@@ -4,12 +4,12 @@
 mod common;
 
 use assert_cmd::Command;
-use common::{run, validator};
+use common::{run, validator, workload};
 use serde_json::{json, Value};
 
 fn spec(step: &str, engine: Value, insert: Value) -> Value {
-    json!({"spec_version": 2, "engine": engine, "workload": "insert", "step": step,
-           "clients": 2, "seed": 42, "report_interval_ms": 100, "insert": insert})
+    json!({"spec_version": 3, "engine": engine, "workload": workload("insert", step, insert),
+           "clients": 2, "seed": 42, "report_interval_ms": 100})
 }
 
 fn null(latency_us: u64) -> Value {
@@ -80,10 +80,10 @@ fn load_steps_count_what_they_insert() {
 #[test]
 fn a_bad_spec_names_the_field() {
     for (s, field) in [
-        (spec("l.i0", null(0), json!({})), "insert.rows"),
+        (spec("l.i0", null(0), json!({})), "workload.rows"),
         (
             spec("qp", null(0), json!({"duration_s": 1})),
-            "insert.insert_rate",
+            "workload.insert_rate",
         ),
         (
             spec("l.i0", null(0), json!({"rows": 1, "speed": 2})),

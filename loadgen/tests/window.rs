@@ -5,14 +5,14 @@
 
 mod common;
 
-use common::{run, spec_schema, Session};
+use common::{run, spec_schema, workload, Session};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 fn spec(step: &str, insert: Value, window: Value, clients: u32) -> Value {
-    let s = json!({"spec_version": 2, "engine": {"driver": "null", "latency_us": 100},
-                   "workload": "insert", "step": step, "clients": clients, "seed": 5,
-                   "report_interval_ms": 100, "insert": insert, "handshake": true,
+    let s = json!({"spec_version": 3, "engine": {"driver": "null", "latency_us": 100},
+                   "workload": workload("insert", step, insert), "clients": clients, "seed": 5,
+                   "report_interval_ms": 100, "handshake": true,
                    "wait_before_close": true, "warmup_s": 5.0, "window": window});
     assert!(
         spec_schema().is_valid(&s),

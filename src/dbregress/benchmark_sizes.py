@@ -9,7 +9,7 @@ from dbregress import spec_schema
 from dbregress.tomlreader import MAX_SECONDS, TableReader, short
 
 # The [kv] keys passed on to the step spec as they are take the spec's own defaults.
-_KV = spec_schema.section("kv")
+_KV = spec_schema.workload("kv")
 
 INSERT_STEPS = (
     "l.i0",

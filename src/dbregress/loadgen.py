@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from dbregress.errors import LoadgenError
 
-SPEC_VERSION = 2
+SPEC_VERSION = 3  # the only version the loadgen reads: workload tagged by kind
 EVENT_VERSION = 2
 BINARY = "dbregress-loadgen"
 

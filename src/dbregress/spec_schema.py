@@ -3,7 +3,7 @@ instead of keeping copies of its defaults, types and bounds.
 
 The schema is generated from the loadgen's Rust types (`make schema`), so the Rust spec
 is the one place a spec field's default and bounds are written: the lab's `[kv]` defaults
-for the fields it passes on to the spec, and the RocksDB options a config may set, come
+for the fields it passes on to the kv workload, and the RocksDB options a config may set, come
 from here.
 """
 
@@ -30,10 +30,14 @@ def schema() -> dict[str, Any]:
     raise DbregressError(f"the step-spec schema {NAME} is missing: run `make schema`")
 
 
-def section(name: str) -> dict[str, Any]:
-    """The properties of a top-level object of the spec (`kv`, `micro`, `insert`)."""
-    props: dict[str, Any] = schema()["properties"][name]["properties"]
-    return props
+def workload(kind: str) -> dict[str, Any]:
+    """The properties of the spec's `workload` of this kind (`insert`, `kv`, `micro`): its
+    step and its own fields."""
+    for variant in schema()["properties"]["workload"]["oneOf"]:
+        if variant["properties"]["kind"].get("const") == kind:
+            props: dict[str, Any] = variant["properties"]
+            return props
+    raise DbregressError(f"the step-spec schema has no workload {kind!r}: run `make schema`")
 
 
 def engine_options(driver: str) -> dict[str, Any]:

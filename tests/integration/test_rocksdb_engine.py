@@ -149,11 +149,9 @@ def kv_loadgen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             "db_path": str(spec_path.parent / "db"),
             "options": {},
         },
-        "workload": "kv",
-        "step": "fillseq",
+        "workload": {"kind": "kv", "step": "fillseq", "keys": 1},
         "clients": 1,
         "seed": 1,
-        "kv": {"keys": 1},
     }
     spec_path.write_text(json.dumps(spec))
     done = subprocess.run(

@@ -46,6 +46,24 @@ def test_every_insert_step_spec_is_valid() -> None:
         jsonschema.validate(spec, SCHEMA)
     q = {p.name: p for p in plans}["qp500"]
     assert q.step == "qp" and q.section["insert_rate"] == 500
+    workload = step_spec(CONN, q, 3, 7)["workload"]
+    assert workload == {"kind": "insert", "step": "qp", **q.section}
+
+
+def test_a_spec_of_another_workload_or_version_is_refused() -> None:
+    """The schema ties a step and its fields to their workload, and reads version 3 only."""
+    load = plan(InsertSizes(load_rows=10))[0]
+    spec = {**step_spec(CONN, load, 1, 7), "spec_version": SPEC_VERSION}
+    jsonschema.validate(spec, SCHEMA)
+    for bad in (
+        {**spec, "spec_version": 2},
+        {**spec, "workload": {**spec["workload"], "keys": 5}},  # a kv field
+        {**spec, "workload": {**spec["workload"], "step": "fillseq"}},  # a kv step
+        {**spec, "workload": {**spec["workload"], "kind": "micro"}},  # rows too small
+        {**spec, "kv": {}},  # a version 2 section
+    ):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, SCHEMA)
 
 
 def test_engine_sizes_fit_the_data_and_the_host() -> None:
@@ -66,8 +84,9 @@ def test_every_micro_step_spec_is_valid() -> None:
         for conn in (CONN, mysql):
             spec = {**micro.step_spec(conn, p, 2, 7), "spec_version": SPEC_VERSION}
             jsonschema.validate(spec, SCHEMA)
-            assert spec["engine"] is conn and spec["workload"] == "micro"
-            assert (spec["micro"]["tables"], spec["micro"]["rows"]) == (2, 1000)
+            workload = spec["workload"]
+            assert spec["engine"] is conn and workload["kind"] == "micro"
+            assert (workload["step"], workload["tables"], workload["rows"]) == (p.step, 2, 1000)
 
 
 @pytest.fixture(scope="module")
@@ -81,12 +100,10 @@ def loadgen_built() -> None:
 def null_spec(step: str, insert: dict[str, Any], **extra: Any) -> dict[str, Any]:
     return {
         "engine": {"driver": "null", "latency_us": 200},
-        "workload": "insert",
-        "step": step,
+        "workload": {"kind": "insert", "step": step, **insert},
         "clients": 2,
         "seed": 3,
         "report_interval_ms": 100,
-        "insert": insert,
         **extra,
     }
 

@@ -69,11 +69,12 @@ def test_server_processes_split_into_sessions_and_background() -> None:
 
 
 def test_the_counting_replay_runs_the_deleting_load_steps_in_lockstep() -> None:
-    spec = {"workload": "insert", "step": "l.i2", "insert": {"rows": 10}}
-    assert count_spec(spec)["insert"] == {"rows": 10, "lockstep": True}
-    assert spec["insert"] == {"rows": 10}  # the plan's own section is left alone
+    spec = {"clients": 1, "workload": {"kind": "insert", "step": "l.i2", "rows": 10}}
+    lockstep = {"kind": "insert", "step": "l.i2", "rows": 10, "lockstep": True}
+    assert count_spec(spec) == {"clients": 1, "workload": lockstep}
+    assert spec["workload"] == {"kind": "insert", "step": "l.i2", "rows": 10}  # left alone
     for other in (
-        {"workload": "insert", "step": "l.i0", "insert": {"rows": 10}},
-        {"workload": "kv", "step": "fillseq", "kv": {}},
+        {"workload": {"kind": "insert", "step": "l.i0", "rows": 10}},
+        {"workload": {"kind": "kv", "step": "fillseq"}},
     ):
         assert count_spec(other) == other

@@ -29,10 +29,10 @@ def test_every_kv_step_spec_is_valid() -> None:
     plans = kv.plan(SIZES)
     assert [p.name for p in plans] == list(KV_STEPS)
     for p in plans:
-        assert kv.step_spec(CONN, p, SIZES.threads, 7)["kv"] is p.section  # its own key
         spec = {**kv.step_spec(CONN, p, SIZES.threads, 7), "spec_version": SPEC_VERSION}
         jsonschema.validate(spec, SCHEMA)
-        assert spec["workload"] == "kv" and spec["kv"]["keys"] == 50_000
+        assert spec["workload"] == {"kind": "kv", "step": p.step, **p.section}
+        assert spec["workload"]["keys"] == 50_000
 
 
 def test_step_sizes() -> None:

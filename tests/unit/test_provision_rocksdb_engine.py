@@ -185,10 +185,9 @@ def test_lifecycle_and_connection(tmp_path: Path) -> None:
     assert e.db_dir.parent.stat().st_mode & 0o777 == 0o700
     e.check_alive()
     spec: dict[str, Any] = {
-        "spec_version": 1,
+        "spec_version": 3,
         "engine": e.connection(),
-        "workload": "kv",
-        "step": "fillseq",
+        "workload": {"kind": "kv", "step": "fillseq"},
         "clients": 1,
         "seed": 1,
     }

@@ -11,13 +11,18 @@ import pytest
 from dbregress import spec_schema
 from dbregress.benchmark_sizes import KvSizes
 from dbregress.engines.rocksdb import OPTIONS, parse_options
-from dbregress.errors import ConfigRejected
+from dbregress.errors import ConfigRejected, DbregressError
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "step-spec.schema.json").read_text())
 
 
 def test_kv_defaults_are_the_specs() -> None:
-    kv = SCHEMA["properties"]["kv"]["properties"]
+    (kv,) = (
+        v["properties"]
+        for v in SCHEMA["properties"]["workload"]["oneOf"]
+        if v["properties"]["kind"]["const"] == "kv"
+    )
+    assert spec_schema.workload("kv") == kv
     sizes = KvSizes()
     for key in ("key_size", "value_size", "writer_mb_per_s", "overwrite_fraction", "range_len"):
         assert getattr(sizes, key) == kv[key]["default"], key
@@ -45,4 +50,6 @@ def test_rocksdb_options_are_the_specs() -> None:
 
 def test_a_missing_default_is_named() -> None:
     with pytest.raises(KeyError, match="keys"):
-        spec_schema.default(spec_schema.section("kv"), "keys")
+        spec_schema.default(spec_schema.workload("kv"), "keys")
+    with pytest.raises(DbregressError, match="no workload 'sql'"):
+        spec_schema.workload("sql")

@@ -26,8 +26,10 @@ mod sql;
 #[cfg(test)]
 mod wire_props;
 
+use crate::kvspec::{self, KvStep};
+use crate::micro_spec;
 use crate::spec::{EngineSpec, StepSpec};
-use crate::step::Step;
+use crate::workload_spec::Workload;
 use kv::KvStore;
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -200,13 +202,24 @@ pub fn open(spec: &StepSpec) -> anyhow::Result<Box<dyn Driver>> {
             latency_us,
             fail_every,
         } => {
-            let prefilled = spec.step != Step::Fillseq;
             let (latency, fail) = (*latency_us, *fail_every);
-            let kv_keys = spec.kv.keys();
+            // What the null engine holds before the step: the workload's own sizes, the
+            // defaults' for the others.
+            let (mut kv_keys, mut key_size) = (0, kvspec::default_key_size());
+            let (mut prefilled, mut sbtest_rows) = (true, micro_spec::default_rows());
+            let mut insert_rows = Vec::new();
+            match &spec.workload {
+                Workload::Kv(kv) => {
+                    (kv_keys, key_size) = (kv.keys(), kv.key_size);
+                    prefilled = kv.step != KvStep::Fillseq;
+                }
+                Workload::Micro(m) => sbtest_rows = m.rows,
+                Workload::Insert(i) => insert_rows = i.expected_rows.clone().unwrap_or_default(),
+            }
             Box::new(
-                null::NullDriver::new(latency, fail, kv_keys, prefilled, spec.kv.key_size)
-                    .with_sbtest_rows(spec.micro.rows)
-                    .with_insert_rows(spec.insert.expected_rows.clone().unwrap_or_default()),
+                null::NullDriver::new(latency, fail, kv_keys, prefilled, key_size)
+                    .with_sbtest_rows(sbtest_rows)
+                    .with_insert_rows(insert_rows),
             )
         }
         EngineSpec::Mysql {
@@ -230,7 +243,7 @@ pub fn open(spec: &StepSpec) -> anyhow::Result<Box<dyn Driver>> {
             version,
             db_path,
             options,
-            spec.step == Step::Fillseq,
+            matches!(&spec.workload, Workload::Kv(kv) if kv.step == KvStep::Fillseq),
         )?),
     })
 }

@@ -9,12 +9,12 @@ use super::roles::{join, spawn_role};
 use super::rows::RowGen;
 use crate::context::StepContext;
 use crate::driver::{Conn, DbResult, Table};
+use crate::insert_spec::{InsertSpec, InsertStep};
 use crate::outcome::{ClientOutcome, Histograms, RowCheck, StepPlan};
 use crate::output::QUnit;
 use crate::pace::{Pacing, Stop};
 use crate::spec::StepSpec;
 use crate::stats::OpKind;
-use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -22,8 +22,8 @@ use std::time::Instant;
 
 /// Which op kinds an Insert Benchmark step measures, which is Q, and the paced writers'
 /// targets.
-pub fn plan(spec: &StepSpec) -> StepPlan {
-    let rate = spec.insert.insert_rate.unwrap_or(0);
+pub fn plan(spec: &StepSpec, ins: &InsertSpec) -> StepPlan {
+    let rate = ins.insert_rate.unwrap_or(0);
     let writers = if rate > 0 {
         vec![OpKind::Insert, OpKind::Delete]
     } else {
@@ -31,32 +31,27 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
     };
     let target = (rate * spec.clients as u64) as f64;
     let targets = writers.iter().map(|&k| (k, target)).collect();
-    let (q_op, q_unit, kinds) = match spec.step {
-        Step::LoadI0 => (OpKind::Insert, QUnit::Rows, vec![OpKind::Insert]),
-        Step::CreateIndexes => (OpKind::CreateIndex, QUnit::Rows, vec![OpKind::CreateIndex]),
-        Step::LoadI1 | Step::LoadI2 => (
+    let (q_op, q_unit, kinds) = match ins.step {
+        InsertStep::LoadI0 => (OpKind::Insert, QUnit::Rows, vec![OpKind::Insert]),
+        InsertStep::CreateIndexes => (OpKind::CreateIndex, QUnit::Rows, vec![OpKind::CreateIndex]),
+        InsertStep::LoadI1 | InsertStep::LoadI2 => (
             OpKind::Insert,
             QUnit::Rows,
             vec![OpKind::Insert, OpKind::Delete],
         ),
-        Step::Cleanup | Step::Micro(_) => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
-        Step::RangeQueries => (
+        InsertStep::Cleanup => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
+        InsertStep::RangeQueries => (
             OpKind::RangeQuery,
             QUnit::Ops,
             [vec![OpKind::RangeQuery], writers].concat(),
         ),
-        Step::PointQueries => (
+        InsertStep::PointQueries => (
             OpKind::PointQuery,
             QUnit::Ops,
             [vec![OpKind::PointQuery], writers].concat(),
         ),
-        _ => unreachable!("the spec's validation pairs kv steps with the kv workload"),
     };
-    let targets = if spec.step.is_query() {
-        targets
-    } else {
-        vec![]
-    };
+    let targets = if ins.step.is_query() { targets } else { vec![] };
     StepPlan {
         kinds,
         q_op,
@@ -65,28 +60,26 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
     }
 }
 
-/// Run client `client` (1-based) of the step on its table.
-pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
+/// Run client `client` (1-based) of the step `ins` on its table.
+pub fn run_client(ctx: &StepContext, ins: &InsertSpec, client: u32) -> Result<ClientOutcome> {
     let c = Client {
         ctx,
+        ins,
         client,
         table: format!("pi{client}"),
     };
-    match ctx.spec.step {
-        Step::LoadI0 => c.load(),
-        Step::CreateIndexes => c.create_indexes(),
-        Step::LoadI1 | Step::LoadI2 => c.insert_and_delete(),
-        Step::Cleanup => c.cleanup(),
-        Step::RangeQueries | Step::PointQueries => c.query(),
-        other => Err(anyhow!(
-            "step {} is not an Insert Benchmark step",
-            other.name()
-        )),
+    match ins.step {
+        InsertStep::LoadI0 => c.load(),
+        InsertStep::CreateIndexes => c.create_indexes(),
+        InsertStep::LoadI1 | InsertStep::LoadI2 => c.insert_and_delete(),
+        InsertStep::Cleanup => c.cleanup(),
+        InsertStep::RangeQueries | InsertStep::PointQueries => c.query(),
     }
 }
 
 struct Client<'a> {
     ctx: &'a StepContext,
+    ins: &'a InsertSpec,
     client: u32,
     table: String,
 }
@@ -111,7 +104,7 @@ impl Client<'_> {
     }
 
     fn rows_before(&self, conn: &mut dyn Conn) -> Result<u64> {
-        match &self.ctx.spec.insert.expected_rows {
+        match &self.ins.expected_rows {
             Some(rows) => Ok(rows[self.client as usize - 1]),
             None => setup("count rows of", &self.table, conn.count_rows(self.t())),
         }
@@ -177,11 +170,11 @@ impl Client<'_> {
         setup("create table", &self.table, conn.create_table(self.t()))?;
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
-        let rows = self.ctx.spec.insert.rows.unwrap_or(0);
+        let rows = self.ins.rows.unwrap_or(0);
         let mut gen = RowGen::new(self.rng(0));
         let inserter = Inserter {
             table: self.t(),
-            batch: self.ctx.spec.rows_per_commit(),
+            batch: self.ins.rows_per_commit(),
         };
         let inserted = inserter.run(
             &mut w,
@@ -218,7 +211,7 @@ impl Client<'_> {
         let mut conn = self.ctx.connect()?;
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
-        let timeout = self.ctx.spec.cleanup_timeout();
+        let timeout = self.ins.cleanup_timeout();
         let table = self.t();
         w.call(OpKind::Cleanup, start, || {
             conn.cleanup_table(table, timeout).map(|_| 0)
@@ -237,10 +230,10 @@ impl Client<'_> {
     fn insert_and_delete(&self) -> Result<ClientOutcome> {
         let (mut ic, mut dc) = (self.ctx.connect()?, self.ctx.connect()?);
         let before = self.rows_before(dc.as_mut())?;
-        let rows = self.ctx.spec.insert.rows.unwrap_or(0);
-        let batch = self.ctx.spec.rows_per_commit();
+        let rows = self.ins.rows.unwrap_or(0);
+        let batch = self.ins.rows_per_commit();
         let start = self.start()?;
-        let progress = Progress::new(self.ctx.spec.insert.lockstep);
+        let progress = Progress::new(self.ins.lockstep);
         let mut gen = RowGen::new(self.rng(0));
         let (ctx, table, client) = (self.ctx, self.t(), self.client);
         let ((inserted, h1), (deleted, h2)) = std::thread::scope(|s| {
@@ -273,8 +266,8 @@ impl Client<'_> {
     /// qr, qp: one connection queries as fast as it can for the duration while two
     /// others insert and delete at the target rate (none at rate 0).
     fn query(&self) -> Result<ClientOutcome> {
-        let spec = &self.ctx.spec;
-        let point = spec.step == Step::PointQueries;
+        let (spec, ins) = (&self.ctx.spec, self.ins);
+        let point = ins.step == InsertStep::PointQueries;
         let mut qc = self.ctx.connect()?;
         let before = self.rows_before(qc.as_mut())?;
         let live = if point {
@@ -282,15 +275,15 @@ impl Client<'_> {
         } else {
             None
         };
-        let rate = spec.insert.insert_rate.unwrap_or(0);
+        let rate = ins.insert_rate.unwrap_or(0);
         let mut writers = Vec::new();
         if rate > 0 {
             writers = vec![self.ctx.connect()?, self.ctx.connect()?];
         }
-        let batch = spec.rows_per_commit();
+        let batch = ins.rows_per_commit();
         let (mut qrng, mut gen) = (self.rng(1), RowGen::new(self.rng(0)));
         let start = self.start()?;
-        let stop = Stop::Deadline(spec.deadline(start, spec.duration()));
+        let stop = Stop::Deadline(spec.deadline(start, ins.duration()));
         let (ctx, table, live) = (self.ctx, self.t(), live.as_ref());
         let client = self.client;
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {

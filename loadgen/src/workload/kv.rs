@@ -7,49 +7,49 @@ use super::kv_loops::{Reader, Writer};
 use super::roles::{join, spawn_role};
 use crate::context::{StepContext, Worker};
 use crate::driver::kv::{KvConn, KvStore, WriteMode};
+use crate::kvspec::{KvSpec, KvStep};
 use crate::outcome::{ClientOutcome, Histograms, StepPlan};
 use crate::output::QUnit;
 use crate::pace::{Pacing, Stop};
-use crate::spec::{EngineSpec, StepSpec};
+use crate::spec::EngineSpec;
 use crate::stats::OpKind;
-use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::time::Instant;
 
 /// The reader's op kind of a read step, None for write steps.
-fn read_kind(step: Step) -> Option<OpKind> {
+fn read_kind(step: KvStep) -> Option<OpKind> {
     match step {
-        Step::Readrandom | Step::ReadWhileWriting => Some(OpKind::Get),
-        Step::Fwdrange | Step::FwdrangeWhileWriting => Some(OpKind::SeekNext),
-        Step::Revrange | Step::RevrangeWhileWriting => Some(OpKind::SeekPrev),
+        KvStep::Readrandom | KvStep::ReadWhileWriting => Some(OpKind::Get),
+        KvStep::Fwdrange | KvStep::FwdrangeWhileWriting => Some(OpKind::SeekNext),
+        KvStep::Revrange | KvStep::RevrangeWhileWriting => Some(OpKind::SeekPrev),
         _ => None,
     }
 }
 
-fn while_writing(step: Step) -> bool {
+fn while_writing(step: KvStep) -> bool {
     matches!(
         step,
-        Step::ReadWhileWriting | Step::FwdrangeWhileWriting | Step::RevrangeWhileWriting
+        KvStep::ReadWhileWriting | KvStep::FwdrangeWhileWriting | KvStep::RevrangeWhileWriting
     )
 }
 
 /// The background writer's target in puts/s, None when it does not run.
-fn writer_rate(spec: &StepSpec) -> Option<f64> {
-    let bytes = spec.kv.writer_bytes_per_s();
-    (while_writing(spec.step) && bytes > 0.0).then(|| bytes / spec.kv.entry_bytes() as f64)
+fn writer_rate(kv: &KvSpec) -> Option<f64> {
+    let bytes = kv.writer_bytes_per_s();
+    (while_writing(kv.step) && bytes > 0.0).then(|| bytes / kv.entry_bytes() as f64)
 }
 
-pub fn plan(spec: &StepSpec) -> StepPlan {
-    let (q_op, kinds) = match (spec.step, read_kind(spec.step)) {
-        (_, Some(read)) if writer_rate(spec).is_some() => (read, vec![read, OpKind::Put]),
+pub fn plan(kv: &KvSpec) -> StepPlan {
+    let (q_op, kinds) = match (kv.step, read_kind(kv.step)) {
+        (_, Some(read)) if writer_rate(kv).is_some() => (read, vec![read, OpKind::Put]),
         (_, Some(read)) => (read, vec![read]),
-        (Step::FlushMtL0, _) => (OpKind::Compact, vec![OpKind::Flush, OpKind::Compact]),
-        (Step::OverwriteAndWait, _) => (OpKind::Put, vec![OpKind::Put, OpKind::Flush]),
+        (KvStep::FlushMtL0, _) => (OpKind::Compact, vec![OpKind::Flush, OpKind::Compact]),
+        (KvStep::OverwriteAndWait, _) => (OpKind::Put, vec![OpKind::Put, OpKind::Flush]),
         _ => (OpKind::Put, vec![OpKind::Put]),
     };
-    let targets = writer_rate(spec)
+    let targets = writer_rate(kv)
         .map(|r| (OpKind::Put, r))
         .into_iter()
         .collect();
@@ -62,7 +62,7 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
 }
 
 /// Run client `client` (1-based) of a kv step.
-pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
+pub fn run_client(ctx: &StepContext, kv: &KvSpec, client: u32) -> Result<ClientOutcome> {
     let spec = &ctx.spec;
     let store = ctx
         .driver
@@ -70,16 +70,17 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
         .ok_or_else(|| anyhow!("driver {} has no key-value store", ctx.driver.name()))?;
     let sync = matches!(&spec.engine, EngineSpec::Rocksdb { options, .. } if options.sync);
     let mode = WriteMode {
-        disable_wal: spec.kv.disable_wal(spec.step),
+        disable_wal: kv.disable_wal(),
         sync,
     };
     let c = Client {
         ctx,
+        kv,
         store,
         client,
         mode,
     };
-    let single = matches!(spec.step, Step::Fillseq | Step::FlushMtL0);
+    let single = matches!(kv.step, KvStep::Fillseq | KvStep::FlushMtL0);
     if single && client > 1 {
         let start = c.start()?;
         return Ok(c.outcome(start, vec![]));
@@ -89,6 +90,7 @@ pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
 
 struct Client<'a> {
     ctx: &'a StepContext,
+    kv: &'a KvSpec,
     store: &'a dyn KvStore,
     client: u32,
     mode: WriteMode,
@@ -124,38 +126,37 @@ impl Client<'_> {
     }
 
     fn deadline(&self, start: Instant) -> Stop {
-        let spec = &self.ctx.spec;
-        Stop::Deadline(spec.deadline(start, spec.kv.duration()))
+        Stop::Deadline(self.ctx.spec.deadline(start, self.kv.duration()))
     }
 
     fn run(&self) -> Result<ClientOutcome> {
-        let spec = &self.ctx.spec;
-        let (keys, step) = (spec.kv.keys(), spec.step);
+        let kv = self.kv;
+        let (keys, step) = (kv.keys(), kv.step);
         let mut conn = self.session()?;
-        let mut values = Values::new(spec.kv.value_size, &mut self.rng(2));
+        let mut values = Values::new(kv.value_size, &mut self.rng(2));
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
         let mut writer = Writer {
             conn: conn.as_mut(),
-            key: Key::new(spec.kv.key_size),
+            key: Key::new(kv.key_size),
             values: &mut values,
             rng: self.rng(0),
         };
         let mut point_rows = (0, 0);
         let mut hists = vec![];
         match step {
-            Step::Fillseq => {
+            KvStep::Fillseq => {
                 writer.run(&mut w, None, Pacing::ClosedLoop, Stop::Units(keys))?;
             }
-            Step::Overwritesome => {
+            KvStep::Overwritesome => {
                 let stop = Stop::Units(self.share_of_overwrites());
                 writer.run(&mut w, Some(keys), Pacing::ClosedLoop, stop)?;
             }
-            Step::Overwrite | Step::OverwriteAndWait => {
+            KvStep::Overwrite | KvStep::OverwriteAndWait => {
                 let stop = self.deadline(start);
                 writer.run(&mut w, Some(keys), Pacing::ClosedLoop, stop)?;
             }
-            Step::FlushMtL0 => {
+            KvStep::FlushMtL0 => {
                 self.timed(&mut w, OpKind::Flush, |s| s.flush())?;
                 self.timed(&mut w, OpKind::Compact, |s| s.compact_l0())?;
             }
@@ -165,7 +166,7 @@ impl Client<'_> {
                 (point_rows, hists) = (p, h);
             }
         }
-        if step == Step::OverwriteAndWait && self.ctx.last_to_arrive() {
+        if step == KvStep::OverwriteAndWait && self.ctx.last_to_arrive() {
             self.timed(&mut w, OpKind::Flush, |s| s.flush())?;
         }
         let end = Instant::now();
@@ -183,7 +184,7 @@ impl Client<'_> {
 
     /// This client's part of overwritesome's overwrite_fraction * keys overwrites.
     fn share_of_overwrites(&self) -> u64 {
-        let kv = &self.ctx.spec.kv;
+        let kv = self.kv;
         let total = (kv.overwrite_fraction * kv.keys() as f64).ceil() as u64;
         let clients = self.ctx.spec.clients as u64;
         let i = self.client as u64 - 1;
@@ -212,23 +213,23 @@ impl Client<'_> {
         conn: &mut dyn KvConn,
         values: &mut Values,
     ) -> Result<((u64, u64), Vec<Histograms>)> {
-        let spec = &self.ctx.spec;
+        let kv = self.kv;
         let start = w.start();
         let stop = self.deadline(start);
         let reader = Reader {
-            op: read_kind(spec.step).expect("a read step"),
-            keys: spec.kv.keys(),
-            range_len: spec.kv.range_len,
+            op: read_kind(kv.step).expect("a read step"),
+            keys: kv.keys(),
+            range_len: kv.range_len,
         };
-        let writes = writer_rate(spec).filter(|_| self.client == 1);
+        let writes = writer_rate(kv).filter(|_| self.client == 1);
         let Some(_) = writes else {
-            let rows = reader.run(w, conn, &mut Key::new(spec.kv.key_size), self.rng(1), stop)?;
+            let rows = reader.run(w, conn, &mut Key::new(kv.key_size), self.rng(1), stop)?;
             return Ok((rows, vec![]));
         };
         let mut wconn = self.session()?;
-        let (rng, key_size) = (self.rng(0), spec.kv.key_size);
-        let entry = spec.kv.entry_bytes() as u64;
-        let bytes_per_s = spec.kv.writer_bytes_per_s().round() as u64;
+        let (rng, key_size) = (self.rng(0), kv.key_size);
+        let entry = kv.entry_bytes() as u64;
+        let bytes_per_s = kv.writer_bytes_per_s().round() as u64;
         std::thread::scope(|s| {
             let h = spawn_role(s, self.ctx, (self.client, "writer"), start, |ww| {
                 let mut writer = Writer {
@@ -238,7 +239,7 @@ impl Client<'_> {
                     rng,
                 };
                 let pacing = Pacing::rate(start, entry, bytes_per_s);
-                writer.run(ww, Some(spec.kv.keys()), pacing, stop)
+                writer.run(ww, Some(kv.keys()), pacing, stop)
             })?;
             let rows = reader.run(w, conn, &mut Key::new(key_size), self.rng(1), stop);
             let rows = self.ctx.guard(rows)?;

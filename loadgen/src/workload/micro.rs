@@ -8,12 +8,10 @@ use super::micro_ops::{self, OpRunner};
 use crate::context::StepContext;
 use crate::driver::micro::{MicroConn, SbRow, Table};
 use crate::driver::{Conn, DbResult};
-use crate::micro_spec::MicroStep;
+use crate::micro_spec::{MicroSpec, MicroStep};
 use crate::outcome::{ClientOutcome, Histograms, RowCheck, StepPlan};
 use crate::output::QUnit;
-use crate::spec::StepSpec;
 use crate::stats::OpKind;
-use crate::step::Step;
 use anyhow::{anyhow, Result};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -38,18 +36,18 @@ pub fn table_name(n: u32) -> String {
     format!("sbtest{n}")
 }
 
-pub fn plan(spec: &StepSpec) -> StepPlan {
-    let (q_op, q_unit, kinds) = match spec.step {
-        Step::Micro(MicroStep::Load) => (
+pub fn plan(ms: &MicroSpec) -> StepPlan {
+    let (q_op, q_unit, kinds) = match ms.step {
+        MicroStep::Load => (
             OpKind::Insert,
             QUnit::Rows,
             vec![OpKind::Insert, OpKind::CreateIndex],
         ),
-        Step::Micro(s) => {
+        MicroStep::Cleanup => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
+        s => {
             let k = micro_ops::op_kind(s);
             (k, QUnit::Ops, vec![k])
         }
-        _ => (OpKind::Cleanup, QUnit::Ops, vec![OpKind::Cleanup]),
     };
     StepPlan {
         kinds,
@@ -59,12 +57,12 @@ pub fn plan(spec: &StepSpec) -> StepPlan {
     }
 }
 
-pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
-    let c = Client { ctx, client };
-    match ctx.spec.step {
-        Step::Micro(MicroStep::Load) => c.load(),
-        Step::Micro(step) => c.timed(step),
-        _ => c.cleanup(),
+pub fn run_client(ctx: &StepContext, ms: &MicroSpec, client: u32) -> Result<ClientOutcome> {
+    let c = Client { ctx, ms, client };
+    match ms.step {
+        MicroStep::Load => c.load(),
+        MicroStep::Cleanup => c.cleanup(),
+        step => c.timed(step),
     }
 }
 
@@ -85,6 +83,7 @@ fn table(slot: usize, name: &str) -> Table<'_> {
 
 struct Client<'a> {
     ctx: &'a StepContext,
+    ms: &'a MicroSpec,
     client: u32,
 }
 
@@ -96,9 +95,7 @@ impl Client<'_> {
     /// The tables this client loads or cleans: every `clients`-th from its number.
     fn own_tables(&self) -> Vec<u32> {
         let step = self.ctx.spec.clients as usize;
-        (self.client..=self.ctx.spec.micro.tables)
-            .step_by(step)
-            .collect()
+        (self.client..=self.ms.tables).step_by(step).collect()
     }
 
     fn start(&self) -> Result<Instant> {
@@ -109,7 +106,7 @@ impl Client<'_> {
 
     fn outcome(&self, end: Instant, hists: Vec<Histograms>, conn: Box<dyn Conn>) -> ClientOutcome {
         ClientOutcome {
-            table: format!("sbtest1..{}", self.ctx.spec.micro.tables),
+            table: format!("sbtest1..{}", self.ms.tables),
             end,
             histograms: hists,
             conns: vec![conn],
@@ -121,7 +118,7 @@ impl Client<'_> {
     /// Rows in all the tables.
     fn count_all(&self, m: &mut dyn MicroConn) -> Result<u64> {
         let mut n = 0;
-        for t in 1..=self.ctx.spec.micro.tables {
+        for t in 1..=self.ms.tables {
             let name = table_name(t);
             let t = table(t as usize - 1, &name);
             n += setup("count rows of", &name, m.count_ids(t, i64::MIN, i64::MAX))?;
@@ -131,7 +128,7 @@ impl Client<'_> {
 
     /// load: create this client's tables, fill them in id order, then index k.
     fn load(&self) -> Result<ClientOutcome> {
-        let rows = self.ctx.spec.micro.rows;
+        let rows = self.ms.rows;
         let mut conn = self.ctx.connect()?;
         let m = micro(self.ctx, conn.as_mut())?;
         let mine = self.own_tables();
@@ -192,7 +189,7 @@ impl Client<'_> {
         let mut conn = self.ctx.connect()?;
         let start = self.start()?;
         let mut w = self.ctx.worker(self.client, start);
-        let timeout = self.ctx.spec.cleanup_timeout();
+        let timeout = self.ms.cleanup_timeout();
         for n in self.own_tables() {
             let name = table_name(n);
             let t = table(n as usize - 1, &name);
@@ -210,7 +207,7 @@ impl Client<'_> {
 
     /// What the checks of `step` need to know before it starts.
     fn survey(&self, m: &mut dyn MicroConn, step: MicroStep) -> Result<Survey> {
-        let ms = &self.ctx.spec.micro;
+        let ms = self.ms;
         let mut s = Survey {
             intact: false,
             rows_before: 0,
@@ -239,8 +236,7 @@ impl Client<'_> {
 
     /// A timed step: operations back to back until the deadline.
     fn timed(&self, step: MicroStep) -> Result<ClientOutcome> {
-        let spec = &self.ctx.spec;
-        let ms = &spec.micro;
+        let (spec, ms) = (&self.ctx.spec, self.ms);
         let mut conn = self.ctx.connect()?;
         let m = micro(self.ctx, conn.as_mut())?;
         if self.client == 1 {

@@ -40,6 +40,7 @@ pub fn op_kind(step: S) -> OpKind {
         }
         S::Delete => OpKind::Delete,
         S::Insert | S::Load => OpKind::Insert,
+        S::Cleanup => OpKind::Cleanup,
     }
 }
 
@@ -171,7 +172,7 @@ impl OpRunner {
                 self.next_id += self.stride;
                 self.insert(m, id)
             }
-            S::Load => unreachable!("load is not a timed step"),
+            S::Load | S::Cleanup => unreachable!("load and cleanup are not timed steps"),
         }
     }
 

@@ -18,22 +18,22 @@ mod rows;
 use crate::context::StepContext;
 use crate::outcome::{ClientOutcome, StepPlan};
 use crate::spec::StepSpec;
-use crate::step::Workload;
+use crate::workload_spec::Workload;
 use anyhow::Result;
 
 /// Run client `client` (1-based) of the spec's workload.
 pub fn run_client(ctx: &StepContext, client: u32) -> Result<ClientOutcome> {
-    match ctx.spec.workload {
-        Workload::Insert => insert::run_client(ctx, client),
-        Workload::Micro => micro::run_client(ctx, client),
-        Workload::Kv => kv::run_client(ctx, client),
+    match &ctx.spec.workload {
+        Workload::Insert(w) => insert::run_client(ctx, w, client),
+        Workload::Micro(w) => micro::run_client(ctx, w, client),
+        Workload::Kv(w) => kv::run_client(ctx, w, client),
     }
 }
 
 pub fn plan(spec: &StepSpec) -> StepPlan {
-    match spec.workload {
-        Workload::Insert => insert::plan(spec),
-        Workload::Kv => kv::plan(spec),
-        Workload::Micro => micro::plan(spec),
+    match &spec.workload {
+        Workload::Insert(w) => insert::plan(spec, w),
+        Workload::Kv(w) => kv::plan(w),
+        Workload::Micro(w) => micro::plan(w),
     }
 }

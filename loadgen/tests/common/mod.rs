@@ -205,3 +205,15 @@ impl Drop for Session {
         let _ = std::fs::remove_file(&self.spec_path);
     }
 }
+
+/// A spec's `workload`: `fields` (an object: the workload's own fields) with its kind and
+/// step.
+pub fn workload(kind: &str, step: &str, fields: Value) -> Value {
+    let mut w = fields;
+    let obj = w
+        .as_object_mut()
+        .expect("the workload's fields are an object");
+    obj.insert("kind".into(), kind.into());
+    obj.insert("step".into(), step.into());
+    w
+}

@@ -63,11 +63,9 @@ def step_spec(
     """The loadgen step spec (schema/step-spec.schema.json) of one step."""
     return {
         "engine": connection,
-        "workload": "insert",
-        "step": plan.step,
+        "workload": plan.workload("insert"),
         "clients": clients,
         "seed": seed,
-        "insert": plan.section,
     }
 
 

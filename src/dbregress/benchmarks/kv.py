@@ -20,7 +20,8 @@ SINGLE_CLIENT = ("fillseq", "flush_mt_l0")  # one writer; a maintenance action
 
 
 def _section(sizes: KvSizes, step: str, seconds: float | None = None) -> dict[str, Any]:
-    """The step spec's `kv` section: the data's shape plus what this step needs."""
+    """The kv workload's fields of the step spec: the data's shape plus what this step
+    needs."""
     section: dict[str, Any] = {
         "keys": sizes.keys,
         "key_size": sizes.key_size,
@@ -80,11 +81,9 @@ def step_spec(
     """The loadgen step spec (schema/step-spec.schema.json) of one kv step."""
     return {
         "engine": connection,
-        "workload": "kv",
-        "step": plan.step,
+        "workload": plan.workload("kv"),
         "clients": 1 if plan.step in SINGLE_CLIENT else threads,
         "seed": seed,
-        "kv": plan.section,
     }
 
 

@@ -62,11 +62,9 @@ def step_spec(
     """The loadgen step spec (schema/step-spec.schema.json) of one microbenchmark step."""
     return {
         "engine": connection,
-        "workload": "micro",
-        "step": plan.step,
+        "workload": plan.workload("micro"),
         "clients": clients,
         "seed": seed,
-        "micro": plan.section,
     }
 
 

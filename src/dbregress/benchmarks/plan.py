@@ -10,11 +10,17 @@ from typing import Any
 class StepPlan:
     name: str  # as reported: l.i0, qr100, ...
     step: str  # as the loadgen knows it: l.i0, qr, ...
-    section: dict[str, Any] = field(default_factory=dict)  # the spec's benchmark section
+    # the workload's own fields in the step spec (its `workload` besides kind and step)
+    section: dict[str, Any] = field(default_factory=dict)
     reported: bool = True  # the cleanup has no Q of its own
     wait_after_s: float = 0.0  # quiet time after the step (post-write cleanup)
     work: int = 0  # rows to insert, or 0 for timed steps; for progress
     duration_s: float = 0.0  # timed steps
+
+    def workload(self, kind: str) -> dict[str, Any]:
+        """The step spec's `workload` (schema/step-spec.schema.json): an object tagged
+        by `kind`, with the step and the workload's own fields."""
+        return {"kind": kind, "step": self.step, **self.section}
 
     def expected_s(self, rows_per_s: float = 20_000.0) -> float:
         """A generous guess of the step's length, for progress and hang detection."""

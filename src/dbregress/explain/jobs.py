@@ -53,7 +53,7 @@ QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
 
 
 # Steps whose inserter has a deleter behind it (the Insert Benchmark's l.i1 and l.i2):
-# in the counting replay the two take turns (the loadgen's insert.lockstep), so a window
+# in the counting replay the two take turns (the insert workload's lockstep), so a window
 # holds its inserts and the deletes of the same rows. Without it the deleter fell behind
 # under callgrind (a window held about half its deletes: PostgreSQL 17's l.i2 counted
 # 180,000 instructions per row, 343,000 in lockstep), and how the two sessions overlapped
@@ -64,8 +64,9 @@ LOCKSTEP_STEPS = ("l.i1", "l.i2")
 
 def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A step's spec for the counting replay: l.i1 and l.i2 in lockstep."""
-    if spec.get("workload") == "insert" and spec.get("step") in LOCKSTEP_STEPS:
-        spec = {**spec, "insert": {**spec["insert"], "lockstep": True}}
+    workload = spec["workload"]
+    if workload["kind"] == "insert" and workload["step"] in LOCKSTEP_STEPS:
+        spec = {**spec, "workload": {**workload, "lockstep": True}}
     return spec
 
 

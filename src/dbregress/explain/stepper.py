@@ -77,7 +77,7 @@ def drive(
     loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
     handler = _Hooked(hooks or Hooks(), loadgen)
     try:
-        summary = follow(loadgen, engine, spec["step"], timeout_s, handler, t0)
+        summary = follow(loadgen, engine, spec["workload"]["step"], timeout_s, handler, t0)
         loadgen.release()
         return Stepped(summary, handler.windows, time.monotonic() - t0)
     except BaseException:
