@@ -17,24 +17,26 @@ WAL_MIN_MB = 1024
 
 
 def plan(sizes: InsertSizes) -> list[StepPlan]:
+    """The lab's steps; rows per commit take the loadgen's per-step defaults (100 for
+    l.i0, 50 for l.i1, 5 for l.i2, 10 for the q-steps' inserts: the step spec's schema)."""
     steps: dict[str, StepPlan] = {
         "l.i0": StepPlan(
             "l.i0",
             "l.i0",
-            {"rows": sizes.load_rows, "rows_per_commit": 100},
+            {"rows": sizes.load_rows},
             work=sizes.load_rows * sizes.clients,
         ),
         "l.x": StepPlan("l.x", "l.x", work=sizes.load_rows * sizes.clients),
         "l.i1": StepPlan(
             "l.i1",
             "l.i1",
-            {"rows": sizes.write_rows, "rows_per_commit": 50},
+            {"rows": sizes.write_rows},
             work=2 * sizes.write_rows * sizes.clients,
         ),
         "l.i2": StepPlan(
             "l.i2",
             "l.i2",
-            {"rows": sizes.write_rows // 4, "rows_per_commit": 5},
+            {"rows": sizes.write_rows // 4},
             work=sizes.write_rows * sizes.clients,
         ),
         "cleanup": StepPlan(
@@ -51,7 +53,7 @@ def plan(sizes: InsertSizes) -> list[StepPlan]:
             steps[name] = StepPlan(
                 name,
                 kind,
-                {"duration_s": sizes.query_seconds, "insert_rate": rate, "rows_per_commit": 10},
+                {"duration_s": sizes.query_seconds, "insert_rate": rate},
                 duration_s=sizes.query_seconds,
             )
     return [steps[name] for name in sizes.steps]
