@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import pmu, window
 from dbregress.collect.hostcpu import cpu_clock
@@ -372,21 +373,7 @@ def per_op_metrics(
 ) -> dict[str, float | None]:
     """Cost per operation of the step's Q over the measured window (None when Q is 0)."""
     if not count:
-        return {
-            k: None
-            for k in (
-                "server_cpu_us",
-                "server_user_us",
-                "server_system_us",
-                "client_cpu_us",
-                "cs",
-                "rkb",
-                "wkb",
-                "server_instructions",
-                "server_cycles",
-                "ops_per_s",
-            )
-        }
+        return {m.key: None for m in PER_OP}
     return {
         "server_cpu_us": (server.user_s + server.system_s) * 1e6 / count,
         "server_user_us": server.user_s * 1e6 / count,

@@ -77,3 +77,20 @@ def test_unreadable_host_counters_give_nulls() -> None:
     server, client = window_usage(start, m["stopped"])
     noise = host(start, m["stopped"], server, client)
     assert noise["window_s"] == 10.0 and noise["other_cpu_frac"] is None
+
+
+def test_per_op_figures_have_every_metric_and_counts_divide_by_q() -> None:
+    from dbregress.analysis.metrics import PER_OP
+    from dbregress.step import counter_metrics, per_op_metrics
+
+    server = proc.Usage(2.0, 1.0, 500, 4000 * 1024, 0, 10.0, True, True)
+    client = proc.Usage(0.5, 0.5, 0, 0, 0, 10.0, True, True)
+    keys = {m.key for m in PER_OP}
+    assert set(per_op_metrics(0, 10.0, server, client)) == keys  # Q = 0: all None
+    assert all(v is None for v in per_op_metrics(0, 10.0, server, client).values())
+    figures = per_op_metrics(1000, 10.0, server, client)
+    assert set(figures) == keys
+    assert figures["server_cpu_us"] == pytest.approx(3000.0)
+    assert figures["rkb"] == pytest.approx(4.0) and figures["ops_per_s"] == 100.0
+    counted = {"server": {"cycles": 2e9, "instructions": None}, "client": {"cycles": 1e6}}
+    assert counter_metrics(counted, 1000) == {"server_cycles": 2e6, "server_instructions": None}
