@@ -13,6 +13,7 @@ import pytest
 
 from dbregress.collect import pmu
 from dbregress.collect.host import _cpuinfo_model, _mem_total_bytes, host_facts
+from dbregress.collect.perfctl import PerfError
 
 
 def test_host_facts() -> None:
@@ -85,3 +86,14 @@ def test_parsers() -> None:
     assert _cpuinfo_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n") == "AMD EPYC 7B13"
     assert _cpuinfo_model("") == "unknown"
     assert _mem_total_bytes("MemTotal:       1024 kB\n") == 1024 * 1024
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="perf attaches to processes as root")
+def test_a_counter_that_cannot_attach_says_why_at_once() -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # its pid names no process now
+    counter = pmu.Counter([gone.pid], ("task-clock",))
+    with pytest.raises(PerfError, match="perf stat exited"):
+        counter.start()
+    counter.close()
+    assert counter.perf.proc is not None and counter.perf.proc.poll() is not None

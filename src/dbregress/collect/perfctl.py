@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -42,30 +43,40 @@ class PerfControl:
         """Starts perf and returns once it is attached and listening (events off)."""
         if not self.pids:
             raise PerfError("perf: no process to attach to")
-        self._dir = Path(tempfile.mkdtemp(prefix="dbregress-perf-"))
-        ctl, ack = self._dir / "ctl", self._dir / "ack"
-        for fifo in (ctl, ack):
-            os.mkfifo(fifo, 0o600)
-        # O_RDWR: a FIFO opened so never blocks, whoever opens the other end when
-        self._ctl, self._ack = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
-        args = ["perf", *self.args, "-D", "-1", "--control", f"fifo:{ctl},{ack}", "-p", self.pids]
-        with open(self._dir / "err", "wb") as err:
-            self.proc = subprocess.Popen(
-                args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
-            )
+        try:
+            self._dir = Path(tempfile.mkdtemp(prefix="dbregress-perf-"))
+            ctl, ack = self._dir / "ctl", self._dir / "ack"
+            for fifo in (ctl, ack):
+                os.mkfifo(fifo, 0o600)
+            # O_RDWR: a FIFO opened so never blocks, whoever opens the other end when
+            self._ctl, self._ack = os.open(ctl, os.O_RDWR), os.open(ack, os.O_RDWR)
+            args = ["perf", *self.args, "-D", "-1", "--control", f"fifo:{ctl},{ack}"]
+            with open(self._dir / "err", "wb") as err:
+                self.proc = subprocess.Popen(
+                    [*args, "-p", self.pids],
+                    stdout=subprocess.DEVNULL,
+                    stderr=err,
+                    start_new_session=True,
+                )
+        except OSError as e:
+            self.close()
+            raise PerfError(f"perf {self.args[0]} could not start: {e}") from e
         self.command("disable", timeout_s)  # acknowledged once perf is attached
 
     def command(self, word: str, timeout_s: float = ACK_TIMEOUT_S) -> None:
         if self._ctl < 0:
             raise PerfError(f"perf {self.args[0]} is not running")
         os.write(self._ctl, word.encode() + b"\n")
-        ready, _, _ = select.select([self._ack], [], [], timeout_s)
-        if not ready or b"ack" not in os.read(self._ack, 64):
-            tail = self._stderr()[-500:].strip()
-            raise PerfError(
-                f"perf {self.args[0]} did not acknowledge {word!r} in {timeout_s:.0f} s"
-                + (f": {tail}" if tail else "")
-            )
+        deadline = time.monotonic() + timeout_s
+        while True:  # in slices, so a perf that exited (could not attach) is seen at once
+            ready, _, _ = select.select([self._ack], [], [], 0.1)
+            if ready and b"ack" in os.read(self._ack, 64):
+                return
+            exited = self.proc is not None and self.proc.poll() is not None
+            if exited or time.monotonic() > deadline:
+                tail = self._stderr()[-500:].strip()
+                what = "exited" if exited else f"did not acknowledge {word!r} in {timeout_s:.0f} s"
+                raise PerfError(f"perf {self.args[0]} {what}" + (f": {tail}" if tail else ""))
 
     def enable(self) -> None:
         self.command("enable")
