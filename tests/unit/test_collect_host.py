@@ -79,7 +79,7 @@ def test_a_counter_counts_only_while_enabled() -> None:
     assert counts["task-clock"] is not None and counts["context-switches"] is not None
     # enabled for a third of its life: well under 0.8 of its CPU time, whatever the load
     assert 0 < counts["task-clock"] < 0.8 * total_ms, (counts, total_ms)
-    assert counter.perf.proc is not None and counter.perf.proc.poll() is not None
+    assert counter.proc is not None and counter.proc.poll() is not None
 
 
 def test_parsers() -> None:
@@ -96,4 +96,4 @@ def test_a_counter_that_cannot_attach_says_why_at_once() -> None:
     with pytest.raises(PerfError, match="perf stat exited"):
         counter.start()
     counter.close()
-    assert counter.perf.proc is not None and counter.perf.proc.poll() is not None
+    assert counter.proc is not None and counter.proc.poll() is not None

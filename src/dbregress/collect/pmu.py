@@ -99,27 +99,15 @@ def detect() -> Pmu:
     return Pmu(False, NO_PMU)
 
 
-class Counter:
+class Counter(PerfControl):
     """perf stat counting `events` of `pids` (and the threads and children they start)
     over the windows between enable() and disable(); stop() gives the counts."""
 
     def __init__(self, pids: Iterable[int], events: Iterable[str]) -> None:
         self.events = tuple(events)
-        self.perf = PerfControl(["stat", "-x,", "-e", ",".join(self.events)], pids)
-
-    def start(self) -> None:
-        self.perf.start()
-
-    def enable(self) -> None:
-        self.perf.enable()
-
-    def disable(self) -> None:
-        self.perf.disable()
+        super().__init__(["stat", "-x,", "-e", ",".join(self.events)], pids)
 
     def stop(self) -> Counts:
         """Counts over the enabled windows; an event perf could not count is None."""
-        counts = parse_stat(self.perf.finish(), self.events)
+        counts = parse_stat(self.finish(), self.events)
         return {e: counts.get(e) for e in self.events}
-
-    def close(self) -> None:
-        self.perf.close()
