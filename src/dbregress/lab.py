@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ REPEATS_RE = re.compile(r"\s*([0-9]{1,9})\s*\.\.\s*([0-9]{1,9})\s*")
 MAX_REPEATS = 1000  # rounds of a comparison; each is a fresh engine per column
 MAX_SEED = 2**53  # the loadgen's u64 seed is seed * 1000 + the job's index
 MAX_CPU = 65535  # a CPU list naming more is a typo (and would take long to expand)
+MAX_COUNT_REPLAYS = 50  # counting replays per column: each is a fresh engine under valgrind
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,7 @@ class VerdictPolicy:
 
     alpha: float = 0.05  # false-alarm rate over the whole lab (Benjamini-Hochberg)
     band: float = 0.05  # `same` means the ratio's interval lies within 1 ± band
+    cost_band: float = 0.01  # the cost lane's `same` band (its counts are near-exact)
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,18 @@ class Lab:
     aslr: bool = True  # address-space layout randomization for servers and loadgens
     explain: bool = False  # after the run, `dbregress explain` it
     verdict: VerdictPolicy = VerdictPolicy()
+    # The cost lane (docs/verdicts.md): None = on where valgrind is installed, unless
+    # the environment's DBREGRESS_COUNT is 0; count_replays per column.
+    count: bool | None = None
+    count_replays: int = 3
+
+    def counts(self) -> bool:
+        """Whether this lab's runs have a cost lane."""
+        if self.count is not None:
+            return self.count
+        if os.environ.get("DBREGRESS_COUNT", "1").strip() in ("0", "false", "no", "off"):
+            return False
+        return shutil.which("valgrind") is not None and shutil.which("vgdb") is not None
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -211,6 +226,8 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         aslr=top.get("aslr", bool, True),
         explain=top.get("explain", bool, False),
         verdict=_verdict(top),
+        count=top.get("count", bool, None),
+        count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
     top.reject_unknown()
     return lab
@@ -279,6 +296,7 @@ def _verdict(top: TableReader) -> VerdictPolicy:
     policy = VerdictPolicy(
         alpha=_fraction(r, "alpha", d.alpha, 0.0, 0.5),
         band=_fraction(r, "band", d.band, 0.0, 1.0),
+        cost_band=_fraction(r, "cost_band", d.cost_band, 0.0, 1.0),
     )
     r.reject_unknown()
     return policy

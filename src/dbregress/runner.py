@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import benchmarks, provision
+from dbregress import benchmarks, prepare, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import layout
@@ -118,7 +118,6 @@ class Runner:
         continued: its finished jobs are kept, an interrupted one is run again."""
         self.lab = lab
         layout.set_randomization(lab.aslr)
-        self.memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         if resume is None:
             self.writer = RunWriter(results_root, lab, host_facts() | {"aslr": layout.state()})
         else:
@@ -274,17 +273,10 @@ class Runner:
 
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
         plans = benchmarks.plans(job.comparison)
-        sizes = benchmarks.engine_sizes(job.comparison, self.memory)
         workdir = work_root() / self.writer.path.name / f"{job.column.label}-r{job.repeat}"
-        options = EngineOptions(
-            workdir=workdir,
-            log_path=self.writer.job_dir(job) / "server.log",
-            config_name=job.column.config,
-            settings=dict(job.column.settings),
-            sizes=sizes,
-            cpus=self.lab.placement.server_cpus,
-            start_timeout_s=self.lab.start_timeout_s,
-        )
+        log = self.writer.job_dir(job) / "server.log"
+        options = prepare.engine_options(self.lab, job.comparison, job.column, workdir, log)
+        sizes = options.sizes
         engine = make_engine(build, options)
         with hurrying(engine.hurry):  # a second Ctrl-C kills instead of waiting
             ok = self._steps(engine, job, sizes, plans, job_index, jobs, workdir)
@@ -367,12 +359,8 @@ class Runner:
     ) -> bool:
         """Runs one step and writes its result; False when the job cannot go on."""
         stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-        spec = benchmarks.step_spec(
-            job.comparison, engine.connection(), plan, self.lab.seed * 1000 + index
-        )
-        warmup = job.comparison.sizes.warmup() if plan.duration_s else 0.0
-        spec.update(warmup_s=warmup, inject_slowdown=job.column.inject_slowdown)
-        timeout = self.lab.step_timeout_s or (plan.expected_s() + warmup) * 10 + 120
+        spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
+        timeout = prepare.step_timeout(self.lab, plan, spec)
         try:
             outcome: StepOutcome = collect_step(
                 engine, spec, stem, plan, timeout, self.lab.placement, report

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbregress.analysis.cost import CostComparison, CostVerdicts
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.verdict import Comparison, Policy, compare_all
 from dbregress.lab import VerdictPolicy
@@ -57,12 +58,23 @@ class RunVerdicts:
     qps: dict[Key, Comparison]
     metrics: dict[str, dict[Key, Comparison]]  # metric key -> verdicts
     disturbed: list[Disturbed] = field(default_factory=list)
+    cost: CostVerdicts | None = None  # the cost lane's, where the run has one
+
+    def cost_for(self, key: Key) -> CostComparison | None:
+        """The cost lane's headline verdict (estimated cycles per op) of a key."""
+        return self.cost.headline().get(key) if self.cost is not None else None
+
+    def cost_metric(self, metric: str, key: Key) -> CostComparison | None:
+        return self.cost.metrics.get(metric, {}).get(key) if self.cost is not None else None
 
     def for_comparison(self, name: str) -> dict[tuple[str, str], Comparison]:
         """(column, step) -> QPS verdict of one comparison."""
         return {(col, step): c for (comp, col, step), c in self.qps.items() if comp == name}
 
-    def slower(self) -> list[Key]:
+    def slower(self, lane: str = "time") -> list[Key]:
+        """Keys confirmed slower in one lane ("time": QPS, "cost": estimated cycles)."""
+        if lane == "cost":
+            return self.cost.slower() if self.cost is not None else []
         return [k for k, c in self.qps.items() if c.verdict == "slower"]
 
 

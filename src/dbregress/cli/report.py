@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from dbregress.analysis.compare import RunVerdicts, compare_run
+from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.summary import matrices
+from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import DbregressError
 from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, html, json_report, markdown
@@ -18,7 +21,9 @@ from dbregress.store.files import write_atomic, write_json
 from dbregress.store.run import RunData, read_run, resolve_run
 
 FORMATS = ("md", "html", "json", "tsv", "csv")
-FAIL_ON = ("slower",)
+# slower: a step confirmed slower in either lane; slower:time and slower:cost pick one.
+FAIL_ON = ("slower", "slower:time", "slower:cost")
+LANES = {"slower": ("time", "cost"), "slower:time": ("time",), "slower:cost": ("cost",)}
 EXIT_SLOWER = 1  # --fail-on slower found a confirmed regression; errors exit 2
 
 
@@ -26,7 +31,9 @@ def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on",
         choices=FAIL_ON,
-        help="exit 1 when any step has a confirmed `slower` verdict (for CI); errors exit 2",
+        help="exit 1 when a step is confirmed `slower` (for CI): slower in either lane, "
+        "slower:time in the time lane (QPS), slower:cost in the cost lane (estimated "
+        "cycles per operation); errors exit 2",
     )
 
 
@@ -83,6 +90,9 @@ def write_report(
     if columns:
         data = only_columns(data, columns)
     verdicts = compare_run(data.record, data.steps)
+    lane = load_lane(path) or {}
+    cost = cost_verdicts(data.record, load_replays(path), planned=lane.get("replays_per_column", 0))
+    verdicts = dataclasses.replace(verdicts, cost=cost)
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
@@ -114,16 +124,25 @@ def write_report(
 
 
 def gate(verdicts: RunVerdicts, fail_on: str | None) -> int:
-    """The exit status --fail-on asks for, with a one-line summary on stderr."""
-    if fail_on != "slower":
+    """The exit status --fail-on asks for, with a one-line summary on stderr that names
+    the lane of each slower step."""
+    if fail_on is None:
         return 0
-    slower = verdicts.slower()
+    lanes = LANES[fail_on]
+    slower = [(lane, key) for lane in lanes for key in verdicts.slower(lane)]
     if not slower:
-        print("fail-on slower: passed, no step is confirmed slower", file=sys.stderr)
+        which = " or ".join(lanes)
+        print(
+            f"fail-on {fail_on}: passed, no step is confirmed slower in the {which} lane",
+            file=sys.stderr,
+        )
         return 0
-    shown = ", ".join(f"{comp}/{step} ({col})" for comp, col, step in slower[:8])
+    shown = ", ".join(f"{comp}/{step} ({col}, {lane})" for lane, (comp, col, step) in slower[:8])
     more = f" and {len(slower) - 8} more" if len(slower) > 8 else ""
-    print(f"fail-on slower: FAILED, {len(slower)} step(s) slower: {shown}{more}", file=sys.stderr)
+    print(
+        f"fail-on {fail_on}: FAILED, {len(slower)} step(s) slower: {shown}{more}",
+        file=sys.stderr,
+    )
     return EXIT_SLOWER
 
 

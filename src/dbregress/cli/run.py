@@ -10,6 +10,7 @@ from typing import Any
 from dbregress import interrupts
 from dbregress.cli import progress
 from dbregress.cli.report import add_fail_on, gate, write_report
+from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import Request, explain, require_explainable
 from dbregress.lab import load_lab
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with display:  # stops the live display whatever ends the run, Ctrl-C included
             runner.run()
+        if lab.counts():
+            run_lane(runner.path, lab, lambda line: print(line, file=sys.stderr, flush=True))
         if lab.explain:
             written = explain(
                 Request(run=runner.path, steps=(), columns=(), ops=None, profile=True),

@@ -5,6 +5,9 @@ from a profile, the server as our own child on a private unix socket.
 watch and its exit status ours to read; as root it runs as `nobody`. Its error log is its
 stderr, a file dbregress opened at options.log_path (so a root-owned results directory
 works): no `log_error` is set, and then every version logs to stderr.
+
+The server (not the system tables' install) runs under options.wrapper, a command prefix
+that execs into it (dbregress explain's callgrind), so its pid is still the server's.
 """
 
 from __future__ import annotations
@@ -222,7 +225,9 @@ class MysqlEngine(ServerEngine):
             raise self._start_failure(status, "creating the system tables")
 
     def _spawn(self) -> None:
-        self._proc = self._popen([str(self.binary), f"--defaults-file={self.config_path}"])
+        # --defaults-file must be the server's first argument: after options.wrapper
+        server = [str(self.binary), f"--defaults-file={self.config_path}"]
+        self._proc = self._popen([*self.options.wrapper, *server])
 
     def _greets(self) -> bool:
         """The socket accepts a connection and sends a protocol-10 greeting."""

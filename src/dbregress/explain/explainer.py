@@ -138,6 +138,20 @@ def window_for(
     return skip, n, rate
 
 
+def sizing_results(data: RunData) -> list[dict[str, Any]]:
+    """The step results that size the windows: the undisturbed repeats; a step with none
+    (one repeat, disturbed by a neighbour) is sized from its disturbed ones, whose rate
+    is merely lower."""
+    samples = [r for rs in data.steps.values() for r in usable(rs)]
+    have = {(r["column"], r["step"]) for r in samples}
+    return samples + [
+        r
+        for rs in data.steps.values()
+        for r in rs
+        if (r["column"], r["step"]) not in have and measured(r)
+    ]
+
+
 def explain(request: Request, notify: Notify) -> Path:
     """Runs every job; returns the path of explain.json."""
     valgrind.require()
@@ -145,16 +159,7 @@ def explain(request: Request, notify: Notify) -> Path:
     lab = load_lab(request.run / "lab.toml")
     steps = chosen_steps(data, lab, request.steps)
     columns = chosen_columns(lab, request.columns)
-    # Sizing wants the undisturbed repeats; a step with none (one repeat, disturbed by
-    # a neighbour) is sized from its disturbed ones, whose rate is merely lower.
-    samples = [r for rs in data.steps.values() for r in usable(rs)]
-    have = {(r["column"], r["step"]) for r in samples}
-    results = samples + [
-        r
-        for rs in data.steps.values()
-        for r in rs
-        if (r["column"], r["step"]) not in have and measured(r)
-    ]
+    results = sizing_results(data)
     no_perf = flame.perf_can_sample() or (
         f"missing {', '.join(flame.missing_tools())} (make tools)"
         if flame.missing_tools()
@@ -175,8 +180,8 @@ def explain(request: Request, notify: Notify) -> Path:
                     f"dbregress explain supports {' and '.join(SUPPORTED)}; column "
                     f"{column.label} is {column.build.engine}"
                 )
-            windows = _windows(request, comp, steps[comp.name], column.label, results)
-            job = _column_job(request, lab, comp, column.label, windows)
+            found_windows = windows(comp, steps[comp.name], column.label, results, request.ops)
+            job = _column_job(request, lab, comp, column.label, found_windows)
             found = _run_column(job, request.profile and no_perf is None, notify)
             for step, entry in found.items():
                 entries[(comp.name, step, column.label)] = entry
@@ -205,8 +210,12 @@ def explain(request: Request, notify: Notify) -> Path:
     return save(request.run, record)
 
 
-def _windows(
-    request: Request, comp: Comparison, steps: list[str], label: str, results: list[dict[str, Any]]
+def windows(
+    comp: Comparison,
+    steps: list[str],
+    label: str,
+    results: list[dict[str, Any]],
+    ops: int | None = None,
 ) -> dict[str, Choice]:
     """The column's windows. Every column of a step gets the base's size and warm-up
     (the same calls: the seeds make them the same operations), and its own q_per_s
@@ -218,7 +227,7 @@ def _windows(
         sized = {}
         for who in (comp.base.label, label):
             mine = [r for r in results if r["column"] == who and r["step"] == plan.name]
-            sized[who] = window_for(mine, index, plan.name, request.ops, not plan.duration_s)
+            sized[who] = window_for(mine, index, plan.name, ops, not plan.duration_s)
         skip, ops, _ = sized[comp.base.label]
         choices[plan.name] = Choice(index, plan, skip, ops, sized[label][2])
     return choices

@@ -17,7 +17,6 @@ is the data it met there.
 from __future__ import annotations
 
 import gzip
-import os
 import shutil
 import time
 from collections.abc import Callable
@@ -25,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import benchmarks
+from dbregress import benchmarks, prepare
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import pmu
 from dbregress.collect.perfctl import PerfControl, PerfError
 from dbregress.collect.proc import tree_pids
 from dbregress.engines import process
-from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.base import Engine
 from dbregress.explain import callgrind, flame
 from dbregress.explain.flame import FlameError
 from dbregress.explain.stepper import Hooks, Stepped, drive
@@ -103,36 +102,34 @@ class ColumnJob:
     choices: dict[str, Choice]  # by step name
     work: Path  # private: the engine's data, the profilers' scratch; removed after
     out: Path  # run folder's explain/<label>/: what is kept
+    # The cost lane's replays run side by side on every CPU (counts do not depend on
+    # contention), unpinned, keep no callgrind files and no function tables; explain's
+    # jobs follow the lab's placement and keep both.
+    pin: bool = True
+    keep: bool = True
 
     @property
     def embedded(self) -> bool:
         return self.build.spec.engine == "rocksdb"
 
+    @property
+    def client_cpus(self) -> frozenset[int] | None:
+        return self.lab.placement.client_cpus if self.pin else None
+
 
 def _engine(job: ColumnJob, name: str, wrapper: tuple[str, ...]) -> Engine:
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    slow = SLOWDOWN if wrapper else 1
-    options = EngineOptions(
-        workdir=job.work / name,
-        log_path=job.out / f"{name}-server.log",
-        config_name=job.column.config,
-        settings=count_settings(job) if name == "count" else dict(job.column.settings),
-        sizes=benchmarks.engine_sizes(job.comparison, memory),
-        cpus=job.lab.placement.server_cpus,
-        start_timeout_s=job.lab.start_timeout_s * slow,
-        stop_timeout_s=60.0 * slow,
+    options = prepare.engine_options(
+        job.lab,
+        job.comparison,
+        job.column,
+        job.work / name,
+        job.out / f"{name}-server.log",
+        settings=count_settings(job) if name == "count" else None,
+        slow=SLOWDOWN if wrapper else 1,
         wrapper=wrapper,
+        pin=job.pin,
     )
     return make_engine(job.build, options)
-
-
-def _spec(job: ColumnJob, engine: Engine, index: int, plan: StepPlan) -> dict[str, Any]:
-    spec = benchmarks.step_spec(
-        job.comparison, engine.connection(), plan, job.lab.seed * 1000 + index
-    )
-    warmup = job.comparison.sizes.warmup() if plan.duration_s else 0.0
-    spec.update(warmup_s=warmup, inject_slowdown=job.column.inject_slowdown)
-    return spec
 
 
 def _replay(
@@ -152,7 +149,7 @@ def _replay(
         for index, plan in enumerate(plans, start=1):
             if index > last:
                 break
-            spec = _spec(job, engine, index, plan)
+            spec = prepare.step_spec(job.lab, job.comparison, job.column, engine, index, plan)
             if name == "count":
                 spec = count_spec(spec)
             stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
@@ -163,8 +160,8 @@ def _replay(
                 window = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
                 what = f"{name} {plan.name}{window}"
             else:
-                timeout = ((plan.expected_s() + spec["warmup_s"]) * 10 + 120) * slow
-                drive(engine, spec, stem, timeout, job.lab.placement.client_cpus)
+                timeout = prepare.step_timeout(job.lab, plan, spec, slow)
+                drive(engine, spec, stem, timeout, job.client_cpus)
                 what = f"{name}: replayed {plan.name}"
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
             if plan.wait_after_s:
@@ -230,13 +227,13 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
         hooks = _CountHooks(cg, targets, hint)
         plan = choice.plan
-        timeout = ((plan.expected_s() + spec["warmup_s"]) * 10 + 600) * SLOWDOWN
+        timeout = prepare.step_timeout(job.lab, plan, spec, SLOWDOWN)
         stepped = drive(
             engine,
             spec,
             stem,
             timeout,
-            job.lab.placement.client_cpus,
+            job.client_cpus,
             hooks,
             wrapper if job.embedded else (),
         )
@@ -251,13 +248,19 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         split = split_threads(profiles) if job.embedded else split_sessions(files, hooks.sessions)
         sessions, background = split or (files, [])
         profile = callgrind.merge(profiles[f] for f in sessions)
-        found[plan.name] = figures(profile, hooks.close, stepped.summary, choice, len(files))
+        found[plan.name] = figures(
+            profile, hooks.close, stepped.summary, choice, len(files), functions=job.keep
+        )
         step = found[plan.name]
         step["scope"] = "sessions" if split else "engine"
         if split:
             rest = callgrind.merge(profiles[f] for f in background)
             step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
-        _keep(files, keep)
+        if job.keep:
+            _keep(files, keep)
+        else:
+            for f in files:
+                f.unlink()
         return stepped
 
     slow = 1.0 if job.embedded else SLOWDOWN
@@ -345,11 +348,34 @@ FUNCTION_FIGURES = ("instructions", "d1_read_misses", "ll_read_misses", "branch_
 FUNCTIONS_KEPT = 300
 
 
+# Estimated cycles, from the simulated caches' events by the model gungraun (formerly
+# iai-callgrind) uses, after Itamar Turner-Trauring's "Beyond instruction counts"
+# (pythonspeed.com, 2021): an access that misses the last level goes to RAM, one that
+# misses L1 only hits the last level, every other instruction fetch and data access hits
+# L1; cycles = L1 hits + 5 x LL hits + 35 x RAM accesses. A model, not a measurement:
+# it weighs memory-system bloat beside code bloat with fixed costs, the same on any host.
+CYCLES_LL, CYCLES_RAM = 5, 35
+
+
+def estimated_cycles(events: tuple[str, ...], costs: list[int]) -> float:
+    def e(name: str) -> int:
+        return costs[events.index(name)]
+
+    ram = e("ILmr") + e("DLmr") + e("DLmw")
+    ll_hits = e("I1mr") + e("D1mr") + e("D1mw") - ram
+    l1_hits = e("Ir") + e("Dr") + e("Dw") - ll_hits - ram
+    return float(l1_hits + CYCLES_LL * ll_hits + CYCLES_RAM * ram)
+
+
 def per_op(events: tuple[str, ...], costs: list[int], divisor: float) -> dict[str, float]:
-    return {
+    out = {
         name: sum(costs[events.index(e)] for e in parts) / divisor
         for name, parts in FIGURES.items()
     }
+    out["estimated_cycles"] = estimated_cycles(events, costs) / divisor
+    if "sysCount" in events:  # --collect-systime: system calls made by the counted code
+        out["system_calls"] = costs[events.index("sysCount")] / divisor
+    return out
 
 
 def figures(
@@ -358,6 +384,7 @@ def figures(
     summary: dict[str, Any],
     choice: Choice,
     files: int,
+    functions: bool = True,
 ) -> dict[str, Any]:
     """Per-operation figures of one window: per op of the step's Q unit (rows for the
     load steps, calls otherwise), as the run's per-op metrics are."""
@@ -376,7 +403,8 @@ def figures(
         key = (callgrind.object_name(ob), callgrind.short_name(fn))
         callgrind.add_cost(merged, key, cost)
         objects[key[0]] = objects.get(key[0], 0.0) + cost[0] / divisor
-    functions = sorted(merged.items(), key=lambda kv: -kv[1][0])[:FUNCTIONS_KEPT]
+    kept = FUNCTIONS_KEPT if functions else 0
+    top = sorted(merged.items(), key=lambda kv: -kv[1][0])[:kept]
     return {
         "index": choice.index,
         "unit": unit,
@@ -395,7 +423,7 @@ def figures(
                 "object": ob,
                 **{k: v for k, v in per_op(events, cost, divisor).items() if k in FUNCTION_FIGURES},
             }
-            for (ob, fn), cost in functions
+            for (ob, fn), cost in top
         ],
     }
 
@@ -470,9 +498,9 @@ def profile(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         data = job.work / f"{choice.index:02d}-{choice.plan.name}.perf.data"
         hooks = PerfHooks(targets, data)
         plan = choice.plan
-        timeout = (plan.expected_s() + spec["warmup_s"]) * 10 + 120
+        timeout = prepare.step_timeout(job.lab, plan, spec)
         try:
-            stepped = drive(engine, spec, stem, timeout, job.lab.placement.client_cpus, hooks)
+            stepped = drive(engine, spec, stem, timeout, job.client_cpus, hooks)
         finally:
             hooks.close()
         summary = stepped.summary

@@ -81,6 +81,7 @@ class Callgrind:
             "--instr-atstart=no",
             "--cache-sim=yes",
             "--branch-sim=yes",
+            "--collect-systime=yes",  # sysCount: system calls per operation
             *CACHES,
             f"--vgdb-prefix={self.prefix}",
             *(["--separate-threads=yes"] if self.separate_threads else []),

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
+from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import Comparison
 
@@ -63,7 +64,18 @@ def tsv(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
         ]
         rows = [[*(_ratio(found.get((lb, s))) for lb in others), s] for s in m.steps]
         out += _table(f"{m.comparison}: relative QPS", legend, rows, len(others))
+        if v.cost is not None:
+            rows = [
+                [*(_cost_ratio(v.cost_for((m.comparison, lb, s))) for lb in others), s]
+                for s in m.steps
+            ]
+            title = f"{m.comparison}: relative estimated cycles per operation (cost lane)"
+            out += _table(title, legend, rows, len(others))
     return "\n".join(out)
+
+
+def _cost_ratio(c: CostComparison | None) -> str:
+    return "" if c is None or c.ratio is None else f"{c.ratio:.3f}"
 
 
 def _num(value: float | None) -> str:
@@ -72,7 +84,7 @@ def _num(value: float | None) -> str:
     return repr(float(value)) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
-def _triple(c: Comparison | None) -> list[str]:
+def _triple(c: Comparison | CostComparison | None) -> list[str]:
     if c is None:
         return ["", "", "", ""]
     low, high = c.ci if c.ci is not None else (None, None)
@@ -104,6 +116,15 @@ CSV_HEADER = [
         for mt in VERDICT_METRICS
         for suffix in ("", "_ratio", "_ci_low", "_ci_high", "_verdict")
     ),
+    # The cost lane: per count metric, the column's mean per operation over its
+    # counting replays, the ratio to the base with its interval and verdict.
+    *(
+        f"cost_{cm.key}{suffix}"
+        for cm in COST_METRICS
+        for suffix in ("", "_ratio", "_ci_low", "_ci_high", "_verdict")
+    ),
+    "cost_replays_base",
+    "cost_replays_column",
 ]
 
 
@@ -138,8 +159,25 @@ def csv_rows(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> list[l
                 for mt in VERDICT_METRICS:
                     mc = v.metrics.get(mt.key, {}).get((m.comparison, lb, s))
                     row += [_num(cell.per_op.get(mt.key)), *_triple(mc)]
+                for cm in COST_METRICS:
+                    cc = v.cost_metric(cm.key, (m.comparison, lb, s))
+                    if lb == m.base:  # the base's own value, from any column's verdict
+                        cc = _base_cost(v, m, cm.key, s)
+                        row += [_num(cc.base) if cc else "", "", "", "", ""]
+                    else:
+                        row += [_num(cc.value) if cc else "", *_triple(cc)]
+                head = v.cost_for((m.comparison, lb, s)) if lb != m.base else None
+                row += [str(head.replays[0]), str(head.replays[1])] if head else ["", ""]
                 rows.append(row)
     return rows
+
+
+def _base_cost(v: RunVerdicts, m: Matrix, metric: str, step: str) -> CostComparison | None:
+    for lb in m.labels[1:]:
+        c = v.cost_metric(metric, (m.comparison, lb, step))
+        if c is not None:
+            return c
+    return None
 
 
 def csv_text(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:

@@ -19,6 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.cost import CostComparison
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
@@ -123,6 +124,35 @@ def metric_ratio_cell(c: Comparison | None, mt: Metric) -> Cell:
 def relative_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
     found = v.for_comparison(m.comparison)
     return [Row(s, [qps_ratio_cell(found.get((lb, s))) for lb in m.labels[1:]]) for s in m.steps]
+
+
+def cost_cell(c: CostComparison | None) -> Cell:
+    if c is None or c.ratio is None:
+        return Cell("-")
+    title = f"{c.verdict}: {c.reason}; counting replays {c.replays[0]}/{c.replays[1]}"
+    ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci is not None else ""
+    return Cell(f"{c.ratio:.3f} {vt.QPS_MARKS.get(c.verdict, '?')}", ci, f"v-{c.verdict}", title)
+
+
+def lanes_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
+    """Per step and column: the time lane's QPS ratio, the cost lane's estimated cycles
+    and instructions per operation, and the reading of the two together."""
+    if v.cost is None:
+        return []
+    found = v.for_comparison(m.comparison)
+    rows = []
+    for s in m.steps:
+        for lb in m.labels[1:]:
+            key = (m.comparison, lb, s)
+            time, cost = found.get((lb, s)), v.cost_for(key)
+            cells = [
+                Cell(lb),
+                qps_ratio_cell(time),
+                cost_cell(cost),
+                cost_cell(v.cost_metric("instructions", key)),
+            ]
+            rows.append(Row(s, cells, vt.reading(time, cost)))
+    return rows
 
 
 def ratio_charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
@@ -300,6 +330,9 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "others": m.labels[1:],
         "counts": vt.counts_line(found),
         "relative": relative_rows(m, v),
+        "lanes": lanes_rows(m, v),
+        "lanes_counts": vt.lanes_counts(v, m.comparison),
+        "cost_band": v.policy.cost_band,
         "ratio_charts": ratio_charts(m, v),
         "throughput": throughput_rows(m),
         "colours": [(lb, colours[lb]) for lb in m.labels],

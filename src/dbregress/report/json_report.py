@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
+from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.verdict import Comparison
+from dbregress.report.verdict_tables import reading
 
 FORMAT_VERSION = 1
 
@@ -27,6 +29,7 @@ def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: Comparison)
             metrics[m.key] = {**_triple(mc), "unit": m.unit, "better": m.better}
     return {
         "step": step,
+        "lane": "time",
         **_triple(c),
         "ci_confidence": c.ci_confidence,
         "p_value": c.p_value,
@@ -34,6 +37,45 @@ def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: Comparison)
         "more_repeats": c.more_repeats,
         "reason": c.reason,
         "metrics": metrics,
+        "cost": _cost(v, (comparison, label, step)),
+    }
+
+
+def _cost_triple(c: CostComparison) -> dict[str, Any]:
+    return {
+        "ratio": c.ratio,
+        "ci": list(c.ci) if c.ci is not None else None,
+        "verdict": c.verdict,
+        "replays": {"base": c.replays[0], "column": c.replays[1]},
+    }
+
+
+def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> dict[str, Any] | None:
+    """The cost lane's verdict of a step: estimated cycles per operation, column over
+    base (above 1: more work), with every count metric beside it; None without a lane."""
+    head = v.cost_for(key)
+    if head is None:
+        return None
+    counts = {}
+    for m in COST_METRICS:
+        c = v.cost_metric(m.key, key)
+        if c is not None:
+            counts[m.key] = {
+                **_cost_triple(c),
+                "base": c.base,
+                "value": c.value,
+                "unit": m.unit,
+                "spread": max(c.spread),
+            }
+    background = {"base": head.background[0], "column": head.background[1]}
+    return {
+        "metric": head.metric,
+        **_cost_triple(head),
+        "p_value": head.p_value,
+        "reason": head.reason,
+        "reading": reading(v.for_comparison(key[0]).get((key[1], key[2])), head) or None,
+        "counts": counts,
+        "background_estimated_cycles": background,
     }
 
 
@@ -65,6 +107,15 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
         "policy": {"alpha": v.policy.alpha, "band": v.policy.band},
         "method": "Hodges-Lehmann ratio of log QPS over repeats, Moses interval, "
         "Mann-Whitney test with Benjamini-Hochberg across the lab, TOST equivalence",
+        "cost_lane": None
+        if v.cost is None
+        else {
+            "band": v.policy.cost_band,
+            "replays_per_column": v.cost.replays,
+            "method": "Welch t-test and interval on log counts per operation over counting "
+            "replays under valgrind (variance floored at 0.1%), Benjamini-Hochberg across the "
+            "lab, TOST equivalence; headline metric estimated cycles per operation",
+        },
         "comparisons": comparisons,
         "disturbed": [
             {"column": d.column, "repeat": d.repeat, "step": d.step, "why": d.why}

@@ -299,7 +299,9 @@ def render(
             _title(m),
             throughput(m),
             vt.relative_qps(m, v),
+            vt.both_lanes(m, v),
             vt.verdicts(m, v),
+            vt.cost_details(m, v),
             groups(m),
             sla(m),
             cpu_per_op(m),
@@ -319,6 +321,7 @@ def summary_tables(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> 
     """The short version printed at the end of `dbregress run`."""
     parts = []
     for m in ms:
-        parts += [_title(m), throughput(m), vt.relative_qps(m, v), groups(m), sla(m)]
+        parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
+        parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
     return _join([*parts, failures(record)])

@@ -4,9 +4,11 @@ verdict table with reasons, and what the host did during the measured windows.""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
 from dbregress.collect.hostprobe import describe
@@ -45,7 +47,7 @@ def policy_line(v: RunVerdicts) -> str:
     )
 
 
-def counts_line(found: dict[tuple[str, str], Comparison]) -> str:
+def counts_line(found: Mapping[tuple[str, str], Comparison | CostComparison]) -> str:
     counts = {k: 0 for k in QPS_MARKS}
     for c in found.values():
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
@@ -186,3 +188,165 @@ def calibration_rows(cal: dict[str, Any]) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def cost_text(c: CostComparison | None) -> str:
+    """A cost ratio (column over base: above 1 is more work per operation) with its mark
+    and interval, to three decimals: its changes are small and its intervals narrow."""
+    if c is None or c.ratio is None:
+        return "-"
+    text = f"{c.ratio:.3f} {QPS_MARKS.get(c.verdict, '?')}"
+    if c.ci is not None:
+        text += f" [{c.ci[0]:.3f}, {c.ci[1]:.3f}]"
+    return text
+
+
+def reading(time: Comparison | None, cost: CostComparison | None) -> str:
+    """One line that reads the two lanes together where they say different things."""
+    t = time.verdict if time is not None else "undecided"
+    c = cost.verdict if cost is not None else None
+    if c is None or t == c:
+        if c == "slower":
+            return (
+                "more work per operation, and slower in time: a CPU regression (explain names it)"
+            )
+        return ""
+    if c == "same" and t == "slower":
+        return "slower in time at the same work per operation: waiting, IO or contention"
+    if c == "same" and t == "faster":
+        return "faster in time at the same work per operation: less waiting, IO or contention"
+    if c == "slower" and t == "undecided":
+        return "more work per operation; this host is too noisy to confirm it in time"
+    if c == "faster" and t == "undecided":
+        return "less work per operation; this host is too noisy to confirm it in time"
+    if c == "slower" and t == "same":
+        return "more work per operation that does not show in time (waits hide it, or it is small)"
+    if c == "slower" and t == "faster":
+        return "more work per operation but faster in time: less waiting outweighs it"
+    if c == "faster" and t == "slower":
+        return "less work per operation but slower in time: waiting, IO or contention"
+    if c == "faster" and t == "same":
+        return "less work per operation that does not show in time"
+    if c == "undecided" and t in ("slower", "faster"):
+        return f"{t} in time; the counts' replays did not decide"
+    return ""
+
+
+def lanes_counts(v: RunVerdicts, comparison: str) -> str:
+    """The summary line over both lanes of one comparison."""
+    time = v.for_comparison(comparison)
+    line = f"time lane (QPS): {counts_line(time)}"
+    if v.cost is None:
+        return line + "; no cost lane (valgrind missing, or count = false)"
+    cost = {(col, s): c for (comp, col, s), c in v.cost.headline().items() if comp == comparison}
+    return f"{line}; cost lane (estimated cycles/op): {counts_line(cost)}"
+
+
+def both_lanes(m: Matrix, v: RunVerdicts) -> list[str]:
+    """Per step and column, the time verdict beside the cost verdict, and a reading
+    where they differ."""
+    if v.cost is None or len(m.labels) < 2:
+        return []
+    found = v.for_comparison(m.comparison)
+    rows = []
+    for s in m.steps:
+        for lb in m.labels[1:]:
+            key = (m.comparison, lb, s)
+            time, cost = found.get((lb, s)), v.cost_for(key)
+            instr = v.cost_metric("instructions", key)
+            replays = f"{cost.replays[0]}/{cost.replays[1]}" if cost is not None else "-"
+            rows.append(
+                [
+                    s,
+                    lb,
+                    ratio_text(time),
+                    cost_text(cost),
+                    cost_text(instr),
+                    replays,
+                    reading(time, cost),
+                ]
+            )
+    p = v.policy
+    header = [
+        "step",
+        "column",
+        "time: QPS",
+        "cost: est. cycles/op",
+        "instr/op",
+        "replays",
+        "reading",
+    ]
+    return [
+        f"### Both lanes (vs {m.base})",
+        "",
+        f"Verdicts: {lanes_counts(v, m.comparison)}.",
+        "",
+        "Time: relative QPS over repeats (higher is faster). Cost: estimated cycles per "
+        "operation, column over base, from counting replays under valgrind (higher is more "
+        f"work; (-) slower means more work); `same` within ±{p.cost_band:.0%}; replays: "
+        "base/column counting replays used (docs/verdicts.md).",
+        "",
+        *table(header, rows),
+    ]
+
+
+def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
+    """Every count per operation of the cost lane: base and column values, ratio,
+    verdict and reason, and the background work beside the foreground."""
+    if v.cost is None:
+        return []
+    rows = []
+    for s in m.steps:
+        for lb in m.labels[1:]:
+            key = (m.comparison, lb, s)
+            for metric in COST_METRICS:
+                c = v.cost_metric(metric.key, key)
+                if c is None:
+                    continue
+                rows.append(
+                    [
+                        s,
+                        lb,
+                        metric.label,
+                        _count(c.base),
+                        _count(c.value),
+                        cost_text(c),
+                        c.verdict,
+                        f"{max(c.spread):.2%}",
+                        c.reason,
+                    ]
+                )
+            head = v.cost_for(key)
+            if head is not None and any(b is not None for b in head.background):
+                b0, b1 = head.background
+                rows.append(
+                    [
+                        s,
+                        lb,
+                        "background est. cycles/op",
+                        _count(b0),
+                        _count(b1),
+                        "",
+                        "",
+                        "",
+                        "not judged: background work lands differently under valgrind",
+                    ]
+                )
+    if not rows:
+        return []
+    header = ["step", "column", "count", m.base, "column", "ratio [CI]", "verdict", "spread", "why"]
+    return [
+        f"### Cost lane: counts per operation (vs {m.base})",
+        "",
+        "Foreground: the engine's work for the benchmark's sessions (server backends or "
+        "connection threads; RocksDB's client threads). spread: the largest max/min - 1 of "
+        "either side's replays.",
+        "",
+        *table(header, rows),
+    ]
+
+
+def _count(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"

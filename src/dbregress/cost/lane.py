@@ -1,0 +1,285 @@
+"""The cost lane of a run: for every column, `count_replays` independent counting
+replays (a fresh engine each), every reported step's window of Q operations counted
+under callgrind, per operation (explain/jobs.py does the counting; prepare.py the steps,
+so the replays run exactly the steps the time lane ran).
+
+It runs after the time lane's last job, never beside it. Counts do not depend on CPU
+contention (valgrind runs one thread at a time and counts events, not time), so the
+replays run side by side, one per CPU, unpinned. A column whose replays disagree beyond
+the cost band in some step gets more replays, up to EXTRA_REPLAYS more; the verdicts
+then say `undecided` for what still disagrees (analysis/cost.py).
+
+Each replay is written to cost/<column>/r<N>.json the moment it ends. Ctrl-C kills the
+replays under way (counting replays are not finished steps) and keeps the finished ones;
+`dbregress run --resume` runs only the missing ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress import benchmarks, provision
+from dbregress.cost import store
+from dbregress.engines import process
+from dbregress.errors import DbregressError, Interrupted
+from dbregress.explain import jobs, valgrind
+from dbregress.explain.explainer import sizing_results, windows
+from dbregress.explain.jobs import Choice, ColumnJob
+from dbregress.interrupts import hurrying, shielded
+from dbregress.lab import Column, Comparison, Lab
+from dbregress.provision import Build
+from dbregress.runner import work_root
+from dbregress.store.run import read_run
+
+Notify = Callable[[str], None]
+
+EXTRA_REPLAYS = 3  # at most this many more per column while its replays disagree
+# The figure whose replays must agree within the band (the lane's headline metric).
+AGREEMENT_METRIC = "estimated_cycles"
+# What a replay keeps of explain's figures for each step: no function tables.
+KEPT = ("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches")
+
+
+@dataclass(frozen=True)
+class Replay:
+    comparison: Comparison
+    column: Column
+    number: int  # from 1
+
+    @property
+    def name(self) -> str:
+        return f"{self.column.label}/c{self.number}"
+
+
+def spread(values: list[float]) -> float:
+    """max/min - 1 of positive values (0 for fewer than two)."""
+    values = [v for v in values if v > 0]
+    return max(values) / min(values) - 1 if len(values) >= 2 else 0.0
+
+
+class Lane:
+    def __init__(self, run: Path, lab: Lab, notify: Notify, workers: int | None = None) -> None:
+        self.run, self.lab, self.notify = run, lab, notify
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.root = work_root() / f"{run.name}-cost"
+        self.cancelled = threading.Event()
+        self.builds: dict[str, Build] = {}
+        self.choices: dict[str, dict[str, Choice]] = {}  # label -> step -> window
+        self.skipped: dict[str, str] = {}  # step (comparison/step) -> why not counted
+        self._lock = threading.Lock()
+        self._done = 0
+        self._planned = 0
+
+    # -- planning ---------------------------------------------------------------------
+
+    def _plan(self) -> None:
+        data = read_run(self.run)
+        results = sizing_results(data)
+        for comp in self.lab.comparisons:
+            reported = [p.name for p in benchmarks.plans(comp) if p.reported]
+            measured = {
+                s
+                for s in reported
+                if all(
+                    any(r["column"] == c.label and r["step"] == s for r in results)
+                    for c in (comp.base, *comp.columns)
+                )
+            }
+            for s in reported:
+                if s not in measured:
+                    why = "a column has no measured repeat to size its window from"
+                    self.skipped[f"{comp.name}/{s}"] = why
+            steps = [s for s in reported if s in measured]
+            for column in comp.columns:
+                self.builds[column.label] = provision.fetch(column.build)
+                self.choices[column.label] = (
+                    windows(comp, steps, column.label, results) if steps else {}
+                )
+
+    def _finished(self, label: str) -> list[dict[str, Any]]:
+        return [r for r in store.load_replays(self.run) if r["column"] == label]
+
+    def _missing(self) -> list[Replay]:
+        todo = []
+        for comp in self.lab.comparisons:
+            for column in comp.columns:
+                if not self.choices.get(column.label):
+                    continue
+                have = {r["replay"] for r in self._finished(column.label)}
+                todo += [
+                    Replay(comp, column, n)
+                    for n in range(1, self.lab.count_replays + 1)
+                    if n not in have
+                ]
+        return todo
+
+    def _disagreeing(self) -> list[Replay]:
+        """One more replay for each column whose ok replays disagree beyond the cost band
+        on some step, while it has fewer than count_replays + EXTRA_REPLAYS."""
+        band = self.lab.verdict.cost_band
+        more = []
+        for comp in self.lab.comparisons:
+            for column in comp.columns:
+                replays = self._finished(column.label)
+                ok = [r for r in replays if r["status"] == "ok"]
+                if not ok or len(replays) >= self.lab.count_replays + EXTRA_REPLAYS:
+                    continue
+                worst = max((spread(_values(ok, s)), s) for s in self.choices[column.label])
+                if worst[0] > band:
+                    number = max(r["replay"] for r in replays) + 1
+                    self.notify(
+                        f"cost lane: {column.label} {worst[1]}: replays disagree by "
+                        f"{worst[0]:.2%} (band ±{band:.0%}): adding replay {number}"
+                    )
+                    more.append(Replay(comp, column, number))
+        return more
+
+    # -- running ----------------------------------------------------------------------
+
+    def run_lane(self) -> None:
+        valgrind.require()
+        started = time.monotonic()
+        self._plan()
+        todo = self._missing()
+        self._planned = len(todo)
+        if todo:
+            self.notify(
+                f"cost lane: {len(todo)} counting replay(s) of {len(self.choices)} column(s) "
+                f"under valgrind, {self.workers} at a time"
+            )
+        while todo:
+            self._run_all(todo)
+            todo = self._disagreeing()
+            self._planned += len(todo)
+        with contextlib.suppress(OSError):  # left if a killed replay's files remain
+            self.root.rmdir()
+        store.save_lane(
+            self.run,
+            {
+                "kind": "cost-lane",
+                "took_s": round(time.monotonic() - started, 1),
+                "workers": self.workers,
+                "replays_per_column": self.lab.count_replays,
+                "valgrind": valgrind.version(),
+                "method": "callgrind --cache-sim=yes --branch-sim=yes --collect-systime=yes "
+                "over a window of each step's Q operations, zeroed and dumped through vgdb",
+                "caches": list(valgrind.CACHES),
+                "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
+                "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
+                "lockstep_steps": list(jobs.LOCKSTEP_STEPS),
+                "skipped": self.skipped,
+            },
+        )
+
+    def _run_all(self, todo: list[Replay]) -> None:
+        with hurrying(self._kill_all), ThreadPoolExecutor(self.workers) as pool:
+            futures: set[Future[None]] = {pool.submit(self._one, r) for r in todo}
+            try:
+                while futures:
+                    _, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+            except KeyboardInterrupt as e:
+                self.cancelled.set()
+                with shielded():
+                    while any(not f.done() for f in futures):
+                        self._kill_all()
+                        time.sleep(0.2)
+                name = e.args[0] if e.args else "SIGINT"
+                raise Interrupted(
+                    f"interrupted ({name}) in the cost lane; finished replays are in "
+                    f"{self.run / store.COST_DIR}; continue with `dbregress run --resume "
+                    f"{self.run}`"
+                ) from None
+
+    def _kill_all(self) -> None:
+        """SIGKILL every process of the lane's replays: those whose command line or
+        working directory lies in the lane's work directory."""
+        root = str(self.root)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue
+            if root in cmdline or cwd.startswith(root):
+                process.kill(int(entry.name))
+
+    def _one(self, replay: Replay) -> None:
+        if self.cancelled.is_set():
+            return
+        label = replay.column.label
+        work = self.root / f"{label}-c{replay.number}"
+        out = self.run / store.COST_DIR / label / f"r{replay.number}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        for d in (work, self.root):
+            d.chmod(0o755)
+        out.mkdir(parents=True, exist_ok=True)
+        job = ColumnJob(
+            self.lab,
+            replay.comparison,
+            replay.column,
+            self.builds[label],
+            self.choices[label],
+            work,
+            out,
+            pin=False,
+            keep=False,
+        )
+        t0 = time.monotonic()
+        record: dict[str, Any] = {
+            "comparison": replay.comparison.name,
+            "column": label,
+            "replay": replay.number,
+            "build": str(replay.column.build),
+        }
+        try:
+            found = jobs.count(job, lambda line: None)
+            record.update(status="ok", steps={s: _kept(f) for s, f in found.items()})
+        except Exception as e:  # recorded: the other replays still run
+            if self.cancelled.is_set():
+                return  # killed by Ctrl-C: not a finished replay
+            why = {"type": type(e).__name__, "message": str(e)}
+            if not isinstance(e, DbregressError):
+                why["traceback"] = "".join(traceback.format_exception(e)).strip()
+            record.update(status="failed", error=why, steps={})
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        record["took_s"] = round(time.monotonic() - t0, 1)
+        store.save_replay(self.run, label, replay.number, record)
+        with self._lock:
+            self._done += 1
+            done = self._done
+        what = "counted" if record["status"] == "ok" else f"FAILED ({record['error']['message']})"
+        self.notify(
+            f"cost lane: {replay.name} {what} in {record['took_s']:.0f} s ({done}/{self._planned})"
+        )
+
+
+def _values(replays: list[dict[str, Any]], step: str) -> list[float]:
+    return [
+        float(r["steps"][step]["per_op"][AGREEMENT_METRIC]) for r in replays if step in r["steps"]
+    ]
+
+
+def _kept(figures: dict[str, Any]) -> dict[str, Any]:
+    out = {k: figures[k] for k in KEPT if k in figures}
+    out["per_op"] = figures["per_op"]
+    if "background_per_op" in figures:
+        out["background_per_op"] = figures["background_per_op"]
+    return out
+
+
+def run_lane(run: Path, lab: Lab, notify: Notify, workers: int | None = None) -> None:
+    Lane(run, lab, notify, workers).run_lane()

@@ -1,0 +1,55 @@
+"""cost/ in a run folder: one file per counting replay (cost/<column>/r<N>.json, written
+atomically the moment the replay ends, so an interrupted lane keeps every finished
+replay) and cost/lane.json, how the lane counted. Versioned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dbregress.errors import StoreError
+from dbregress.store.files import write_json
+
+COST_DIR = "cost"
+SCHEMA_VERSION = 1
+
+
+def replay_path(run: Path, label: str, number: int) -> Path:
+    return run / COST_DIR / label / f"r{number}.json"
+
+
+def save_replay(run: Path, label: str, number: int, record: dict[str, Any]) -> Path:
+    path = replay_path(run, label, number)
+    write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "cost-replay", **record})
+    return path
+
+
+def save_lane(run: Path, record: dict[str, Any]) -> None:
+    write_json(run / COST_DIR / "lane.json", {"schema_version": SCHEMA_VERSION, **record})
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise StoreError(f"cannot read {path}: {e}") from e
+    if not isinstance(value, dict) or value.get("schema_version") != SCHEMA_VERSION:
+        raise StoreError(
+            f"{path} is not a cost record of schema version {SCHEMA_VERSION}: run the lab again"
+        )
+    return value
+
+
+def load_lane(run: Path) -> dict[str, Any] | None:
+    path = run / COST_DIR / "lane.json"
+    return _read(path) if path.is_file() else None
+
+
+def load_replays(run: Path) -> list[dict[str, Any]]:
+    """Every finished replay of the run (ok or failed), in (column, number) order."""
+    root = run / COST_DIR
+    if not root.is_dir():
+        return []
+    found = [_read(p) for p in sorted(root.glob("*/r*.json"))]
+    return sorted(found, key=lambda r: (r["column"], r["replay"]))
