@@ -36,6 +36,12 @@ pub struct WindowSpec {
     /// Q calls in the window
     #[schemars(range(min = 1))]
     pub ops: u64,
+    /// 0, or the last this many of the skip_ops calls are a profiler's own warm-up: at
+    /// the first of them the edge `warm` is announced and waited for like the others
+    /// (the cost lane switches its instrumentation on there, so the calls before run at
+    /// the profiler's uninstrumented speed). At most skip_ops
+    #[serde(default)]
+    pub warm_ops: u64,
     /// 0: paced writers keep to wall time. Above 0: their clock advances 1/q_per_s
     /// seconds per Q call begun, so under a profiler that slows everything the writes
     /// keep the ratio to Q calls they had in a run at q_per_s
@@ -52,6 +58,13 @@ impl WindowSpec {
         if self.ops == 0 {
             bail!("window.ops must be at least 1");
         }
+        if self.warm_ops > self.skip_ops {
+            bail!(
+                "window.warm_ops ({}) must be at most skip_ops ({})",
+                self.warm_ops,
+                self.skip_ops
+            );
+        }
         if !(self.q_per_s >= 0.0 && self.q_per_s.is_finite()) {
             bail!("window.q_per_s must be a number >= 0, got {}", self.q_per_s);
         }
@@ -62,6 +75,7 @@ impl WindowSpec {
 /// Which edge of the window a call reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Edge {
+    Warm,
     Open,
     Close,
 }
@@ -70,6 +84,7 @@ impl Edge {
     /// The event's `edge`, and the line the caller answers with.
     pub fn word(self) -> &'static str {
         match self {
+            Edge::Warm => "warm",
             Edge::Open => "open",
             Edge::Close => "close",
         }
@@ -96,6 +111,7 @@ pub struct Window {
     /// Calls and rows inside the window, once ended.
     inside_ops: AtomicU64,
     inside_rows: AtomicU64,
+    warmed: Gate<()>,
     opened: Gate<()>,
     closed: Gate<()>,
     /// The caller has answered the close (or the window will never close).
@@ -112,6 +128,7 @@ impl Window {
             ended: AtomicU64::new(0),
             inside_ops: AtomicU64::new(0),
             inside_rows: AtomicU64::new(0),
+            warmed: Gate::new(),
             opened: Gate::new(),
             closed: Gate::new(),
             over: AtomicBool::new(false),
@@ -123,9 +140,16 @@ impl Window {
     /// the step stopped meanwhile.
     pub fn begin(&self, stop: &AtomicBool, announce: impl FnOnce(Edge)) -> Option<Slot> {
         let (skip, end) = (self.spec.skip_ops, self.spec.skip_ops + self.spec.ops);
+        let warm = (self.spec.warm_ops > 0).then(|| skip - self.spec.warm_ops);
         let i = self.started.fetch_add(1, SeqCst);
-        if i == skip || i == end {
-            let edge = if i == skip { Edge::Open } else { Edge::Close };
+        if i == skip || i == end || Some(i) == warm {
+            let edge = if Some(i) == warm {
+                Edge::Warm
+            } else if i == skip {
+                Edge::Open
+            } else {
+                Edge::Close
+            };
             // Every earlier call has ended: nothing is in flight at the edge.
             while self.ended.load(SeqCst) < i {
                 if stop.load(SeqCst) {
@@ -136,6 +160,9 @@ impl Window {
             announce(edge);
         }
         if i < skip {
+            if warm.is_some_and(|w| i >= w) {
+                return self.warmed.wait(stop).map(|()| Slot::Run { inside: false });
+            }
             return Some(Slot::Run { inside: false });
         }
         if i < end {
@@ -161,6 +188,7 @@ impl Window {
     /// The caller answered an edge: let the waiting calls go.
     pub fn answered(&self, edge: Edge) {
         match edge {
+            Edge::Warm => self.warmed.open(()),
             Edge::Open => self.opened.open(()),
             Edge::Close => {
                 self.over.store(true, SeqCst);
@@ -203,9 +231,32 @@ mod tests {
         let spec = WindowSpec {
             skip_ops,
             ops,
+            warm_ops: 0,
             q_per_s: 0.0,
         };
         Window::new(spec, OpKind::Get, ends_step)
+    }
+
+    #[test]
+    fn the_warm_edge_comes_warm_ops_before_the_open() {
+        let mut w = window(5, 2, false);
+        w.spec.warm_ops = 2;
+        let stop = AtomicBool::new(false);
+        let mut seen = vec![];
+        for i in 0..9 {
+            let slot = w
+                .begin(&stop, |e| {
+                    seen.push((i, e));
+                    w.answered(e);
+                })
+                .unwrap();
+            w.end(slot, Some(1));
+        }
+        assert_eq!(seen, [(3, Edge::Warm), (5, Edge::Open), (7, Edge::Close)]);
+        assert_eq!(w.counted(), (2, 2));
+        let mut bad = w.spec;
+        bad.warm_ops = 6;
+        assert!(bad.validate(true).is_err(), "warm_ops beyond skip_ops");
     }
 
     #[test]

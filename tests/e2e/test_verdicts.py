@@ -45,7 +45,11 @@ steps = ["fillseq", "revrange", "readrandom"]
 
 
 def test_an_injected_slowdown_is_slower_and_fails_the_gate(tmp_path: Path, workdir: Path) -> None:
-    path = lab(tmp_path, inject=1.0, alpha=0.05)  # QPS halves
+    # QPS falls to a tenth: a slowdown no noise of this host can hide. At a half (inject
+    # 1.0) a clean CI run once gave readrandom 0.47 [0.27, 1.06], undecided: the time
+    # lane's power is checked on simulated samples (tests/unit/test_verdict.py), and
+    # the gate on exact counts in tests/e2e/test_cost_lane.py.
+    path = lab(tmp_path, inject=9.0, alpha=0.05)
     out = dbregress("run", str(path), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
     assert out.returncode == 1, out.stderr
     assert "fail-on slower: FAILED" in out.stderr
@@ -65,9 +69,9 @@ def test_an_injected_slowdown_is_slower_and_fails_the_gate(tmp_path: Path, workd
     for step in ("revrange", "readrandom"):
         s = by_step[step]
         assert s["verdict"] == "slower", s
-        # QPS about halves; how much exactly depends on the host, so only "clearly
-        # slower" is asserted (the statistics are checked on simulated samples)
-        assert s["ci"][1] < 1 and s["ratio"] < 0.8, s
+        # QPS falls to about a tenth; how far exactly depends on the host, so only
+        # "clearly slower" is asserted (the statistics are checked on simulated samples)
+        assert s["ci"][1] < 1 and s["ratio"] < 0.5, s
         # every repeat is a sample unless the host disturbed it; a disturbed one is
         # listed with its reason (a neighbour can slow a whole job on a shared host)
         for side, label in (("base", "a"), ("column", "b")):

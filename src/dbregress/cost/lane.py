@@ -17,6 +17,7 @@ replays under way (counting replays are not finished steps) and keeps the finish
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import threading
@@ -33,7 +34,7 @@ from dbregress.cost import store
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted
 from dbregress.explain import jobs, valgrind
-from dbregress.explain.explainer import sizing_results, windows
+from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
@@ -43,11 +44,20 @@ from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]
 
+# The lane's windows: smaller than explain's (which reads function tables from them),
+# so a replay of the quickstart's steps takes a minute or two under callgrind. For a
+# timed step, the Q calls of 20 ms of the run (50 to 1000) after as many warm-up calls;
+# for a fixed-work step (loads, overwrites), 2000 of its calls from its second quarter
+# on. The replays' agreement (docs/verdicts.md) is what says whether this is enough.
+LANE_SIZING = Sizing(budget_s=0.02, min_ops=50, max_ops=1000, max_fixed_ops=2000)
 EXTRA_REPLAYS = 3  # at most this many more per column while its replays disagree
 # The figure whose replays must agree within the band (the lane's headline metric).
 AGREEMENT_METRIC = "estimated_cycles"
 # What a replay keeps of explain's figures for each step: no function tables.
-KEPT = ("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches")
+KEPT = (
+    *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
+    "wall_s",
+)
 
 
 @dataclass(frozen=True)
@@ -102,9 +112,10 @@ class Lane:
             steps = [s for s in reported if s in measured]
             for column in comp.columns:
                 self.builds[column.label] = provision.fetch(column.build)
-                self.choices[column.label] = (
-                    windows(comp, steps, column.label, results) if steps else {}
-                )
+                found = windows(comp, steps, column.label, results, sizing=LANE_SIZING)
+                self.choices[column.label] = {
+                    step: warmed(choice) for step, choice in found.items()
+                }
 
     def _finished(self, label: str) -> list[dict[str, Any]]:
         return [r for r in store.load_replays(self.run) if r["column"] == label]
@@ -265,6 +276,15 @@ class Lane:
         self.notify(
             f"cost lane: {replay.name} {what} in {record['took_s']:.0f} s ({done}/{self._planned})"
         )
+
+
+def warmed(choice: Choice) -> Choice:
+    """A fixed-work step's window with the simulated caches warmed by as many calls as
+    it counts, not by every call before it (a timed step's warm-up is the window's size
+    already)."""
+    if choice.plan.duration_s:
+        return choice
+    return dataclasses.replace(choice, warm_ops=min(choice.skip_ops, choice.ops))
 
 
 def _values(replays: list[dict[str, Any]], step: str) -> list[float]:

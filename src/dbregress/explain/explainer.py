@@ -110,8 +110,23 @@ def chosen_columns(lab: Lab, columns: tuple[str, ...]) -> dict[str, list[str]]:
     }
 
 
+@dataclass(frozen=True)
+class Sizing:
+    """How big a window is when --ops is not given (the constants above)."""
+
+    budget_s: float = WINDOW_BUDGET_S
+    min_ops: int = MIN_OPS
+    max_ops: int = MAX_OPS
+    max_fixed_ops: int = MAX_FIXED_OPS
+
+
 def window_for(
-    results: list[dict[str, Any]], index: int, plan_name: str, ops: int | None, fixed: bool
+    results: list[dict[str, Any]],
+    index: int,
+    plan_name: str,
+    ops: int | None,
+    fixed: bool,
+    sizing: Sizing = Sizing(),
 ) -> tuple[int, int, float]:
     """(skip_ops, ops, q_per_s) of one column's step, from its repeats in the run."""
     rates, totals = [], []
@@ -124,7 +139,8 @@ def window_for(
     if not rates:
         raise DbregressError(f"step {plan_name} has no usable result in the run to size from")
     rate = statistics.median(rates)
-    n = ops if ops is not None else min(MAX_OPS, max(MIN_OPS, round(WINDOW_BUDGET_S * rate)))
+    budget = round(sizing.budget_s * rate)
+    n = ops if ops is not None else min(sizing.max_ops, max(sizing.min_ops, budget))
     skip = n // 2
     if fixed:  # the window must fit in the step's own calls
         total = int(statistics.median(totals))
@@ -132,7 +148,7 @@ def window_for(
             # The middle half of the step's calls: a write step's cost per call rises
             # and falls as dead rows pile up and are cleaned, so a window of a few
             # calls lands anywhere on that cycle (l.i2: 20% apart between two runs).
-            skip, n = total // 4, min(MAX_FIXED_OPS, max(MIN_OPS, total // 2))
+            skip, n = total // 4, min(sizing.max_fixed_ops, max(sizing.min_ops, total // 2))
         skip = min(skip, total // 3)
         n = max(1, min(n, total - skip))
     return skip, n, rate
@@ -215,7 +231,8 @@ def windows(
     steps: list[str],
     label: str,
     results: list[dict[str, Any]],
-    ops: int | None = None,
+    window_ops: int | None = None,
+    sizing: Sizing = Sizing(),
 ) -> dict[str, Choice]:
     """The column's windows. Every column of a step gets the base's size and warm-up
     (the same calls: the seeds make them the same operations), and its own q_per_s
@@ -227,7 +244,7 @@ def windows(
         sized = {}
         for who in (comp.base.label, label):
             mine = [r for r in results if r["column"] == who and r["step"] == plan.name]
-            sized[who] = window_for(mine, index, plan.name, ops, not plan.duration_s)
+            sized[who] = window_for(mine, index, plan.name, window_ops, not plan.duration_s, sizing)
         skip, ops, _ = sized[comp.base.label]
         choices[plan.name] = Choice(index, plan, skip, ops, sized[label][2])
     return choices

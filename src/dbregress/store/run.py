@@ -94,7 +94,9 @@ class RunWriter:
     def reopen(cls, path: Path, lab: Lab) -> RunWriter:
         """An interrupted run folder, to be continued by the same lab."""
         record = _read_json(path / "run.json")
-        if record.get("status") == "ok":
+        # A run whose jobs all finished may still lack its cost lane (interrupted there).
+        lane_done = not lab.counts() or (path / "cost" / "lane.json").is_file()
+        if record.get("status") == "ok" and lane_done:
             raise StoreError(f"{path} finished without failures; there is nothing to resume")
         if record.get("lab") != lab.name or (path / "lab.toml").read_text() != lab.text:
             raise StoreError(

@@ -1,0 +1,131 @@
+"""The cost lane end to end on a real engine: an A/A lab's counting replays give no
+slower/faster cost verdict and mostly `same`; every report format carries both lanes;
+the JSON follows its schema; Ctrl-C in the lane keeps the finished replays, leaves no
+process, and --resume finishes the lane."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.e2e.conftest import (
+    assert_no_process_mentions,
+    dbregress,
+    run_record,
+    start_dbregress,
+    wait_for,
+)
+
+pytestmark = pytest.mark.engine
+
+SCHEMA = Path(__file__).parents[2] / "schema" / "verdicts.schema.json"
+
+
+def aa_lab(tmp_path: Path, replays: int = 3) -> Path:
+    """RocksDB 10.2 against itself, one repeat each in the time lane, and a cost lane."""
+    text = f"""\
+name = "cost-aa"
+placement = "same"
+benchmark = "kv"
+repeats = 1
+warmup_job = false
+count = true
+count_replays = {replays}
+[[column]]
+label = "a"
+build = "rocksdb@10.2.1"
+[[column]]
+label = "b"
+build = "rocksdb@10.2.1"
+[kv]
+keys = 20000
+seconds = 0.5
+warmup_s = 0.2
+steps = ["fillseq", "readrandom", "fwdrange", "overwritesome"]
+"""
+    path = tmp_path / "lab.toml"
+    path.write_text(text)
+    return path
+
+
+def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path) -> None:
+    out = dbregress(
+        "run", str(aa_lab(tmp_path)), "--fail-on", "slower", cwd=tmp_path, workdir=workdir
+    )
+    assert out.returncode == 0, out.stderr
+    assert "cost lane: 6 counting replay(s)" in out.stderr
+    assert "fail-on slower: passed" in out.stderr
+    run, _ = run_record(tmp_path)
+    for label in ("a", "b"):
+        for n in (1, 2, 3):
+            replay = json.loads((run / "cost" / label / f"r{n}.json").read_text())
+            assert replay["status"] == "ok", replay
+            for step in ("fillseq", "readrandom", "fwdrange", "overwritesome"):
+                per_op = replay["steps"][step]["per_op"]
+                assert per_op["instructions"] > 0 and per_op["estimated_cycles"] > 0
+                assert per_op["estimated_cycles"] >= per_op["instructions"]
+                assert "system_calls" in per_op
+                # RocksDB's client threads apart from its flush and compaction threads
+                assert replay["steps"][step]["scope"] == "sessions"
+    lane = json.loads((run / "cost" / "lane.json").read_text())
+    assert lane["caches"] == ["--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64"]
+
+    report = dbregress("report", str(run), "--format", "json", cwd=tmp_path, workdir=workdir)
+    assert report.returncode == 0, report.stderr
+    verdicts = json.loads(report.stdout)
+    jsonschema.validate(verdicts, json.loads(SCHEMA.read_text()))
+    steps = verdicts["comparisons"][0]["columns"][0]["steps"]
+    costs = [s["cost"] for s in steps]
+    assert len(costs) == 4 and all(c is not None for c in costs)
+    found = [c["verdict"] for c in costs]
+    assert "slower" not in found and "faster" not in found, costs
+    assert found.count("same") >= 0.9 * len(found), costs
+    for c in costs:
+        assert c["metric"] == "estimated_cycles"
+        assert c["replays"] == {"base": 3, "column": 3}
+        assert 0.99 <= c["ratio"] <= 1.01, c
+        assert set(c["counts"]) >= {"instructions", "l1_misses", "ll_misses", "system_calls"}
+
+    text = (run / "report.md").read_text()
+    assert "### Both lanes (vs a)" in text and "cost lane (estimated cycles/op): 0 slower" in text
+    assert "### Cost lane: counts per operation (vs a)" in text
+    tsv = dbregress("report", str(run), "--format", "tsv", cwd=tmp_path, workdir=workdir)
+    assert "relative estimated cycles per operation (cost lane)" in tsv.stdout
+    table = dbregress("report", str(run), "--format", "csv", cwd=tmp_path, workdir=workdir)
+    rows = list(csv.DictReader(io.StringIO(table.stdout)))
+    b = [r for r in rows if r["column"] == "b"]
+    assert b and all(r["cost_estimated_cycles_verdict"] in ("same", "undecided") for r in b)
+    assert all(r["cost_replays_column"] == "3" for r in b)
+    html = (run / "report.html").read_text()
+    assert "Both lanes (vs a)" in html and "cost: est. cycles/op" in html
+
+
+def test_ctrl_c_in_the_cost_lane_keeps_finished_replays(
+    tmp_path: Path, workdir: Path, launched: list
+) -> None:
+    lab = aa_lab(tmp_path, replays=2)
+    proc = start_dbregress(launched, "run", str(lab), cwd=tmp_path, workdir=workdir)
+    results = tmp_path / "results"
+
+    def a_replay_finished() -> bool:
+        return any(results.glob("*/cost/*/r*.json"))
+
+    wait_for(a_replay_finished, 600, "a finished counting replay")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "in the cost lane" in err and "--resume" in err
+    assert_no_process_mentions(str(workdir))
+    run, _ = run_record(tmp_path)
+    kept = sorted(p.name for p in (run / "cost").glob("*/r*.json"))
+    assert kept
+    again = dbregress("run", "--resume", str(run), cwd=tmp_path, workdir=workdir)
+    assert again.returncode == 0, again.stderr
+    assert (run / "cost" / "lane.json").is_file()
+    assert len(list((run / "cost").glob("*/r*.json"))) >= 4
