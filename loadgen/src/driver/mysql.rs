@@ -24,6 +24,37 @@ const IGNORABLE: [u16; 4] = [1205, 1213, 1062, 1020];
 /// InnoDB's dirty pages count as flushed at or below this.
 const DIRTY_PAGES_DONE: u64 = 100;
 
+const ROCKSDB_FLUSH: &str = "rocksdb_force_flush_memtable_now";
+const ROCKSDB_COMPACT_L0: &str = "rocksdb_compact_lzero_now";
+const ROCKSDB_FLUSH_AND_COMPACT_L0: &str = "rocksdb_force_flush_memtable_and_lzero_now";
+/// The variables the post-write cleanup may set on MyRocks.
+const ROCKSDB_CLEANUP: [&str; 3] = [
+    ROCKSDB_FLUSH,
+    ROCKSDB_COMPACT_L0,
+    ROCKSDB_FLUSH_AND_COMPACT_L0,
+];
+
+/// Which of the MyRocks trigger variables to set to 1, in order, given the ones the
+/// server has (`present`); None when it has none of them.
+///
+/// The MyRocks forks name the work differently. Facebook's has a separate L0
+/// compaction, `rocksdb_compact_lzero_now`, run after the memtable flush. MariaDB's
+/// (checked on 10.11's plugin) lacks it, and setting it is error 1193; its
+/// `..._and_lzero_now` does both steps in one statement: flush every column family,
+/// then compact its L0 files into L1. A build with only the flush still gets the flush.
+fn rocksdb_cleanup_vars(present: &[&str]) -> Option<&'static [&'static str]> {
+    let has = |var: &str| present.iter().any(|p| p.eq_ignore_ascii_case(var));
+    if has(ROCKSDB_COMPACT_L0) && has(ROCKSDB_FLUSH) {
+        Some(&[ROCKSDB_FLUSH, ROCKSDB_COMPACT_L0])
+    } else if has(ROCKSDB_FLUSH_AND_COMPACT_L0) {
+        Some(&[ROCKSDB_FLUSH_AND_COMPACT_L0])
+    } else if has(ROCKSDB_FLUSH) {
+        Some(&[ROCKSDB_FLUSH])
+    } else {
+        None
+    }
+}
+
 pub struct MysqlDriver {
     socket: PathBuf,
     user: String,
@@ -152,6 +183,31 @@ impl MyConn {
 
     fn is_rocksdb(&self) -> bool {
         self.storage_engine.eq_ignore_ascii_case("rocksdb")
+    }
+
+    /// Make MyRocks flush its memtables and compact L0 into L1, through the variables
+    /// this build has (`rocksdb_cleanup_vars`).
+    fn flush_rocksdb(&mut self) -> DbResult<()> {
+        let names = ROCKSDB_CLEANUP.map(|v| format!("'{v}'")).join(", ");
+        let rows = self
+            .client
+            .query_rows(&format!(
+                "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({names})"
+            ))
+            .map_err(classify)?;
+        let present: Vec<&str> = rows
+            .iter()
+            .filter_map(|row| row.first()?.as_deref())
+            .collect();
+        let vars = rocksdb_cleanup_vars(&present).ok_or_else(|| {
+            DbError::fatal(format!(
+                "this MyRocks build has none of {names}: cannot flush its memtables"
+            ))
+        })?;
+        for var in vars {
+            self.batch(&format!("SET GLOBAL {var} = 1"))?;
+        }
+        Ok(())
     }
 
     /// Make InnoDB write its dirty pages now: the flush target goes to 0 until the
@@ -296,8 +352,7 @@ impl Conn for MyConn {
 
     fn cleanup_engine(&mut self, timeout: Duration) -> DbResult<()> {
         if self.is_rocksdb() {
-            self.batch("SET GLOBAL rocksdb_force_flush_memtable_now = 1")?;
-            self.batch("SET GLOBAL rocksdb_compact_lzero_now = 1")
+            self.flush_rocksdb()
         } else {
             self.flush_innodb(timeout)
         }
@@ -311,5 +366,37 @@ impl Conn for MyConn {
 impl sql::QueryInts for MyConn {
     fn query_ints(&mut self, sql: &str) -> DbResult<Vec<Option<i64>>> {
         MyConn::query_ints(self, sql)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rocksdb_cleanup_uses_what_the_build_has() {
+        let facebook = [
+            ROCKSDB_FLUSH,
+            ROCKSDB_FLUSH_AND_COMPACT_L0,
+            ROCKSDB_COMPACT_L0,
+        ];
+        assert_eq!(
+            rocksdb_cleanup_vars(&facebook),
+            Some(&[ROCKSDB_FLUSH, ROCKSDB_COMPACT_L0][..])
+        );
+        // MariaDB 10.11's plugin, as SHOW GLOBAL VARIABLES spells it
+        let mariadb = [
+            "rocksdb_force_flush_memtable_and_lzero_now",
+            "rocksdb_force_flush_memtable_now",
+        ];
+        assert_eq!(
+            rocksdb_cleanup_vars(&mariadb),
+            Some(&[ROCKSDB_FLUSH_AND_COMPACT_L0][..])
+        );
+        assert_eq!(
+            rocksdb_cleanup_vars(&["ROCKSDB_FORCE_FLUSH_MEMTABLE_NOW"]),
+            Some(&[ROCKSDB_FLUSH][..])
+        );
+        assert_eq!(rocksdb_cleanup_vars(&[]), None);
     }
 }
