@@ -13,6 +13,7 @@ from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import Request, explain, require_explainable
+from dbregress.explain.valgrind import require as require_valgrind
 from dbregress.lab import load_lab
 from dbregress.runner import Runner
 from dbregress.store.run import resolve_run
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     lab = load_lab(resume / "lab.toml" if resume else args.lab)
     if lab.explain:
         require_explainable(lab)  # before hours of running, not after
+    if lab.count:  # asked for by name: a missing valgrind is an error, said now
+        require_valgrind("the cost lane (count = true)", ", or set count = false")
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
     runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
     print(

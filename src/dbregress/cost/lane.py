@@ -44,12 +44,18 @@ from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]
 
-# The lane's windows: smaller than explain's (which reads function tables from them),
-# so a replay of the quickstart's steps takes a minute or two under callgrind. For a
-# timed step, the Q calls of 20 ms of the run (50 to 1000) after as many warm-up calls;
-# for a fixed-work step (loads, overwrites), 2000 of its calls from its second quarter
-# on. The replays' agreement (docs/verdicts.md) is what says whether this is enough.
-LANE_SIZING = Sizing(budget_s=0.02, min_ops=50, max_ops=1000, max_fixed_ops=2000)
+# The lane's windows: smaller than explain's (which reads function tables from them), so
+# a replay of the quickstart's steps takes a minute or two under callgrind (50-100 times
+# slower than native with the cache simulation on). A timed step: the Q calls of 100 ms
+# of the run (50 to 1000) after half as many warm-up calls (20 ms windows of the q-steps
+# were 1-2% apart between replays: their reader and paced writer interleave a little
+# differently each time); a fixed-work step (loads, overwrites): the calls of 20 ms of
+# the run (50 to 2000: l.i0's are batches of rows) from a quarter of its calls on, its
+# counts repeat closely. The replays' agreement (docs/verdicts.md) says whether this is
+# enough, and a column whose replays disagree gets more of them.
+LANE_SIZING = Sizing(
+    budget_s=0.1, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
+)
 EXTRA_REPLAYS = 3  # at most this many more per column while its replays disagree
 # The figure whose replays must agree within the band (the lane's headline metric).
 AGREEMENT_METRIC = "estimated_cycles"

@@ -118,6 +118,10 @@ class Sizing:
     min_ops: int = MIN_OPS
     max_ops: int = MAX_OPS
     max_fixed_ops: int = MAX_FIXED_OPS
+    # None: a fixed-work step's window is the middle half of its calls (at most
+    # max_fixed_ops); else as many calls as took this long in the run (at least min_ops,
+    # at most max_fixed_ops), from a quarter of the step's calls on.
+    fixed_budget_s: float | None = None
 
 
 def window_for(
@@ -148,7 +152,10 @@ def window_for(
             # The middle half of the step's calls: a write step's cost per call rises
             # and falls as dead rows pile up and are cleaned, so a window of a few
             # calls lands anywhere on that cycle (l.i2: 20% apart between two runs).
-            skip, n = total // 4, min(sizing.max_fixed_ops, max(sizing.min_ops, total // 2))
+            half = total // 2
+            if sizing.fixed_budget_s is not None:
+                half = round(sizing.fixed_budget_s * rate)
+            skip, n = total // 4, min(sizing.max_fixed_ops, max(sizing.min_ops, half))
         skip = min(skip, total // 3)
         n = max(1, min(n, total - skip))
     return skip, n, rate

@@ -39,13 +39,13 @@ class ValgrindError(DbregressError):
     """valgrind or vgdb is missing, or vgdb could not reach a process."""
 
 
-def require() -> tuple[str, str]:
+def require(who: str = "dbregress explain", fix: str = "") -> tuple[str, str]:
     """Paths of valgrind and vgdb; ValgrindError naming the package if missing."""
     valgrind, vgdb = shutil.which("valgrind"), shutil.which("vgdb")
     if not valgrind or not vgdb:
         raise ValgrindError(
-            "dbregress explain needs valgrind (with vgdb): apt-get install valgrind "
-            "(make debian installs it)"
+            f"{who} needs valgrind (with vgdb): apt-get install valgrind "
+            f"(make debian installs it){fix}"
         )
     return valgrind, vgdb
 
