@@ -23,6 +23,7 @@ import shutil
 import threading
 import time
 import traceback
+import zlib
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -46,15 +47,15 @@ Notify = Callable[[str], None]
 
 # The lane's windows: smaller than explain's (which reads function tables from them), so
 # a replay of the quickstart's steps takes a minute or two under callgrind (50-100 times
-# slower than native with the cache simulation on). A timed step: the Q calls of 100 ms
+# slower than native with the cache simulation on). A timed step: the Q calls of 50 ms
 # of the run (50 to 1000) after half as many warm-up calls (20 ms windows of the q-steps
-# were 1-2% apart between replays: their reader and paced writer interleave a little
-# differently each time); a fixed-work step (loads, overwrites): the calls of 20 ms of
+# were up to 1.7% apart between replays: their reader and paced writer interleave a
+# little differently each time); a fixed-work step (loads, overwrites): the calls of 20 ms of
 # the run (50 to 2000: l.i0's are batches of rows) from a quarter of its calls on, its
 # counts repeat closely. The replays' agreement (docs/verdicts.md) says whether this is
 # enough, and a column whose replays disagree gets more of them.
 LANE_SIZING = Sizing(
-    budget_s=0.1, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
+    budget_s=0.05, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
 )
 EXTRA_REPLAYS = 3  # at most this many more per column while its replays disagree
 # The figure whose replays must agree within the band (the lane's headline metric).
@@ -87,7 +88,8 @@ class Lane:
     def __init__(self, run: Path, lab: Lab, notify: Notify, workers: int | None = None) -> None:
         self.run, self.lab, self.notify = run, lab, notify
         self.workers = max(1, workers or os.cpu_count() or 1)
-        self.root = work_root() / f"{run.name}-cost"
+        # Short names: a server's socket lives below and must fit in 107 bytes.
+        self.root = work_root() / f"cost-{zlib.crc32(run.name.encode()):08x}"
         self.cancelled = threading.Event()
         self.builds: dict[str, Build] = {}
         self.choices: dict[str, dict[str, Choice]] = {}  # label -> step -> window
@@ -236,7 +238,8 @@ class Lane:
         if self.cancelled.is_set():
             return
         label = replay.column.label
-        work = self.root / f"{label}-c{replay.number}"
+        column = [c.label for c in self.lab.columns].index(label)
+        work = self.root / f"{column}.{replay.number}"
         out = self.run / store.COST_DIR / label / f"r{replay.number}"
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
