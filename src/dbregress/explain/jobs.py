@@ -48,7 +48,18 @@ SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plai
 # in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
 # moved 5% between two explain runs of one build with them on; with them off l.i1 held
 # to 0.001%, docs/metrics.md). A column's own settings still win.
-QUIET_POSTGRES = {"autovacuum": "off", "checkpoint_timeout": "1d"}
+#
+# Parallel query and parallel index builds off too: valgrind runs one thread at a time,
+# so parallel workers only move work from the session's backend to other processes, in
+# shares that follow the scheduling (PostgreSQL 17's l.x counted 4.3% apart between
+# three replays of one build with them on); with them off the session's backend does it
+# all and its count is the step's work.
+QUIET_POSTGRES = {
+    "autovacuum": "off",
+    "checkpoint_timeout": "1d",
+    "max_parallel_maintenance_workers": "0",
+    "max_parallel_workers_per_gather": "0",
+}
 
 
 # Steps whose inserter has a deleter behind it (the Insert Benchmark's l.i1 and l.i2):
