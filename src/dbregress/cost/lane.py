@@ -5,9 +5,9 @@ so the replays run exactly the steps the time lane ran).
 
 It runs after the time lane's last job, never beside it. Counts do not depend on CPU
 contention (valgrind runs one thread at a time and counts events, not time), so the
-replays run side by side, one per CPU, unpinned. A column whose replays disagree beyond
-the cost band in some step gets more replays, up to EXTRA_REPLAYS more; the verdicts
-then say `undecided` for what still disagrees (analysis/cost.py).
+replays run side by side, one per CPU, unpinned. Where a column's replays disagree beyond
+the cost band in some step, its verdict says `undecided` (analysis/cost.py); more replays
+are not added, since they can only widen a spread judged as max/min.
 
 Each replay is written to cost/<column>/r<N>.json the moment it ends. Ctrl-C kills the
 replays under way (counting replays are not finished steps) and keeps the finished ones;
@@ -57,9 +57,6 @@ Notify = Callable[[str], None]
 LANE_SIZING = Sizing(
     budget_s=0.05, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
 )
-EXTRA_REPLAYS = 3  # at most this many more per column while its replays disagree
-# The figure whose replays must agree within the band (the lane's headline metric).
-AGREEMENT_METRIC = "estimated_cycles"
 # What a replay keeps of explain's figures for each step: no function tables.
 KEPT = (
     *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
@@ -76,12 +73,6 @@ class Replay:
     @property
     def name(self) -> str:
         return f"{self.column.label}/c{self.number}"
-
-
-def spread(values: list[float]) -> float:
-    """max/min - 1 of positive values (0 for fewer than two)."""
-    values = [v for v in values if v > 0]
-    return max(values) / min(values) - 1 if len(values) >= 2 else 0.0
 
 
 class Lane:
@@ -142,27 +133,6 @@ class Lane:
                 ]
         return todo
 
-    def _disagreeing(self) -> list[Replay]:
-        """One more replay for each column whose ok replays disagree beyond the cost band
-        on some step, while it has fewer than count_replays + EXTRA_REPLAYS."""
-        band = self.lab.verdict.cost_band
-        more = []
-        for comp in self.lab.comparisons:
-            for column in comp.columns:
-                replays = self._finished(column.label)
-                ok = [r for r in replays if r["status"] == "ok"]
-                if not ok or len(replays) >= self.lab.count_replays + EXTRA_REPLAYS:
-                    continue
-                worst = max((spread(_values(ok, s)), s) for s in self.choices[column.label])
-                if worst[0] > band:
-                    number = max(r["replay"] for r in replays) + 1
-                    self.notify(
-                        f"cost lane: {column.label} {worst[1]}: replays disagree by "
-                        f"{worst[0]:.2%} (band ±{band:.0%}): adding replay {number}"
-                    )
-                    more.append(Replay(comp, column, number))
-        return more
-
     # -- running ----------------------------------------------------------------------
 
     def run_lane(self) -> None:
@@ -176,10 +146,8 @@ class Lane:
                 f"cost lane: {len(todo)} counting replay(s) of {len(self.choices)} column(s) "
                 f"under valgrind, {self.workers} at a time"
             )
-        while todo:
+        if todo:
             self._run_all(todo)
-            todo = self._disagreeing()
-            self._planned += len(todo)
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
         store.save_lane(
@@ -294,12 +262,6 @@ def warmed(choice: Choice) -> Choice:
     if choice.plan.duration_s:
         return choice
     return dataclasses.replace(choice, warm_ops=min(choice.skip_ops, choice.ops))
-
-
-def _values(replays: list[dict[str, Any]], step: str) -> list[float]:
-    return [
-        float(r["steps"][step]["per_op"][AGREEMENT_METRIC]) for r in replays if step in r["steps"]
-    ]
 
 
 def _kept(figures: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,112 @@
+"""A known server-side regression from outside the tool: a user build whose server runs
+with a preloaded library that adds a fixed, counted number of instructions to every
+send() (tests/fixtures/sendcost.c). The cost lane must call every query step `slower`,
+with an increase per operation that agrees with the library's own count times the
+responses per operation, and `--fail-on slower:cost` must fail on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import dbregress, run_record
+from tests.fixtures.userbuild import (
+    build_library,
+    counted_cost_per_call,
+    postgres_basedir,
+    wrap_mariadb,
+    wrap_postgres,
+)
+
+pytestmark = pytest.mark.engine
+
+# The query steps answer each operation with one response: one send().
+POSTGRES_QUERIES = ("qr100", "qp100", "qr500", "qp500", "qr1000", "qp1000")
+MICRO_QUERIES = ("point-query", "random-points", "range-covered-pk", "read-only-range10")
+
+
+def _check(run: Path, steps: tuple[str, ...], per_send: float) -> None:
+    verdicts = json.loads((run / "verdicts.json").read_text())
+    (column,) = verdicts["comparisons"][0]["columns"]
+    by_step = {s["step"]: s for s in column["steps"]}
+    for step in steps:
+        cost = by_step[step]["cost"]
+        assert cost["verdict"] == "slower", (step, cost)
+        instr = cost["counts"]["instructions"]
+        added = instr["value"] - instr["base"]
+        # one response per query: the added instructions are the library's, within 10%
+        assert abs(added / per_send - 1) <= 0.10, (step, added, per_send)
+
+
+def _lab(tmp: Path, body: str) -> Path:
+    path = tmp / "lab.toml"
+    head = 'name = "sendcost"\nplacement = "same"\nrepeats = 1\nwarmup_job = false\n'
+    path.write_text(head + "count = true\ncount_replays = 2\n" + body)
+    return path
+
+
+def test_a_preloaded_send_cost_is_slower_in_the_cost_lane_postgres(
+    tmp_path: Path, workdir: Path
+) -> None:
+    lib = build_library(workdir)
+    per_send = counted_cost_per_call(lib)
+    slow = wrap_postgres(postgres_basedir("17.2.0"), workdir / "pg-slow", lib)
+    lab = _lab(
+        tmp_path,
+        f"""benchmark = "insert"
+[[column]]
+label = "pg17"
+build = "postgres@17.2.0"
+config = "ci"
+[[column]]
+label = "pg17-sendcost"
+build = "postgres@{slow}"
+config = "ci"
+[insert]
+load_rows = 10000
+write_rows = 2000
+query_seconds = 0.5
+warmup_s = 0.2
+cleanup_wait_s = 0
+""",
+    )
+    out = dbregress("run", str(lab), "--fail-on", "slower:cost", cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 1, out.stderr
+    assert "fail-on slower:cost: FAILED" in out.stderr and ", cost)" in out.stderr
+    run, _ = run_record(tmp_path)
+    _check(run, POSTGRES_QUERIES, per_send)
+
+
+def test_a_preloaded_send_cost_is_slower_in_the_cost_lane_mariadb(
+    tmp_path: Path, workdir: Path
+) -> None:
+    lib = build_library(workdir)
+    per_send = counted_cost_per_call(lib)
+    slow = wrap_mariadb(workdir / "mariadb-slow", lib)
+    lab = _lab(
+        tmp_path,
+        f"""benchmark = "micro"
+[[column]]
+label = "mariadb"
+build = "mariadb@system"
+config = "ci"
+[[column]]
+label = "mariadb-sendcost"
+build = "mysql@{slow}"
+config = "ci"
+[micro]
+tables = 1
+rows = 2000
+seconds = 0.5
+warmup_s = 0.2
+cleanup_wait_s = 0
+reads_before_writes = false
+only = {list(MICRO_QUERIES)!r}
+""",
+    )
+    out = dbregress("run", str(lab), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 1, out.stderr
+    run, _ = run_record(tmp_path)
+    _check(run, MICRO_QUERIES, per_send)
