@@ -30,7 +30,8 @@ class EngineOptions:
     start_timeout_s: float = 120.0
     stop_timeout_s: float = 60.0
     # A command prefix the server runs under (dbregress explain's profiler); it must exec
-    # into the server, so the pid stays the server's. PostgreSQL honours it.
+    # into the server, so the pid stays the server's. PostgreSQL and the MySQL family
+    # honour it.
     wrapper: tuple[str, ...] = ()
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.collect import pmu
-from dbregress.errors import DbregressError, LabError
+from dbregress.errors import DbregressError
 from dbregress.explain import flame, jobs, valgrind
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
@@ -37,23 +37,13 @@ from dbregress.store.run import RunData, read_run
 WINDOW_BUDGET_S = 0.1
 MIN_OPS, MAX_OPS = 20, 2000
 MAX_FIXED_OPS = 20_000
-SUPPORTED = ("postgres", "rocksdb")
-
 Notify = Callable[[str], None]
 
 
 def require_explainable(lab: Lab) -> None:
     """For `explain = true`: what explain needs, checked before the run rather than
-    after it (valgrind installed, every column an engine explain supports)."""
+    after it (valgrind installed; every engine family can be counted)."""
     valgrind.require()
-    for comp in lab.comparisons:
-        for column in comp.columns:
-            if column.build.engine not in SUPPORTED:
-                raise LabError(
-                    f"{lab.path}: explain = true, but dbregress explain supports "
-                    f"{' and '.join(SUPPORTED)} and column {column.label} is "
-                    f"{column.build.engine}: remove the key or the column"
-                )
 
 
 @dataclass(frozen=True)
@@ -198,11 +188,6 @@ def explain(request: Request, notify: Notify) -> Path:
         for column in comp.columns:
             if column.label not in columns[comp.name]:
                 continue
-            if column.build.engine not in SUPPORTED:
-                raise DbregressError(
-                    f"dbregress explain supports {' and '.join(SUPPORTED)}; column "
-                    f"{column.label} is {column.build.engine}"
-                )
             found_windows = windows(comp, steps[comp.name], column.label, results, request.ops)
             job = _column_job(request, lab, comp, column.label, found_windows)
             found = _run_column(job, request.profile and no_perf is None, notify)
@@ -240,10 +225,13 @@ def windows(
     results: list[dict[str, Any]],
     window_ops: int | None = None,
     sizing: Sizing = Sizing(),
+    own_pace: bool = True,
 ) -> dict[str, Choice]:
     """The column's windows. Every column of a step gets the base's size and warm-up
     (the same calls: the seeds make them the same operations), and its own q_per_s
-    (its writers keep its own run's mix)."""
+    (its writers keep its own run's mix), or with `own_pace` off the base's (the cost
+    lane: both builds then count the same writes per Q call, whatever the time lane's
+    rates were)."""
     choices = {}
     for index, plan in enumerate(benchmarks.plans(comp), start=1):
         if plan.name not in steps:
@@ -253,7 +241,8 @@ def windows(
             mine = [r for r in results if r["column"] == who and r["step"] == plan.name]
             sized[who] = window_for(mine, index, plan.name, window_ops, not plan.duration_s, sizing)
         skip, ops, _ = sized[comp.base.label]
-        choices[plan.name] = Choice(index, plan, skip, ops, sized[label][2])
+        pace = sized[label if own_pace else comp.base.label][2]
+        choices[plan.name] = Choice(index, plan, skip, ops, pace)
     return choices
 
 

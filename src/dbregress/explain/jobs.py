@@ -34,10 +34,17 @@ from dbregress.engines.base import Engine
 from dbregress.explain import callgrind, flame
 from dbregress.explain.flame import FlameError
 from dbregress.explain.stepper import Hooks, Stepped, drive
+from dbregress.explain.threads import (
+    QUIET_MYSQL,
+    ReadViewHold,
+    client_binary,
+    split_connection_threads,
+)
 from dbregress.explain.valgrind import Callgrind
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.loadgen import Loadgen
 from dbregress.provision import Build
+from dbregress.provision import mysql as mysql_family
 from dbregress.runner import make_engine
 
 Notify = Callable[[str], None]
@@ -82,8 +89,10 @@ def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
 
 def count_settings(job: ColumnJob) -> dict[str, str]:
     """The settings of the counting replay: the column's, over QUIET_POSTGRES for
-    PostgreSQL."""
-    quiet = QUIET_POSTGRES if job.build.spec.engine == "postgres" else {}
+    PostgreSQL and QUIET_MYSQL (explain/threads.py) for the MySQL family."""
+    quiet = {"postgres": QUIET_POSTGRES, "mariadb": QUIET_MYSQL, "mysql": QUIET_MYSQL}.get(
+        job.build.spec.engine, {}
+    )
     return {**quiet, **dict(job.column.settings)}
 
 
@@ -127,6 +136,11 @@ class ColumnJob:
     @property
     def embedded(self) -> bool:
         return self.build.spec.engine == "rocksdb"
+
+    @property
+    def threaded(self) -> bool:
+        """A server in one process, a thread per connection (the MySQL family)."""
+        return self.build.spec.engine in ("mariadb", "mysql")
 
     @property
     def client_cpus(self) -> frozenset[int] | None:
@@ -198,15 +212,23 @@ class _CountHooks(Hooks):
     costs zeroed at the window's open, dumped and instrumentation off at its close."""
 
     def __init__(
-        self, cg: Callgrind, targets: Callable[[Loadgen], list[int]], hint: str, warm: bool
+        self,
+        cg: Callgrind,
+        targets: Callable[[Loadgen], list[int]],
+        hint: str,
+        warm: bool,
+        hold: ReadViewHold | None = None,
     ) -> None:
         self.cg, self.targets, self.hint, self.warm = cg, targets, hint, warm
+        self.hold = hold  # the MySQL family: purge held off the window (threads.py)
         self.opened = self.closed = 0.0
         self.close: dict[str, Any] | None = None
         self.sessions: set[str] = set()  # pids of the server processes serving the clients
 
     def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
         self.sessions = {str(p) for p in event.get("server_pids", [])}
+        if self.hold is not None:
+            self.hold.start()  # before the warm-up calls
         if not self.warm:
             self.cg.control(self.targets(loadgen), "instrumentation on")
 
@@ -222,6 +244,8 @@ class _CountHooks(Hooks):
             self.closed = time.time()
             self.close = event
             self.cg.control(self.targets(loadgen), "instrumentation off")
+            if self.hold is not None:
+                self.hold.release()
 
 
 def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
@@ -229,7 +253,7 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
     cg = Callgrind(
         job.work / "callgrind",
         {} if job.embedded else process.as_server_user(),
-        separate_threads=job.embedded,
+        separate_threads=job.embedded or job.threaded,
     )
     cg.prepare(None if job.embedded else process.run_as())
     wrapper = tuple(cg.wrapper())
@@ -247,18 +271,26 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             "warm_ops": choice.warm_ops,
         }
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
-        hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0)
+        hold = None
+        if job.threaded and (client := client_binary(job.build.basedir)) is not None:
+            env = mysql_family.build_env(job.build.basedir)
+            hold = ReadViewHold(client, engine.connection(), env)
+        hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0, hold)
         plan = choice.plan
         timeout = prepare.step_timeout(job.lab, plan, spec, SLOWDOWN)
-        stepped = drive(
-            engine,
-            spec,
-            stem,
-            timeout,
-            job.client_cpus,
-            hooks,
-            wrapper if job.embedded else (),
-        )
+        try:
+            stepped = drive(
+                engine,
+                spec,
+                stem,
+                timeout,
+                job.client_cpus,
+                hooks,
+                wrapper if job.embedded else (),
+            )
+        finally:
+            if hold is not None:
+                hold.release()  # idempotent
         if hooks.close is None:
             raise callgrind.CallgrindError(
                 f"{job.column.label} {plan.name}: the window never opened: the step made "
@@ -267,7 +299,12 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
         keep = job.out / f"{choice.index:02d}-{plan.name}"
         profiles = {f: callgrind.read(f) for f in files}
-        split = split_threads(profiles) if job.embedded else split_sessions(files, hooks.sessions)
+        if job.embedded:
+            split = split_threads(profiles)
+        elif job.threaded:
+            split = split_connection_threads(profiles)
+        else:
+            split = split_sessions(files, hooks.sessions)
         sessions, background = split or (files, [])
         profile = callgrind.merge(profiles[f] for f in sessions)
         found[plan.name] = figures(
