@@ -47,7 +47,7 @@ build = "rocksdb@10.2.1"
 keys = 20000
 seconds = 0.5
 warmup_s = 0.2
-steps = ["fillseq", "readrandom", "fwdrange", "overwritesome"]
+steps = ["fillseq", "overwritesome", "readrandom", "fwdrange"]
 """
     path = tmp_path / "lab.toml"
     path.write_text(text)
