@@ -37,6 +37,7 @@ from dbregress.errors import DbregressError, Interrupted
 from dbregress.explain import jobs, valgrind
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
+from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
@@ -153,7 +154,6 @@ class Lane:
                 f"cost lane: {len(todo)} counting replay(s) of {len(self.choices)} column(s) "
                 f"under valgrind, {self.workers} at a time"
             )
-        if todo:
             self._run_all(todo)
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
@@ -169,7 +169,7 @@ class Lane:
                 "over a window of each step's Q operations, zeroed and dumped through vgdb",
                 "caches": list(valgrind.CACHES),
                 "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
-                "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
+                "replay_settings": {"postgres": jobs.QUIET_POSTGRES, "mysql": QUIET_MYSQL},
                 "lockstep_steps": list(jobs.LOCKSTEP_STEPS),
                 "skipped": self.skipped,
             },
