@@ -50,7 +50,8 @@ def test_compare_fails_on_a_slower_step(tmp_path: Path) -> None:
         assert dbregress(tmp_path, *args).returncode == 0
     out = dbregress(tmp_path, "compare", "fast", "slow", "--fail-on", "slower")
     assert out.returncode == 1, out.stdout + out.stderr
-    assert "fail-on slower: FAILED, 1 step(s) slower: sysbench/work (B:slow)" in out.stderr
+    # the summary names the lane that found it
+    assert "fail-on slower: FAILED, 1 step(s) slower: sysbench/work (B:slow, time)" in out.stderr
 
 
 def test_bad_input_is_named(tmp_path: Path) -> None:
