@@ -139,20 +139,10 @@ def lanes_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
     and instructions per operation, and the reading of the two together."""
     if v.cost is None:
         return []
-    found = v.for_comparison(m.comparison)
-    rows = []
-    for s in m.steps:
-        for lb in m.labels[1:]:
-            key = (m.comparison, lb, s)
-            time, cost = found.get((lb, s)), v.cost_for(key)
-            cells = [
-                Cell(lb),
-                qps_ratio_cell(time),
-                cost_cell(cost),
-                cost_cell(v.cost_metric("instructions", key)),
-            ]
-            rows.append(Row(s, cells, vt.reading(time, cost)))
-    return rows
+    return [
+        Row(s, [Cell(lb), qps_ratio_cell(t), cost_cell(c), cost_cell(i)], vt.reading(t, c))
+        for s, lb, t, c, i in vt.lane_pairs(m, v)
+    ]
 
 
 def ratio_charts(m: Matrix, v: RunVerdicts) -> list[Markup]:

@@ -242,30 +242,31 @@ def lanes_counts(v: RunVerdicts, comparison: str) -> str:
     return f"{line}; cost lane (estimated cycles/op): {counts_line(cost)}"
 
 
+LanePair = tuple[str, str, Comparison | None, CostComparison | None, CostComparison | None]
+
+
+def lane_pairs(m: Matrix, v: RunVerdicts) -> list[LanePair]:
+    """(step, column, time verdict, cost verdict, instructions verdict) of every non-base
+    column and step of a comparison: what the Markdown and HTML both-lanes tables show."""
+    found = v.for_comparison(m.comparison)
+    return [
+        (s, lb, found.get((lb, s)), v.cost_for(key), v.cost_metric("instructions", key))
+        for s in m.steps
+        for lb in m.labels[1:]
+        for key in [(m.comparison, lb, s)]
+    ]
+
+
 def both_lanes(m: Matrix, v: RunVerdicts) -> list[str]:
     """Per step and column, the time verdict beside the cost verdict, and a reading
     where they differ."""
     if v.cost is None or len(m.labels) < 2:
         return []
-    found = v.for_comparison(m.comparison)
     rows = []
-    for s in m.steps:
-        for lb in m.labels[1:]:
-            key = (m.comparison, lb, s)
-            time, cost = found.get((lb, s)), v.cost_for(key)
-            instr = v.cost_metric("instructions", key)
-            replays = f"{cost.replays[0]}/{cost.replays[1]}" if cost is not None else "-"
-            rows.append(
-                [
-                    s,
-                    lb,
-                    ratio_text(time),
-                    cost_text(cost),
-                    cost_text(instr),
-                    replays,
-                    reading(time, cost),
-                ]
-            )
+    for s, lb, time, cost, instr in lane_pairs(m, v):
+        replays = f"{cost.replays[0]}/{cost.replays[1]}" if cost is not None else "-"
+        row = [ratio_text(time), cost_text(cost), cost_text(instr), replays, reading(time, cost)]
+        rows.append([s, lb, *row])
     p = v.policy
     header = [
         "step",
