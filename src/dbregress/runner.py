@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 import traceback
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,25 @@ def work_root() -> Path:
     """Data directories live outside results/ (they are large and deleted after each
     job) in a place an unprivileged engine user can reach."""
     return Path(os.environ.get("DBREGRESS_WORKDIR", "/var/tmp/dbregress"))
+
+
+def short_name(text: str) -> str:
+    """Eight hex digits for a run, column or lab name in a data directory's path. A
+    MySQL-family server's unix socket lives below that directory and its whole path must
+    fit in 107 bytes, which run ids and labels chosen by users need not."""
+    return f"{zlib.crc32(text.encode()):08x}"
+
+
+def run_work_dir(run_name: str, kind: str) -> Path:
+    """The directory under which one run's `kind` (run, cost, explain) keeps its data
+    directories while they are in use."""
+    return work_root() / f"{kind}-{short_name(run_name)}"
+
+
+def job_work_dir(run_name: str, job: Job) -> Path:
+    """The data directory of one time-lane job."""
+    column = short_name(f"{job.comparison.name}/{job.column.label}")
+    return run_work_dir(run_name, "run") / f"{column}-r{job.repeat}"
 
 
 def make_engine(build: Build, options: EngineOptions) -> Engine:
@@ -166,7 +186,7 @@ class Runner:
         except StoreError as e:
             self.notify(f"could not record the run's end: {e}")
         with contextlib.suppress(OSError):  # each job removed its own data directory
-            (work_root() / self.path.name).rmdir()
+            run_work_dir(self.path.name, "run").rmdir()
 
     def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
         """The warm-up job, then rounds of every column in a seeded random order: the
@@ -273,7 +293,7 @@ class Runner:
 
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
         plans = benchmarks.plans(job.comparison)
-        workdir = work_root() / self.writer.path.name / f"{job.column.label}-r{job.repeat}"
+        workdir = job_work_dir(self.writer.path.name, job)
         log = self.writer.job_dir(job) / "server.log"
         options = prepare.engine_options(self.lab, job.comparison, job.column, workdir, log)
         sizes = options.sizes

@@ -23,7 +23,6 @@ import shutil
 import threading
 import time
 import traceback
-import zlib
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
-from dbregress.runner import work_root
+from dbregress.runner import run_work_dir
 from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]
@@ -82,7 +81,7 @@ class Lane:
         self.run, self.lab, self.notify = run, lab, notify
         self.workers = max(1, workers or os.cpu_count() or 1)
         # Short names: a server's socket lives below and must fit in 107 bytes.
-        self.root = work_root() / f"cost-{zlib.crc32(run.name.encode()):08x}"
+        self.root = run_work_dir(run.name, "cost")
         self.cancelled = threading.Event()
         self.builds: dict[str, Build] = {}
         self.choices: dict[str, dict[str, Choice]] = {}  # label -> step -> window

@@ -21,7 +21,7 @@ from dbregress.explain import flame, jobs, valgrind
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
 from dbregress.lab import Comparison, Lab, load_lab
-from dbregress.runner import work_root
+from dbregress.runner import run_work_dir, short_name
 from dbregress.store.run import RunData, read_run
 
 # A window's size when --ops is not given: for a step that runs for a duration, as many Q
@@ -195,7 +195,7 @@ def explain(request: Request, notify: Notify) -> Path:
                 entries[(comp.name, step, column.label)] = entry
         _flames(out_root, comp, steps[comp.name], entries)
     with contextlib.suppress(OSError):  # each column removed its own work directory
-        (work_root() / f"{request.run.name}-explain").rmdir()
+        run_work_dir(request.run.name, "explain").rmdir()
     record = {
         "run_id": data.record["run_id"],
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -250,7 +250,7 @@ def _column_job(
     request: Request, lab: Lab, comp: Comparison, label: str, choices: dict[str, Choice]
 ) -> ColumnJob:
     column = next(c for c in comp.columns if c.label == label)
-    work = work_root() / f"{request.run.name}-explain" / label
+    work = run_work_dir(request.run.name, "explain") / short_name(f"{comp.name}/{label}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     work.chmod(0o755)
