@@ -6,6 +6,7 @@ Every error names the file, the line and the key to fix (docs/lab-file.md).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import re
@@ -145,9 +146,11 @@ class Lab:
     explain: bool = False  # after the run, `dbregress explain` it
     verdict: VerdictPolicy = VerdictPolicy()
     # The cost lane (docs/verdicts.md): None = on where valgrind is installed, unless
-    # the environment's DBREGRESS_COUNT is 0; count_replays per column.
+    # the environment's DBREGRESS_COUNT is 0; count_replays per column, up to
+    # count_replays_max for a column whose replays of some step disagree beyond the band.
     count: bool | None = None
     count_replays: int = 3
+    count_replays_max: int = 5
 
     def counts(self) -> bool:
         """Whether this lab's runs have a cost lane."""
@@ -229,6 +232,16 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         count=top.get("count", bool, None),
         count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
+    most = top.number(
+        "count_replays_max", max(5, lab.count_replays), low=2, high=MAX_COUNT_REPLAYS, integer=True
+    )
+    if most < lab.count_replays:
+        raise top.fail(
+            "count_replays_max",
+            f"{most} is below count_replays ({lab.count_replays}); make it at least as "
+            "large (equal adds no replays)",
+        )
+    lab = dataclasses.replace(lab, count_replays_max=most)
     top.reject_unknown()
     return lab
 

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.engine
 SCHEMA = Path(__file__).parents[2] / "schema" / "verdicts.schema.json"
 
 
-def aa_lab(tmp_path: Path, replays: int = 3) -> Path:
+def aa_lab(tmp_path: Path, replays: int = 3, most: int = 3, extra: str = "") -> Path:
     """RocksDB 10.2 against itself, one repeat each in the time lane, and a cost lane."""
     text = f"""\
 name = "cost-aa"
@@ -37,6 +37,8 @@ repeats = 1
 warmup_job = false
 count = true
 count_replays = {replays}
+count_replays_max = {most}
+{extra}
 [[column]]
 label = "a"
 build = "rocksdb@10.2.1"
@@ -129,3 +131,27 @@ def test_ctrl_c_in_the_cost_lane_keeps_finished_replays(
     assert again.returncode == 0, again.stderr
     assert (run / "cost" / "lane.json").is_file()
     assert len(list((run / "cost").glob("*/r*.json"))) >= 4
+
+
+def test_replays_that_disagree_get_more_that_count_only_their_steps(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """A band so narrow that any two replays disagree: after count_replays (2) the lane
+    adds one replay per column (count_replays_max 3) counting only the loose steps."""
+    lab = aa_lab(tmp_path, replays=2, most=3, extra="[verdict]\ncost_band = 0.000001")
+    out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    assert "cost lane: 2 more replay(s) of a, b" in out.stderr, out.stderr
+    run, _ = run_record(tmp_path)
+    for label in ("a", "b"):
+        added = json.loads((run / "cost" / label / "r3.json").read_text())
+        assert added["status"] == "ok", added
+        assert added["counts_only"] and set(added["steps"]) == set(added["counts_only"])
+    verdicts = json.loads(
+        dbregress("report", str(run), "--format", "json", cwd=tmp_path, workdir=workdir).stdout
+    )
+    steps = verdicts["comparisons"][0]["columns"][0]["steps"]
+    counted = set(json.loads((run / "cost" / "b" / "r3.json").read_text())["counts_only"])
+    for s in steps:
+        want = 3 if s["step"] in counted else 2
+        assert s["cost"]["replays"]["column"] == want, s

@@ -15,9 +15,12 @@ FLOOR_SD**2 so that replays that agree exactly do not claim infinite precision:
 - p: the two-sided Welch t-test; Benjamini-Hochberg across every key of the lab, one
   family per metric, as the time lane does.
 
-Verdicts, in this order: `undecided` when a side has fewer than two ok replays or its
-replays disagree beyond the band (max/min - 1 > cost_band: a guess would be the state
-of one window); `same` when the (1 - 2 alpha) interval lies inside 1 ± cost_band;
+Verdicts, in this order: `undecided` when a side has fewer than two ok replays, or fewer
+than `settled` (the lab's count_replays_max) that disagree beyond the band (max/min - 1
+> cost_band: the count depends on what background work left at the window, and with
+three replays a guess would be the state of one window; the lane adds replays up to
+`settled`, and from there the Welch interval, whose variance is that disagreement,
+decides); `same` when the (1 - 2 alpha) interval lies inside 1 ± cost_band;
 `slower` (more cost per operation) or `faster` when BH rejects "no change" at alpha;
 else `undecided`. Assumptions: replays are independent (a fresh engine each), their log
 counts roughly normal around the build's value, and the spread is the same kind on both
@@ -148,6 +151,7 @@ def _judge(
     w: _Welch | None,
     policy: VerdictPolicy,
     background: tuple[float | None, float | None],
+    settled: int,
 ) -> CostComparison:
     band, alpha = policy.cost_band, policy.alpha
     spreads = (spread(x), spread(y))
@@ -163,7 +167,11 @@ def _judge(
         lo, hi = _interval(w, 1 - 2 * alpha)
         test = f"Welch t p={w.p:.2g} (BH-adjusted {adjusted:.2g}), df {w.df:.1f}"
         tost = f"{1 - 2 * alpha:.0%} CI {lo:.4f}-{hi:.4f}"
-        sides = [side for side, s in zip(("base", "column"), spreads, strict=True) if s > band]
+        sides = [
+            side
+            for side, s, n in zip(("base", "column"), spreads, (len(x), len(y)), strict=True)
+            if s > band and n < settled
+        ]
         if sides:
             why = (
                 f"the {' and '.join(sides)} replays disagree by {max(spreads):.2%} (beyond "
@@ -229,6 +237,7 @@ def cost_verdicts(
     replays: list[dict[str, Any]],
     policy: VerdictPolicy | None = None,
     planned: int = 0,
+    settled: int = 5,
 ) -> CostVerdicts | None:
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
     run has no counting replays."""
@@ -243,7 +252,7 @@ def cost_verdicts(
         tests = {k: _welch(x, y) for k, (x, y, _) in samples.items() if len(x) >= 2 and len(y) >= 2}
         adjusted = dict(zip(tests, stats.bh_adjusted([t.p for t in tests.values()]), strict=True))
         metrics[metric.key] = {
-            k: _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg)
+            k: _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled)
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)

@@ -91,7 +91,12 @@ def write_report(
         data = only_columns(data, columns)
     verdicts = compare_run(data.record, data.steps)
     lane = load_lane(path) or {}
-    cost = cost_verdicts(data.record, load_replays(path), planned=lane.get("replays_per_column", 0))
+    cost = cost_verdicts(
+        data.record,
+        load_replays(path),
+        planned=lane.get("replays_per_column", 0),
+        settled=lane.get("replays_max", 5),
+    )
     verdicts = dataclasses.replace(verdicts, cost=cost)
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")

@@ -6,8 +6,10 @@ so the replays run exactly the steps the time lane ran).
 It runs after the time lane's last job, never beside it. Counts do not depend on CPU
 contention (valgrind runs one thread at a time and counts events, not time), so the
 replays run side by side, one per CPU, unpinned. Where a column's replays disagree beyond
-the cost band in some step, its verdict says `undecided` (analysis/cost.py); more replays
-are not added, since they can only widen a spread judged as max/min.
+the cost band in some step (its count depends on what background work left at the
+window), the column gets more replays, up to `count_replays_max`, all of the same
+procedure; with that many the verdict rests on the Welch interval, whose variance is
+that disagreement (analysis/cost.py).
 
 Each replay is written to cost/<column>/r<N>.json the moment it ends. Ctrl-C kills the
 replays under way (counting replays are not finished steps) and keeps the finished ones;
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, provision
+from dbregress.analysis.cost import COST_METRICS, spread, value_of
 from dbregress.cost import store
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted
@@ -57,6 +60,8 @@ Notify = Callable[[str], None]
 LANE_SIZING = Sizing(
     budget_s=0.05, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
 )
+# The metrics whose disagreement adds replays: the headline and instructions.
+EXTEND_ON = COST_METRICS[:2]
 # What a replay keeps of explain's figures for each step: no function tables.
 KEPT = (
     *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
@@ -70,6 +75,10 @@ class Replay:
     comparison: Comparison
     column: Column
     number: int  # from 1
+    # The steps it counts (None: all). An added replay counts only the steps whose
+    # replays disagree; it runs the others exactly as a counting replay does, uncounted,
+    # up to the last step it counts, so the state each counted window meets is the same.
+    steps: frozenset[str] | None = None
 
     @property
     def name(self) -> str:
@@ -126,6 +135,31 @@ class Lane:
     def _finished(self, label: str) -> list[dict[str, Any]]:
         return [r for r in store.load_replays(self.run) if r["column"] == label]
 
+    def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
+        """The replays wanted of a column and the steps the added ones count (None:
+        every step): count_replays; then, up to count_replays_max, replays counting the
+        steps whose replays disagree beyond the cost band (the verdict would otherwise
+        be `undecided`; with count_replays_max replays the Welch interval carries the
+        disagreement, analysis/cost.py)."""
+        done = [r for r in self._finished(label) if r.get("status") == "ok"]
+        if len(done) < self.lab.count_replays:
+            return self.lab.count_replays, None
+        band = self.lab.verdict.cost_band
+        loose = set()
+        for step in self.choices.get(label, {}):
+            for metric in EXTEND_ON:
+                values = [
+                    v
+                    for r in done
+                    if step in r["steps"]
+                    and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
+                ]
+                if len(values) >= 2 and min(values) > 0 and spread(values) > band:
+                    loose.add(step)
+        if not loose:
+            return self.lab.count_replays, None
+        return self.lab.count_replays_max, frozenset(loose)
+
     def _missing(self) -> list[Replay]:
         todo = []
         for comp in self.lab.comparisons:
@@ -133,9 +167,10 @@ class Lane:
                 if not self.choices.get(column.label):
                     continue
                 have = {r["replay"] for r in self._finished(column.label)}
+                wanted, steps = self._wanted(column.label)
                 todo += [
-                    Replay(comp, column, n)
-                    for n in range(1, self.lab.count_replays + 1)
+                    Replay(comp, column, n, None if n <= self.lab.count_replays else steps)
+                    for n in range(1, wanted + 1)
                     if n not in have
                 ]
         return todo
@@ -153,7 +188,16 @@ class Lane:
                 f"cost lane: {len(todo)} counting replay(s) of {len(self.choices)} column(s) "
                 f"under valgrind, {self.workers} at a time"
             )
+        while todo:  # a second round adds replays where a column's disagree
             self._run_all(todo)
+            todo = self._missing()
+            if todo:
+                self._planned += len(todo)
+                self.notify(
+                    f"cost lane: {len(todo)} more replay(s) of "
+                    f"{', '.join(sorted({r.column.label for r in todo}))}: their replays of "
+                    f"some step disagree beyond ±{self.lab.verdict.cost_band:.0%}"
+                )
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
         store.save_lane(
@@ -163,6 +207,7 @@ class Lane:
                 "took_s": round(time.monotonic() - started, 1),
                 "workers": self.workers,
                 "replays_per_column": self.lab.count_replays,
+                "replays_max": self.lab.count_replays_max,
                 "valgrind": valgrind.version(),
                 "method": "callgrind --cache-sim=yes --branch-sim=yes --collect-systime=yes "
                 "over a window of each step's Q operations, zeroed and dumped through vgdb",
@@ -220,12 +265,20 @@ class Lane:
         for d in (work, self.root):
             d.chmod(0o755)
         out.mkdir(parents=True, exist_ok=True)
+        choices = self.choices[label]
+        if replay.steps is not None:
+            last = max(c.index for s, c in choices.items() if s in replay.steps)
+            choices = {
+                s: c if s in replay.steps else dataclasses.replace(c, counted=False)
+                for s, c in choices.items()
+                if c.index <= last
+            }
         job = ColumnJob(
             self.lab,
             replay.comparison,
             replay.column,
             self.builds[label],
-            self.choices[label],
+            choices,
             work,
             out,
             pin=False,
@@ -238,6 +291,8 @@ class Lane:
             "replay": replay.number,
             "build": str(replay.column.build),
         }
+        if replay.steps is not None:
+            record["counts_only"] = sorted(replay.steps)
         try:
             found = jobs.count(job, lambda line: None)
             record.update(status="ok", steps={s: _kept(f) for s, f in found.items()})

@@ -116,6 +116,10 @@ class Choice:
     # uninstrumented speed (the cost lane's fixed-work steps: l.i0's first 50,000 rows
     # under the cache simulation cost more than all its other work).
     warm_ops: int = 0
+    # False: the step runs exactly as when counted (under valgrind, its window's edges,
+    # its hold) but nothing is switched on or read: the cost lane's added replays count
+    # only the steps whose replays disagree, and the others still leave the same state.
+    counted: bool = True
 
 
 @dataclass(frozen=True)
@@ -218,8 +222,10 @@ class _CountHooks(Hooks):
         hint: str,
         warm: bool,
         hold: ReadViewHold | None = None,
+        counting: bool = True,
     ) -> None:
         self.cg, self.targets, self.hint, self.warm = cg, targets, hint, warm
+        self.counting = counting
         self.hold = hold  # the MySQL family: purge held off the window (threads.py)
         self.opened = self.closed = 0.0
         self.close: dict[str, Any] | None = None
@@ -229,10 +235,16 @@ class _CountHooks(Hooks):
         self.sessions = {str(p) for p in event.get("server_pids", [])}
         if self.hold is not None:
             self.hold.start()  # before the warm-up calls
-        if not self.warm:
+        if not self.warm and self.counting:
             self.cg.control(self.targets(loadgen), "instrumentation on")
 
     def window(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+        if not self.counting:
+            if event["edge"] == "close":
+                self.close = event
+                if self.hold is not None:
+                    self.hold.release()
+            return
         pids = self.targets(loadgen)
         if event["edge"] == "warm":
             self.cg.control(pids, "instrumentation on")
@@ -275,7 +287,7 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         if job.threaded and (client := client_binary(job.build.basedir)) is not None:
             env = mysql_family.build_env(job.build.basedir)
             hold = ReadViewHold(client, engine.connection(), env)
-        hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0, hold)
+        hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0, hold, choice.counted)
         plan = choice.plan
         timeout = prepare.step_timeout(job.lab, plan, spec, SLOWDOWN)
         try:
@@ -296,6 +308,8 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
                 f"{job.column.label} {plan.name}: the window never opened: the step made "
                 f"fewer than {choice.skip_ops + 1} calls of its Q operation"
             )
+        if not choice.counted:
+            return stepped
         files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
         keep = job.out / f"{choice.index:02d}-{plan.name}"
         profiles = {f: callgrind.read(f) for f in files}
