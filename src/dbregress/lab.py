@@ -151,6 +151,7 @@ class Lab:
     count: bool | None = None
     count_replays: int = 3
     count_replays_max: int = 5
+    count_steps: tuple[str, ...] = ()  # the steps the lane counts; () = every reported step
 
     def counts(self) -> bool:
         """Whether this lab's runs have a cost lane."""
@@ -241,7 +242,10 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
             f"{most} is below count_replays ({lab.count_replays}); make it at least as "
             "large (equal adds no replays)",
         )
-    lab = dataclasses.replace(lab, count_replays_max=most)
+    steps = top.get("count_steps", list, [])
+    if not all(isinstance(x, str) and x for x in steps):
+        raise top.fail("count_steps", 'must be a list of step names, like ["qp100"]')
+    lab = dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
     top.reject_unknown()
     return lab
 

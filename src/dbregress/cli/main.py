@@ -8,10 +8,20 @@ import sys
 from collections.abc import Sequence
 
 from dbregress import __version__, interrupts
-from dbregress.cli import calibrate, compare, explain, fetch, importcmd, report, run, versions
+from dbregress.cli import (
+    bisect,
+    calibrate,
+    compare,
+    explain,
+    fetch,
+    importcmd,
+    report,
+    run,
+    versions,
+)
 from dbregress.errors import DbregressError, Interrupted
 
-VERBS = (fetch, versions, run, report, calibrate, importcmd, compare, explain)
+VERBS = (fetch, versions, run, report, calibrate, importcmd, compare, explain, bisect)
 # 0: fine; 1: --fail-on found what it was told to fail on; 2: an error; 130: Ctrl-C.
 EXIT_ERROR = 2
 

@@ -35,7 +35,7 @@ from dbregress import benchmarks, provision
 from dbregress.analysis.cost import COST_METRICS, spread, value_of
 from dbregress.cost import store
 from dbregress.engines import process
-from dbregress.errors import DbregressError, Interrupted
+from dbregress.errors import DbregressError, Interrupted, LabError
 from dbregress.explain import jobs, valgrind
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
@@ -119,6 +119,18 @@ class Lane:
                     why = "a column has no measured repeat to size its window from"
                     self.skipped[f"{comp.name}/{s}"] = why
             steps = [s for s in reported if s in measured]
+            if self.lab.count_steps:
+                unknown = [s for s in self.lab.count_steps if s not in reported]
+                if unknown and len(self.lab.comparisons) == 1:
+                    raise LabError(
+                        f"count_steps: {', '.join(unknown)} is not a reported step of "
+                        f"{comp.name}; its steps are {', '.join(reported)}"
+                    )
+                wanted = set(self.lab.count_steps)
+                # the steps before the last counted one run too, uncounted (Replay.steps)
+                steps = [s for s in steps if s in wanted or _before(reported, s, wanted)]
+                if not wanted & set(steps):
+                    steps = []
             for column in comp.columns:
                 self.builds[column.label] = provision.fetch(column.build)
                 # The base's pace for every column: the paced writers of the q-steps
@@ -146,7 +158,8 @@ class Lane:
             return self.lab.count_replays, None
         band = self.lab.verdict.cost_band
         loose = set()
-        for step in self.choices.get(label, {}):
+        counted = set(self.lab.count_steps) or set(self.choices.get(label, {}))
+        for step in counted & set(self.choices.get(label, {})):
             for metric in EXTEND_ON:
                 values = [
                     v
@@ -168,8 +181,9 @@ class Lane:
                     continue
                 have = {r["replay"] for r in self._finished(column.label)}
                 wanted, steps = self._wanted(column.label)
+                first = frozenset(self.lab.count_steps) or None
                 todo += [
-                    Replay(comp, column, n, None if n <= self.lab.count_replays else steps)
+                    Replay(comp, column, n, first if n <= self.lab.count_replays else steps)
                     for n in range(1, wanted + 1)
                     if n not in have
                 ]
@@ -314,6 +328,12 @@ class Lane:
         self.notify(
             f"cost lane: {replay.name} {what} in {record['took_s']:.0f} s ({done}/{self._planned})"
         )
+
+
+def _before(order: list[str], step: str, wanted: set[str]) -> bool:
+    """Whether `step` comes before the last of the `wanted` steps."""
+    last = max((order.index(w) for w in wanted if w in order), default=-1)
+    return order.index(step) < last
 
 
 def warmed(choice: Choice) -> Choice:

@@ -1,0 +1,147 @@
+"""dbregress bisect GOOD BAD --step S: the first build between two whose step differs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from dbregress import interrupts
+from dbregress.bisect import (
+    BENCHMARKS,
+    LANES,
+    BisectError,
+    Bisection,
+    Outcome,
+    Request,
+    registry_builds,
+)
+from dbregress.errors import LabError
+from dbregress.provision import BuildSpec
+
+DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "bisect",
+        help="find the first version between a good and a bad build whose step differs",
+        description="Measure the build halfway between a good and a bad one against both, "
+        "narrow until two neighbours differ, and print the path taken and the first bad "
+        "build. The builds are the registry's versions between GOOD and BAD (as `dbregress "
+        "versions` lists them), or --builds in your order. Every run is kept.",
+    )
+    p.add_argument("good", nargs="?", help="ENGINE@VERSION of the good build")
+    p.add_argument("bad", nargs="?", help="ENGINE@VERSION of the bad build")
+    p.add_argument(
+        "--builds",
+        help="comma-separated ordered builds instead of the registry's versions, good first "
+        "(e.g. mysql@/src/a,mysql@/src/b,mysql@/src/c)",
+    )
+    p.add_argument("--step", required=True, help="the step to bisect (e.g. revrange, qp100)")
+    p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
+    p.add_argument("--config", default="default", help="the config of every build")
+    p.add_argument("--lane", choices=LANES, default="cost", help="the verdicts' lane")
+    p.add_argument(
+        "--size",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a benchmark size (e.g. keys=50000; see docs/lab-file.md), repeatable",
+    )
+    p.add_argument(
+        "--replays", type=int, default=3, help="counting replays per build at a point (2-20)"
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        default=Path("results"),
+        help="folder that receives the bisection's folder (default: results)",
+    )
+    p.set_defaults(func=run)
+
+
+def _sizes(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise LabError(f"--size {item!r}: write KEY=VALUE, e.g. --size keys=50000")
+        value: Any = text.strip()
+        for kind in (int, float):
+            try:
+                value = kind(value)
+                break
+            except ValueError:
+                pass
+        out[key.strip()] = value
+    return out
+
+
+def request_of(args: argparse.Namespace) -> Request:
+    if args.builds:
+        if args.good or args.bad:
+            raise LabError("give GOOD BAD or --builds, not both")
+        builds = tuple(b.strip() for b in args.builds.split(",") if b.strip())
+    elif args.good and args.bad:
+        builds = registry_builds(args.good, args.bad)
+    else:
+        raise LabError("give a good and a bad build (ENGINE@VERSION ENGINE@VERSION) or --builds")
+    if len(builds) < 2:
+        raise LabError("--builds needs at least two builds, good first")
+    engines = {BuildSpec.parse(b).engine for b in builds}
+    if len(engines) != 1:
+        raise LabError(f"the builds are of several engines ({', '.join(sorted(engines))})")
+    engine = engines.pop()
+    benchmark = args.benchmark or DEFAULT_BENCHMARK.get(engine, "insert")
+    if not 2 <= args.replays <= 20:
+        raise LabError(f"--replays {args.replays}: give 2 to 20")
+    return Request(
+        builds=builds,
+        benchmark=benchmark,
+        step=args.step,
+        config=args.config,
+        lane=args.lane,
+        sizes=_sizes(args.size),
+        replays=args.replays,
+    )
+
+
+def render(o: Outcome) -> str:
+    lines = [f"{len(o.builds)} build(s), {len(o.points)} run(s) in {o.took_s:.0f} s:", ""]
+    lines.append("| run | measured | vs | verdict | ratio [CI] | then |")
+    lines.append("|---|---|---|---|---|---|")
+    for p in o.points:
+        v = p.mid_vs_lo
+        ratio = f"{v.ratio:.4f}" if v.ratio is not None else "-"
+        if v.ci is not None:
+            ratio += f" [{v.ci[0]:.4f}, {v.ci[1]:.4f}]"
+        then = p.decision or "measured again"
+        lines.append(f"| {p.run} | {p.mid} | {p.lo} | {v.word} | {ratio} | {then} |")
+    for build, why in o.skipped.items():
+        lines.append(f"\nskipped {build}: {why}")
+    lines.append("")
+    if o.first_bad:
+        lines.append(f"first bad build: {o.first_bad} (last good: {o.last_good}), {o.direction}")
+    elif o.stopped:
+        lines.append(f"stopped: {o.stopped}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    request = request_of(args)
+    interrupts.install()
+    root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
+    print(
+        f"bisect {request.builds[0]} .. {request.builds[-1]}: {len(request.builds)} build(s), "
+        f"step {request.step} ({request.benchmark}), {request.lane} lane; runs in {root}",
+        file=sys.stderr,
+    )
+    bisection = Bisection(request, root, lambda line: print(line, file=sys.stderr, flush=True))
+    outcome = bisection.run()
+    print(render(outcome))
+    if outcome.stopped and outcome.direction is not None:
+        raise BisectError(f"the bisection stopped undecided; its runs are in {root}")
+    return 0
