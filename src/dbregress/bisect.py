@@ -74,7 +74,7 @@ class Request:
     builds: tuple[str, ...]  # ordered build specs, good first, bad last
     benchmark: str
     step: str
-    config: str = "default"
+    config: str | None = None  # None: the engine's default profile
     lane: str = "cost"
     sizes: dict[str, Any] = field(default_factory=dict)
     replays: int = 3  # counting replays per column at a point's first attempt
@@ -179,7 +179,7 @@ def lab_text(request: Request, columns: list[tuple[str, str]], replays: int, nam
             "[[column]]",
             f"label = {_toml(label)}",
             f"build = {_toml(build)}",
-            f"config = {_toml(request.config)}",
+            *([f"config = {_toml(request.config)}"] if request.config else []),
         ]
     lines += ["", f"[{request.benchmark}]"] + [f"{k} = {_toml(v)}" for k, v in sizes.items()]
     return "\n".join(lines) + "\n"

@@ -42,7 +42,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--step", required=True, help="the step to bisect (e.g. revrange, qp100)")
     p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
-    p.add_argument("--config", default="default", help="the config of every build")
+    p.add_argument("--config", help="the config profile of every build (default: the engine's)")
     p.add_argument("--lane", choices=LANES, default="cost", help="the verdicts' lane")
     p.add_argument(
         "--size",
