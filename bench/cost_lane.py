@@ -126,6 +126,7 @@ def show(run: Path) -> int:
     print("| comparison | step | column | spread base | spread column | ratio [CI] | verdict |")
     print("|---|---|---|---|---|---|---|")
     tally: dict[str, int] = {}
+    per_comp: dict[str, list[str]] = {}
     for comp in v["comparisons"]:
         for col in comp["columns"]:
             for s in col["steps"]:
@@ -139,6 +140,7 @@ def show(run: Path) -> int:
                     f"{spreads[1]:.3%} | {c['ratio']:.4f} {ci} | {c['verdict']} |"
                 )
                 tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+                per_comp.setdefault(comp["name"], []).append(c["verdict"])
     total = sum(tally.values()) or 1
     print()
     print(
@@ -146,6 +148,11 @@ def show(run: Path) -> int:
         + ", ".join(f"{n} {k}" for k, n in sorted(tally.items()))
         + f"; same {tally.get('same', 0) / total:.0%}"
     )
+    for name, found in per_comp.items():
+        print(
+            f"  {name}: {found.count('same')}/{len(found)} same, "
+            f"{sum(x in ('slower', 'faster') for x in found)} slower or faster"
+        )
     times = [json.loads(p.read_text())["took_s"] for p in sorted((run / "cost").glob("*/r*.json"))]
     if times:
         print(

@@ -11,9 +11,10 @@ confirms that the ends differ and in which direction (`slower` or `faster`); the
   (hi = mid); if `mid` also differs from `hi`, there is more than one change and the
   search follows the first;
 - `mid` is `same` as `lo`: it arrived after `mid` (lo = mid);
-- anything else (`undecided`, or the opposite direction): the point is measured again
-  with more replays (repeats), up to `attempts` times; then the bisection stops and says
-  where, never guessing.
+- `mid` differs from `lo` the other way (it is better than the good build): it is not
+  the change, which came after it (lo = mid, and later points are judged against it);
+- `undecided`: the point is measured again with more replays (repeats), up to
+  `attempts` times; then the bisection stops and says where, never guessing.
 
 A build that cannot be fetched or started is skipped (left out of the list, as `git
 bisect skip` does), and the run that failed is kept. Every run is stored under the
@@ -312,7 +313,7 @@ class Bisection:
             if p.hi_vs_lo.word not in DIRECTIONS:
                 return False
             d = p.hi_vs_lo.word
-        return p.mid == p.hi or p.mid_vs_lo.word in (d, "same")
+        return p.mid == p.hi or p.mid_vs_lo.word in (*DIRECTIONS, "same")
 
     def run(self) -> Outcome:
         started = time.monotonic()
@@ -361,6 +362,12 @@ class Bisection:
             elif word == "same":
                 lo = i
                 point.decision = f"{b_mid} is the same as {b_lo}: the change is after it"
+            elif word in DIRECTIONS:  # the other way: better than the good build
+                lo = i
+                point.decision = (
+                    f"{b_mid} is {word} than {b_lo}, the other way: not the change; it is "
+                    f"after {b_mid}, and the bisection goes on against {b_mid}"
+                )
             else:
                 o.stopped = (
                     f"{b_mid} stayed {word} against {b_lo} after {point.attempt} run(s) "
