@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.verdict import Comparison, Policy, compare_all
@@ -59,6 +60,7 @@ class RunVerdicts:
     metrics: dict[str, dict[Key, Comparison]]  # metric key -> verdicts
     disturbed: list[Disturbed] = field(default_factory=list)
     cost: CostVerdicts | None = None  # the cost lane's, where the run has one
+    changes: RunChanges | None = None  # change points, where the run has a series
 
     def cost_for(self, key: Key) -> CostComparison | None:
         """The cost lane's headline verdict (estimated cycles per op) of a key."""

@@ -11,6 +11,7 @@ from typing import Any
 
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
+from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
 from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import DbregressError
@@ -91,13 +92,15 @@ def write_report(
         data = only_columns(data, columns)
     verdicts = compare_run(data.record, data.steps)
     lane = load_lane(path) or {}
+    replays = load_replays(path)
     cost = cost_verdicts(
         data.record,
-        load_replays(path),
+        replays,
         planned=lane.get("replays_per_column", 0),
         settled=lane.get("replays_max", 5),
     )
-    verdicts = dataclasses.replace(verdicts, cost=cost)
+    changes = run_changes(data.record, data.steps, replays)
+    verdicts = dataclasses.replace(verdicts, cost=cost, changes=changes)
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None

@@ -24,7 +24,7 @@ from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
-from dbregress.report import svg
+from dbregress.report import changes, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.store.run import RunData
@@ -324,6 +324,9 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "lanes_counts": vt.lanes_counts(v, m.comparison),
         "cost_band": v.policy.cost_band,
         "ratio_charts": ratio_charts(m, v),
+        "series": changes.html_tables(m, v),
+        "series_legend": changes.legend(m, v),
+        "series_charts": changes.charts(m, v),
         "throughput": throughput_rows(m),
         "colours": [(lb, colours[lb]) for lb in m.labels],
         "steps": step_charts(data, m, colours),

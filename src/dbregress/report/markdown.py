@@ -9,6 +9,7 @@ from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
+from dbregress.report import changes
 from dbregress.report import verdict_tables as vt
 
 SLA_MARK = " †"
@@ -300,6 +301,7 @@ def render(
             throughput(m),
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
+            changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
             groups(m),

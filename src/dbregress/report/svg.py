@@ -248,6 +248,17 @@ class Plot:
                 f'<path d="M{self.left} {_n(y)}H{self.width - self.right}" stroke="{colour}"{d}/>'
             )
 
+    def vline(self, x: float, colour: str, dash: str = "", name: str = "") -> None:
+        """A vertical line at x across the plotting area, titled `name`."""
+        px = self.px(x)
+        if self.left <= px <= self.width - self.right:
+            d = f' stroke-dasharray="{dash}"' if dash else ""
+            title = f"<title>{escape(name)}</title>" if name else ""
+            self.parts.append(
+                f'<path d="M{_n(px)} {self.top}V{self.height - self.bottom}" '
+                f'stroke="{colour}" stroke-width="1.5"{d}>{title}</path>'
+            )
+
     def line(
         self, points: Sequence[tuple[float, float]], colour: str, width: float, name: str
     ) -> None:
@@ -322,8 +333,11 @@ def line_chart(
     x_range: tuple[float, float] | None = None,
     shade_x: tuple[float, float, str] | None = None,
     y_from_zero: bool = True,
+    change_marks: Sequence[tuple[float, str, str]] = (),
 ) -> str:
-    """Lines on shared axes; an empty chart says "no data" rather than vanishing."""
+    """Lines on shared axes; an empty chart says "no data" rather than vanishing.
+    change_marks: (x, colour, name) of a dashed vertical line half a step before x (a
+    change point starting at column x)."""
     xs = [x for s in series for x, _ in s.points]
     ys = [y for s in series for _, y in s.points if math.isfinite(y) and (y > 0 or not log_y)]
     if x_range is None:
@@ -343,6 +357,8 @@ def line_chart(
     yt = log_ticks(y_axis.lo, y_axis.hi) if log_y else nice_ticks(y_axis.lo, y_axis.hi, 4)
     xt = x_ticks if x_ticks is not None else [(v, si(v)) for v in nice_ticks(*x_range, 6)]
     plot.frame(xt, [(v, si(v)) for v in yt], x_label, y_label)
+    for x, colour, name in change_marks:
+        plot.vline(x - 0.5, colour, "5 3", name)
     for s in series:
         plot.line(s.points, s.colour, s.width, s.name)
     if not ys:

@@ -1,0 +1,94 @@
+"""A run's ordered series -> change points (docs/changepoints.md).
+
+A comparison whose columns are three or more (versions, or configs in the order the lab
+gives them) is a series. Per step and lane, each column is one point of it holding its
+samples: the time lane's usable repeats of QPS (the same samples the time verdicts use:
+no warm-up, no failed or disturbed repeat), the cost lane's ok replays of estimated cycles
+per operation. One call of the method per lane, so that its false-alarm rate holds over
+every series of the report.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dbregress.analysis import changepoints
+from dbregress.analysis.changepoints import RunChanges, SeriesKey
+from dbregress.analysis.compare import measured, usable
+from dbregress.analysis.cost import COST_METRICS, FLOOR_SD, HEADLINE, value_of
+from dbregress.lab import VerdictPolicy
+
+MIN_COLUMNS = 3  # fewer is a comparison, not a series
+
+
+def _series_comparisons(record: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in record.get("comparisons", []) if len(c["labels"]) >= MIN_COLUMNS]
+
+
+def time_samples(
+    record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]
+) -> dict[SeriesKey, list[list[float]]]:
+    every = [r for rs in steps_by_job.values() for r in rs]
+    by_cell: dict[tuple[str, str], list[float]] = {}
+    order: list[str] = []
+    for r in usable(every):
+        q = (r.get("q") or {}).get("value")
+        if q is not None and math.isfinite(q) and q > 0:
+            by_cell.setdefault((r["column"], r["step"]), []).append(float(q))
+    for r in every:
+        if measured(r) and r["step"] not in order:
+            order.append(r["step"])
+    out: dict[SeriesKey, list[list[float]]] = {}
+    for comp in _series_comparisons(record):
+        for step in order:
+            cols = [by_cell.get((lb, step), []) for lb in comp["labels"]]
+            if any(cols):
+                out[(comp["name"], step)] = cols
+    return out
+
+
+def cost_samples(
+    record: dict[str, Any], replays: list[dict[str, Any]]
+) -> dict[SeriesKey, list[list[float]]]:
+    metric = next(m for m in COST_METRICS if m.key == HEADLINE)
+    by_cell: dict[tuple[str, str], list[float]] = {}
+    order: list[str] = []
+    for r in replays:
+        if r.get("status") != "ok":
+            continue
+        for step, figures in r.get("steps", {}).items():
+            v = value_of(figures.get("per_op", {}), metric)
+            if v is not None and math.isfinite(v) and v > 0:
+                by_cell.setdefault((r["column"], step), []).append(v)
+                if step not in order:
+                    order.append(step)
+    out: dict[SeriesKey, list[list[float]]] = {}
+    for comp in _series_comparisons(record):
+        for step in order:
+            cols = [by_cell.get((lb, step), []) for lb in comp["labels"]]
+            if any(cols):
+                out[(comp["name"], step)] = cols
+    return out
+
+
+def run_changes(
+    record: dict[str, Any],
+    steps_by_job: dict[str, list[dict[str, Any]]],
+    replays: list[dict[str, Any]],
+    policy: VerdictPolicy | None = None,
+) -> RunChanges | None:
+    """Change points of every series of a run on both lanes; None when the run has no
+    comparison of three or more columns."""
+    if not _series_comparisons(record):
+        return None
+    if policy is None:
+        stored = record.get("verdict_policy") or {}
+        policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+    time = changepoints.find_all(
+        time_samples(record, steps_by_job), better="higher", band=policy.band
+    )
+    cost = changepoints.find_all(
+        cost_samples(record, replays), better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
+    )
+    return RunChanges(time, cost, changepoints.ALPHA)
