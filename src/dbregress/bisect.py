@@ -18,7 +18,10 @@ confirms that the ends differ and in which direction (`slower` or `faster`); the
 
 A build that cannot be fetched or started is skipped (left out of the list, as `git
 bisect skip` does), and the run that failed is kept. Every run is stored under the
-bisection's folder, with bisect.json recording the path taken.
+bisection's folder, with bisect.json recording the request, the path taken and the point
+being measured. A stopped bisection (Ctrl-C, a crash) resumes from that file: the path is
+walked again, every point already measured is reused, and the run of the interrupted
+point is resumed (its finished jobs and counting replays kept).
 """
 
 from __future__ import annotations
@@ -33,12 +36,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbregress import provision
+from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.cost.lane import run_lane
 from dbregress.cost.store import load_lane, load_replays
-from dbregress.errors import BuildNotFound, DbregressError, ProvisionError
+from dbregress.errors import BuildNotFound, DbregressError, LabError, ProvisionError
 from dbregress.lab import Lab, parse_lab
 from dbregress.runner import Runner
 from dbregress.store.files import write_atomic
@@ -212,16 +215,67 @@ def _verdict_of(run: Path, comparison: str, base: str, label: str, step: str, la
     return Verdict(t.verdict, t.ratio, t.ci, t.reason)
 
 
+def _verdict_from(v: dict[str, Any]) -> Verdict:
+    ci = (float(v["ci"][0]), float(v["ci"][1])) if v.get("ci") is not None else None
+    return Verdict(str(v["word"]), v.get("ratio"), ci, str(v.get("reason", "")))
+
+
+def _point_from(d: dict[str, Any]) -> Point:
+    return Point(
+        lo=str(d["lo"]),
+        mid=str(d["mid"]),
+        hi=str(d["hi"]),
+        run=str(d["run"]),
+        attempt=int(d["attempt"]),
+        mid_vs_lo=_verdict_from(d["mid_vs_lo"]),
+        mid_vs_hi=_verdict_from(d["mid_vs_hi"]),
+        hi_vs_lo=_verdict_from(d["hi_vs_lo"]),
+        took_s=float(d.get("took_s", 0.0)),
+        decision=str(d.get("decision", "")),
+    )
+
+
+def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[str, Any] | None]:
+    """A stopped bisection's request, measured points, skipped builds and the point it
+    was measuring, from its bisect.json."""
+    path = root / "bisect.json"
+    try:
+        state = json.loads(path.read_text())
+        req = dict(state["request"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BisectError(
+            f"{path}: not a bisection that can be resumed ({type(e).__name__}: {e}); "
+            "give the folder a `dbregress bisect` printed"
+        ) from None
+    req["builds"] = tuple(req["builds"])
+    request = Request(**req)
+    points = [_point_from(p) for p in state.get("points", [])]
+    return request, points, dict(state.get("skipped") or {}), state.get("current")
+
+
 class Bisection:
     def __init__(self, request: Request, root: Path, notify: Notify) -> None:
         self.request, self.root, self.notify = request, root, notify
         self.builds = list(request.builds)
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
+        self.done: dict[tuple[str, str, str, int], Point] = {}  # measured before a resume
+        self.current: dict[str, Any] | None = None  # the point being measured
         self.root.mkdir(parents=True, exist_ok=True)
 
+    @classmethod
+    def resume(cls, root: Path, notify: Notify) -> Bisection:
+        request, points, skipped, current = load_state(root)
+        b = cls(request, root, notify)
+        b.done = {(p.lo, p.mid, p.hi, p.attempt): p for p in points}
+        b.outcome.skipped = skipped
+        b.current = current
+        return b
+
     def _save(self) -> None:
-        write_atomic(self.root / "bisect.json", json.dumps(asdict(self.outcome), indent=2) + "\n")
+        state = {"request": asdict(self.request), **asdict(self.outcome)}
+        state["current"] = self.current
+        write_atomic(self.root / "bisect.json", json.dumps(state, indent=2) + "\n")
 
     def _measure(self, lo: str, mid: str, hi: str, attempt: int) -> Point:
         replays = self.request.replays + 3 * (attempt - 1)
@@ -233,8 +287,17 @@ class Bisection:
         path.write_text(text)
         lab = parse_lab(tomllib.loads(text), path, text)
         t0 = time.monotonic()
-        runner = Runner(lab, self.root / "runs", notify=self.notify)
-        self.notify(f"bisect: measuring {mid} between {lo} and {hi} ({runner.path.name})")
+        where = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt}
+        again = None
+        if self.current is not None and {k: self.current.get(k) for k in where} == where:
+            again = self.root / "runs" / str(self.current.get("run"))
+            if not (again / "run.json").is_file():
+                again = None
+        runner = Runner(lab, self.root / "runs", notify=self.notify, resume=again)
+        self.current = {**where, "run": runner.path.name}
+        self._save()
+        verb = "resuming" if again is not None else "measuring"
+        self.notify(f"bisect: {verb} {mid} between {lo} and {hi} ({runner.path.name})")
         runner.run()
         if lab.counts():
             run_lane(runner.path, lab, self.notify)
@@ -273,6 +336,13 @@ class Bisection:
             self._skip(mid, e)
             return None
         for attempt in range(1, self.request.attempts + 1):
+            point = self.done.get((lo, mid, hi, attempt))
+            if point is not None:  # measured before the bisection was resumed
+                self.notify(f"bisect: {mid} between {lo} and {hi}: reusing run {point.run}")
+                self.outcome.points.append(point)
+                if self._decided(point):
+                    break
+                continue
             try:
                 point = self._measure(lo, mid, hi, attempt)
             except DbregressError as e:
@@ -281,6 +351,7 @@ class Bisection:
                 self._skip(mid, e)
                 return None
             self.outcome.points.append(point)
+            self.current = None
             self._save()
             if self._decided(point):
                 break
@@ -323,9 +394,26 @@ class Bisection:
             self.outcome.took_s = round(time.monotonic() - started, 1)
             self._save()
 
+    def check_step(self) -> None:
+        """The step is one the benchmark reports, at these sizes: said before any run."""
+        ends = [(self.labels[b], b) for b in dict.fromkeys((self.builds[0], self.builds[-1]))]
+        text = lab_text(self.request, ends, self.request.replays, "bisect-check")
+        try:
+            lab = parse_lab(tomllib.loads(text), self.root / "labs" / "check.toml", text)
+        except LabError as e:  # a --size or --step the benchmark does not take
+            said = str(e).split(": ", 1)[-1]
+            raise BisectError(f"--step/--size: {said}") from None
+        reported = [p.name for p in benchmarks.plans(lab.comparisons[0]) if p.reported]
+        if self.request.step not in reported:
+            raise BisectError(
+                f"--step {self.request.step}: not a step the {self.request.benchmark} "
+                f"benchmark reports at these sizes; its steps are {', '.join(reported)}"
+            )
+
     def _run(self) -> Outcome:
         if len(self.builds) < 2:
             raise BisectError("a bisection needs at least two builds, good and bad")
+        self.check_step()
         lo, hi = 0, len(self.builds) - 1
         o = self.outcome
         while True:

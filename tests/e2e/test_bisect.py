@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import dbregress
+from tests.e2e.conftest import assert_no_process_mentions, dbregress, start_dbregress, wait_for
 
 pytestmark = pytest.mark.engine
 
@@ -52,3 +53,37 @@ def test_bisect_says_what_to_fix(tmp_path: Path, workdir: Path) -> None:
         "bisect", "rocksdb@7.10.2", "rocksdb@99.0.0", "--step", "x", cwd=tmp_path, workdir=workdir
     )
     assert out.returncode == 2 and "dbregress versions rocksdb" in out.stderr
+
+
+def test_ctrl_c_then_resume_reuses_every_finished_run(
+    tmp_path: Path, workdir: Path, launched: list
+) -> None:
+    builds = ",".join(["rocksdb@7.10.2"] * 3 + ["rocksdb@10.2.1"] * 2)
+    args = ["bisect", "--builds", builds, "--step", "readrandom", *SMALL]
+    proc = start_dbregress(launched, *args, cwd=tmp_path, workdir=workdir)
+
+    def second_point_started() -> bool:
+        found = list((tmp_path / "results").glob("bisect-*/bisect.json"))
+        if not found:
+            return False
+        state = json.loads(found[0].read_text())
+        return len(state["points"]) == 1 and state.get("current") is not None
+
+    wait_for(second_point_started, 600, "the bisection's second point")
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "dbregress bisect --resume" in err
+    assert_no_process_mentions(str(workdir))
+    (root,) = (tmp_path / "results").glob("bisect-*")
+    runs_before = sorted(p.name for p in (root / "runs").iterdir())
+    assert len(runs_before) == 2  # the finished point's run and the interrupted one's
+
+    out = dbregress("bisect", "--resume", "latest", cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    assert "reusing run" in out.stderr and "bisect: resuming" in out.stderr
+    assert "first bad build: rocksdb@10.2.1 (last good: rocksdb@7.10.2), slower" in out.stdout
+    assert sorted(p.name for p in (root / "runs").iterdir()) == runs_before  # no new run
+    record = json.loads((root / "bisect.json").read_text())
+    assert [p["run"] for p in record["points"]] == runs_before
+    assert record["current"] is None

@@ -46,6 +46,7 @@ def simulate(
     monkeypatch.setattr(bisect.provision, "fetch", fetch)
     monkeypatch.setattr(bisect.provision.BuildSpec, "parse", staticmethod(lambda s: s))
     monkeypatch.setattr(Bisection, "_measure", measure)
+    monkeypatch.setattr(Bisection, "check_step", lambda self: None)  # parses real specs
     request = Request(builds=builds, benchmark="kv", step="revrange")
     return Bisection(request, Path("/nonexistent-never-written"), lambda _: None), measured
 

@@ -18,7 +18,7 @@ from dbregress.bisect import (
     Request,
     registry_builds,
 )
-from dbregress.errors import LabError
+from dbregress.errors import Interrupted, LabError
 from dbregress.provision import BuildSpec
 
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
@@ -40,7 +40,13 @@ def add_parser(sub: Any) -> None:
         help="comma-separated ordered builds instead of the registry's versions, good first "
         "(e.g. mysql@/src/a,mysql@/src/b,mysql@/src/c)",
     )
-    p.add_argument("--step", required=True, help="the step to bisect (e.g. revrange, qp100)")
+    p.add_argument("--step", help="the step to bisect (e.g. revrange, qp100)")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="continue a stopped bisection (its folder, or 'latest' under --results): the "
+        "points it measured are reused, the interrupted run resumed; no other option needed",
+    )
     p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
     p.add_argument("--config", help="the config profile of every build (default: the engine's)")
     p.add_argument("--lane", choices=LANES, default="cost", help="the verdicts' lane")
@@ -130,17 +136,55 @@ def render(o: Outcome) -> str:
     return "\n".join(lines)
 
 
+def resume_root(arg: str, results: Path) -> Path:
+    """--resume: a bisection folder, or 'latest' (the newest under --results)."""
+    if arg == "latest":
+        found = sorted(results.glob("bisect-*/bisect.json"))
+        if not found:
+            raise LabError(f"--resume latest: no bisection under {results}")
+        return found[-1].parent
+    path = Path(arg)
+    if not (path / "bisect.json").is_file() and (results / arg / "bisect.json").is_file():
+        path = results / arg
+    if not (path / "bisect.json").is_file():
+        raise LabError(f"--resume {arg}: no bisect.json there; give the folder bisect printed")
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
-    request = request_of(args)
-    interrupts.install()
-    root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
+    def notify(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if args.resume:
+        given = [
+            o for o in ("good", "bad", "builds", "step", "benchmark", "config") if getattr(args, o)
+        ]
+        if given:
+            raise LabError(f"--resume takes the bisection's own request; drop {', '.join(given)}")
+        root = resume_root(args.resume, args.results)
+        interrupts.install()
+        bisection = Bisection.resume(root, notify)
+        request = bisection.request
+    else:
+        if not args.step:
+            raise LabError("give --step, the step to bisect (e.g. --step revrange)")
+        request = request_of(args)
+        interrupts.install()
+        root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
+        bisection = Bisection(request, root, notify)
     print(
-        f"bisect {request.builds[0]} .. {request.builds[-1]}: {len(request.builds)} build(s), "
-        f"step {request.step} ({request.benchmark}), {request.lane} lane; runs in {root}",
+        f"{'resuming ' if args.resume else ''}bisect {request.builds[0]} .. "
+        f"{request.builds[-1]}: {len(request.builds)} build(s), step {request.step} "
+        f"({request.benchmark}), {request.lane} lane; runs in {root}",
         file=sys.stderr,
     )
-    bisection = Bisection(request, root, lambda line: print(line, file=sys.stderr, flush=True))
-    outcome = bisection.run()
+    try:
+        outcome = bisection.run()
+    except (Interrupted, KeyboardInterrupt):
+        raise Interrupted(
+            f"bisection interrupted; every finished run is kept: continue it with "
+            f"`dbregress bisect --resume {root}`"
+        ) from None
     print(render(outcome))
     if outcome.stopped and outcome.direction is not None:
         raise BisectError(f"the bisection stopped undecided; its runs are in {root}")
