@@ -27,6 +27,7 @@ from dbregress.benchmark_sizes import (
     read_micro,
 )
 from dbregress.lab_columns import Column, check_label, read_columns
+from dbregress.store.records import JobId
 from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
 # The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.
@@ -97,7 +98,7 @@ class Job:
 
     @property
     def name(self) -> str:
-        return f"{self.column.label}/r{self.repeat}"
+        return str(JobId(self.column.label, self.repeat))
 
     @property
     def warmup(self) -> bool:

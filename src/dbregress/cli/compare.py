@@ -22,6 +22,7 @@ from dbregress.cli.report import FORMATS, add_fail_on, gate
 from dbregress.errors import DbregressError
 from dbregress.report import json_report, markdown
 from dbregress.report import verdict_tables as vt
+from dbregress.store.records import JobId
 from dbregress.store.run import RunData, read_run, resolve_run
 
 Steps = dict[str, list[dict[str, Any]]]
@@ -59,7 +60,8 @@ def _steps_ran(data: RunData, label: str) -> list[str]:
 def _copy(data: RunData, side: str, label: str, steps: set[str], out: Steps) -> None:
     for job, results in data.steps.items():
         name = f"{side}:{job}"
-        if job.rpartition("/r")[0] != label or name in out:
+        jid = JobId.of(job)
+        if jid is None or jid.label != label or name in out:
             continue
         out[name] = [{**r, "column": f"{side}:{label}"} for r in results if r.get("step") in steps]
 

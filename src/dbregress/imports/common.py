@@ -27,6 +27,7 @@ from typing import Any
 from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.store.files import write_json
+from dbregress.store.records import JobId
 from dbregress.store.run import SCHEMA_VERSION
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
@@ -188,7 +189,7 @@ def run_record(
         ],
         "builds": {lb: {"version_string": v, "source": "import"} for lb, v in versions.items()},
         "jobs": {
-            f"{label}/r{n}": {
+            str(JobId(label, n)): {
                 "comparison": kind,
                 "build": builds.get(label, UNKNOWN),
                 "config": UNKNOWN,

@@ -27,6 +27,7 @@ from dbregress.analysis.verdict import Comparison
 from dbregress.report import changes, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
+from dbregress.store.records import JobId
 from dbregress.store.run import RunData
 from dbregress.store.series import (
     StepFiles,
@@ -218,13 +219,13 @@ class FirstRepeats:
         self.path = data.path
         self.found: dict[tuple[str, str], tuple[int, str, dict[str, Any]]] = {}
         for job, results in data.steps.items():
-            label, _, repeat = job.rpartition("/r")
-            if not repeat.isdigit() or int(repeat) == 0:
+            jid = JobId.of(job)
+            if jid is None or jid.warmup:
                 continue
             for r in results:
-                key = (label, str(r.get("step")))
-                if r.get("status") == "ok" and int(repeat) < self.found.get(key, (1 << 62,))[0]:
-                    self.found[key] = (int(repeat), job, r)
+                key = (jid.label, str(r.get("step")))
+                if r.get("status") == "ok" and jid.repeat < self.found.get(key, (1 << 62,))[0]:
+                    self.found[key] = (jid.repeat, job, r)
         self.files: dict[str, dict[str, StepFiles]] = {}
 
     def get(self, label: str, step: str) -> tuple[str, dict[str, Any], StepFiles] | None:
@@ -382,7 +383,7 @@ def reproduce(data: RunData) -> dict[str, Any]:
         jobs = [
             j
             for name, j in sorted(record.get("jobs", {}).items())
-            if name.rpartition("/r")[0] == c["label"]
+            if (jid := JobId.of(name)) is not None and jid.label == c["label"]
         ]
         first = jobs[0] if jobs else {}
         configs.append(

@@ -23,6 +23,7 @@ from typing import Any
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.store.files import sibling, write_atomic, write_json
+from dbregress.store.records import JobId
 
 SCHEMA_VERSION = 1
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -243,7 +244,11 @@ class RunData:
             "comparisons": comps,
             "columns": [c for c in self.record["columns"] if c["label"] in labels],
         }
-        steps = {j: rs for j, rs in self.steps.items() if j.rpartition("/r")[0] in labels}
+        steps = {
+            j: rs
+            for j, rs in self.steps.items()
+            if (jid := JobId.of(j)) is not None and jid.label in labels
+        }
         return RunData(self.path, record, steps, self.damaged)
 
 
