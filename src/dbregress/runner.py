@@ -39,6 +39,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.store.records import JobId, StepError, StepResult
 from dbregress.store.run import RunWriter, read_run
 
 # Configs whose data is read from storage (or the OS cache): the page cache is dropped
@@ -397,8 +398,8 @@ class Runner:
         except Exception as e:  # the step failed; the job stops, the lab goes on
             self._record_failure(job, index, plan.name, e, engine)
             return False
-        outcome.result.update(column=job.column.label, repeat=job.repeat)
-        self.writer.write_step(job, index, outcome.result, outcome.series, outcome.hlog)
+        result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
+        self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
         return True
 
     def _quiet(self, engine: Engine, seconds: float, report: Report) -> None:
@@ -413,19 +414,8 @@ class Runner:
         self, job: Job, index: int, step: str, error: BaseException, engine: Engine
     ) -> None:
         trace = _trace(error)
-        result: dict[str, Any] = {
-            "kind": "step",
-            "column": job.column.label,
-            "repeat": job.repeat,
-            "step": step,
-            "status": "failed",
-            "error": {
-                "type": type(error).__name__,
-                "message": str(error),
-                "server_log_tail": engine.log_tail(40),
-                **({"traceback": trace} if trace else {}),
-            },
-        }
+        failure = StepError(type(error).__name__, str(error), engine.log_tail(40), trace or None)
+        result = StepResult.failed(JobId(job.column.label, job.repeat), step, failure)
         self.writer.write_step(job, index, result, [], "")
         self.writer.add_failure(f"{job.name} {step}", error, trace)
 

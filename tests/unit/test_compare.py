@@ -13,6 +13,7 @@ from dbregress.analysis.compare import compare_run
 from dbregress.lab import Job, load_lab
 from dbregress.runner import Runner
 from dbregress.store.run import read_run
+from tests.step_records import native
 
 LAB = """\
 name = "synthetic"
@@ -67,7 +68,7 @@ class SyntheticRunner(Runner):
         for index, (step, spread) in enumerate(steps, 1):
             q = 1000 * factor * math.exp(self.rng.gauss(0, spread))
             self.writer.set_job(job, {})
-            self.writer.write_step(job, index, result(label, job.repeat, step, q), [], "")
+            self.writer.write_step(job, index, native(result(label, job.repeat, step, q)), [], "")
 
     def _provision(self) -> dict[str, Any]:
         return {}

@@ -16,6 +16,7 @@ from dbregress.errors import StoreError
 from dbregress.lab import load_lab
 from dbregress.report import markdown
 from dbregress.store.run import RunWriter, read_run, resolve_run
+from tests.step_records import native
 
 GOLDEN = Path(__file__).parents[1] / "golden" / "report-basic.md"
 LAB = """\
@@ -72,6 +73,8 @@ def step(
                 "rows": int(q * 10),
                 "errors": 0,
                 "target_rows_per_s": None,
+                "rows_per_s": q if unit == "rows" else None,
+                "ops_per_s": q if unit != "rows" else None,
                 "latency_us": {
                     "p50": 100,
                     "p99": 900,
@@ -117,7 +120,7 @@ def fixture_run(tmp_path: Path) -> Path:
         ) -> None:
             factor = JITTER[job.repeat - 1] if job.column.label == "pg12" else JITTER[-job.repeat]
             result = step(job.column.label, name, q * factor, unit, cpu, repeat=job.repeat, **kw)
-            writer.write_step(job, index, result, [], "")
+            writer.write_step(job, index, native(result), [], "")
 
         writer.set_job(job, {})
         writer.set_build(job.column.label, {"version_string": f"postgres {job.column.label}"})

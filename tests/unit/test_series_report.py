@@ -12,6 +12,7 @@ from dbregress.analysis.series import run_changes
 from dbregress.cli.report import write_report
 from dbregress.lab import load_lab
 from dbregress.store.run import RunWriter, read_run
+from tests.step_records import native
 from tests.unit.test_report import step
 
 LAB = """\
@@ -57,7 +58,7 @@ def series_run(tmp_path: Path) -> Path:
             writer.write_step(
                 job,
                 index,
-                step(job.column.label, name, value, unit, 5.0, repeat=job.repeat),
+                native(step(job.column.label, name, value, unit, 5.0, repeat=job.repeat)),
                 [],
                 "",
             )

@@ -22,7 +22,7 @@ from dbregress.cli.report import FORMATS, add_fail_on, gate
 from dbregress.errors import DbregressError
 from dbregress.report import json_report, markdown
 from dbregress.report import verdict_tables as vt
-from dbregress.store.records import JobId
+from dbregress.store.records import JobId, StepResult
 from dbregress.store.run import RunData, read_run, resolve_run
 
 Steps = dict[str, list[dict[str, Any]]]
@@ -63,7 +63,11 @@ def _copy(data: RunData, side: str, label: str, steps: set[str], out: Steps) -> 
         jid = JobId.of(job)
         if jid is None or jid.label != label or name in out:
             continue
-        out[name] = [{**r, "column": f"{side}:{label}"} for r in results if r.get("step") in steps]
+        out[name] = [
+            StepResult.from_json(r, name).relabelled(f"{side}:{label}").to_json()
+            for r in results
+            if r.get("step") in steps
+        ]
 
 
 def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:

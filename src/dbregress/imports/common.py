@@ -27,7 +27,7 @@ from typing import Any
 from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.store.files import write_json
-from dbregress.store.records import JobId
+from dbregress.store.records import JobId, StepResult
 from dbregress.store.run import SCHEMA_VERSION
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
@@ -99,7 +99,7 @@ def safe_name(name: str, source: str, line: int | None, what: str) -> str:
     return safe
 
 
-def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) -> dict[str, Any]:
+def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) -> StepResult:
     """The stored StepResult of an imported step: what the file says, null for the rest."""
     latency = {k: None for k in LATENCY_KEYS} | dict(m.latency_us)
     ops = {}
@@ -113,11 +113,7 @@ def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) ->
             "rows_per_s": m.qps if m.unit == "rows" else None,
             "ops_per_s": m.qps if m.unit == "ops" else None,
         }
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "step",
-        "step": m.step,
-        "status": "ok",
+    figures: dict[str, Any] = {
         "reported": True,
         "elapsed_s": m.elapsed_s,
         "q": {"op": m.op, "unit": m.unit, "count": m.count, "value": m.qps},
@@ -135,9 +131,8 @@ def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) ->
         "db_size_bytes": None,
         "error_samples": [],
         "imported": {"kind": kind, "file": source, **m.detail},
-        "column": label,
-        "repeat": repeat,
     }
+    return StepResult.ok(JobId(label, repeat), m.step, figures)
 
 
 def number_repeats(repeats: Sequence[Repeat]) -> dict[str, dict[int, list[tuple[Measured, str]]]]:
@@ -237,7 +232,7 @@ def write_run(
             for n, steps in numbered.items():
                 for index, (m, source) in enumerate(steps, start=1):
                     path = tmp / label / f"r{n}" / "steps" / f"{index:02d}-{m.step}.json"
-                    write_json(path, step_result(m, label, n, kind, source))
+                    write_json(path, step_result(m, label, n, kind, source).to_json())
         write_json(tmp / "run.json", run_record(name, kind, benchmark, files, repeats))
         tmp.chmod(0o755)
         os.rename(tmp, final)

@@ -23,7 +23,7 @@ from typing import Any
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.store.files import sibling, write_atomic, write_json
-from dbregress.store.records import JobId
+from dbregress.store.records import JobId, NotAStepResult, StepResult
 
 SCHEMA_VERSION = 1
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -185,14 +185,15 @@ class RunWriter:
         self,
         job: Job,
         index: int,
-        result: dict[str, Any],
+        result: StepResult,
         series: Iterable[dict[str, Any]],
         hlog: str,
     ) -> Path:
-        stem = self.job_dir(job) / "steps" / f"{index:02d}-{result['step']}"
+        """The step's files; its result was checked against the schema when it was built."""
+        stem = self.job_dir(job) / "steps" / f"{index:02d}-{result.step}"
         write_atomic(sibling(stem, ".csv"), _series_csv(series))
         write_atomic(sibling(stem, ".hlog"), hlog)
-        write_json(sibling(stem, ".json"), {"schema_version": SCHEMA_VERSION, **result})
+        write_json(sibling(stem, ".json"), result.to_json())
         return sibling(stem, ".json")
 
     def finish(self, status: str) -> None:
@@ -306,7 +307,9 @@ def read_run(path: Path) -> RunData:
             if not f.name[:2].isdigit() or f.name.endswith(".spec.json"):
                 continue
             try:
-                steps[job].append(_read_json(f))
-            except Damaged as e:
+                value = _read_json(f)
+                StepResult.from_json(value, str(f))
+                steps[job].append(value)
+            except (Damaged, NotAStepResult) as e:
                 damaged.append(str(e))
     return RunData(path, record, steps, damaged)
