@@ -293,7 +293,8 @@ class Bisection:
             again = self.root / "runs" / str(self.current.get("run"))
             if not (again / "run.json").is_file():
                 again = None
-        runner = Runner(lab, self.root / "runs", notify=self.notify, resume=again)
+        # A point's run is part of the bisection (bisect.json), not of a lab's history.
+        runner = Runner(lab, self.root / "runs", notify=self.notify, resume=again, history=False)
         self.current = {**where, "run": runner.path.name}
         self._save()
         verb = "resuming" if again is not None else "measuring"

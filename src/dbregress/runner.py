@@ -39,6 +39,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.store.history import History, index_into
 from dbregress.store.records import JobId, StepError, StepResult
 from dbregress.store.run import RunWriter, read_run
 
@@ -134,10 +135,14 @@ class Runner:
         progress: ProgressFn | None = None,
         notify: Callable[[str], None] | None = None,
         resume: Path | None = None,
+        history: bool = True,
     ) -> None:
         """A new run folder under `results_root`, or, with `resume`, that run folder
-        continued: its finished jobs are kept, an interrupted one is run again."""
+        continued: its finished jobs are kept, an interrupted one is run again. With
+        `history`, every step is indexed, as it ends, in the run history of the folder
+        that holds the run (store/history.py)."""
         self.lab = lab
+        self.history = history
         layout.set_randomization(lab.aslr)
         if resume is None:
             self.writer = RunWriter(results_root, lab, host_facts() | {"aslr": layout.state()})
@@ -186,6 +191,7 @@ class Runner:
             self.writer.finish(status)
         except StoreError as e:
             self.notify(f"could not record the run's end: {e}")
+        self._index(lambda h: h.index_run(self.path))  # the end, and anything missed
         with contextlib.suppress(OSError):  # each job removed its own data directory
             run_work_dir(self.path.name, "run").rmdir()
 
@@ -400,7 +406,14 @@ class Runner:
             return False
         result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
         self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
+        self._index(
+            lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
+        )
         return True
+
+    def _index(self, write: Callable[[History], object]) -> None:
+        if self.history:
+            index_into(self.path.parent, write, self.notify)
 
     def _quiet(self, engine: Engine, seconds: float, report: Report) -> None:
         """The post-write wait: nothing runs, the engine's background work settles."""
@@ -417,6 +430,9 @@ class Runner:
         failure = StepError(type(error).__name__, str(error), engine.log_tail(40), trace or None)
         result = StepResult.failed(JobId(job.column.label, job.repeat), step, failure)
         self.writer.write_step(job, index, result, [], "")
+        self._index(
+            lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
+        )
         self.writer.add_failure(f"{job.name} {step}", error, trace)
 
 

@@ -4,6 +4,7 @@ folder that `dbregress report` and `dbregress compare` read (docs/imports.md).""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from dbregress.errors import DbregressError
 from dbregress.imports import db_bench, iibench, sysbench, tsv
 from dbregress.imports.common import Repeat, bad, safe_name, write_run
+from dbregress.store.history import index_into
 
 # kind -> reader of one file: (text, file name, label, step) -> repeats
 Reader = Callable[[str, str, str | None, str | None], list[Repeat]]
@@ -113,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
     files = [p.name for p in args.files]
     kind = args.kind
     path = write_run(args.results, args.name, kind, BENCHMARK.get(kind, kind), files, repeats)
+    index_into(
+        args.results,
+        lambda h: h.index_run(path),
+        lambda line: print(f"warning: {line}", file=sys.stderr),
+    )
     labels = list(dict.fromkeys(r.label for r in repeats))
     steps = list(dict.fromkeys(m.step for r in repeats for m in r.steps))
     print(f"Imported {len(files)} file(s) into {path}")

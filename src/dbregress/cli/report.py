@@ -16,7 +16,7 @@ from dbregress.analysis.summary import matrices
 from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import DbregressError
 from dbregress.explain.store import load as load_explain
-from dbregress.report import exports, html, json_report, markdown
+from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
 from dbregress.store.run import RunData, read_run, resolve_run
@@ -106,6 +106,11 @@ def write_report(
     cal = load_calibration(path.parent, host) if host else None
     explain = load_explain(path)
     full = markdown.render(data.record, m, verdicts, _results(data), cal, data.damaged, explain)
+    moved = (
+        [] if columns else history_moves.markdown(history_moves.against_history(path, data.record))
+    )
+    if moved:
+        full = full.rstrip("\n") + "\n\n" + "\n".join(moved)
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     as_json = json_report.render(data.record, verdicts)
@@ -123,6 +128,8 @@ def write_report(
     if fmt == "csv":
         return exports.csv_text(data.record, m, verdicts).rstrip("\n"), verdicts
     shown = markdown.summary_tables(data.record, m, verdicts) if summary else full
+    if summary and moved:
+        shown = shown.rstrip("\n") + "\n\n" + "\n".join(moved)
     where = (
         f"Report: {path / 'report.md'} (HTML: {path / 'report.html'})"
         if not columns

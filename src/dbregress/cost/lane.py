@@ -44,6 +44,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
 from dbregress.runner import run_work_dir
+from dbregress.store.history import index_into
 from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]
@@ -232,6 +233,9 @@ class Lane:
                 "skipped": self.skipped,
             },
         )
+        index_into(
+            self.run.parent, lambda h: h.index_run(self.run), self.notify, existing_only=True
+        )
 
     def _run_all(self, todo: list[Replay]) -> None:
         with hurrying(self._kill_all), ThreadPoolExecutor(self.workers) as pool:
@@ -321,6 +325,12 @@ class Lane:
             shutil.rmtree(work, ignore_errors=True)
         record["took_s"] = round(time.monotonic() - t0, 1)
         store.save_replay(self.run, label, replay.number, record)
+        index_into(
+            self.run.parent,
+            lambda h: h.index_replay(self.run, record),
+            self.notify,
+            existing_only=True,
+        )
         with self._lock:
             self._done += 1
             done = self._done

@@ -1,0 +1,264 @@
+"""dbregress history LAB: the lab's runs over time, step by step, from the run history
+(<results>/history.sqlite, docs/history.md), with the change points between runs.
+
+Per step (and, in the time lane, per host class: QPS measured on different machines is
+not one series), a table: a row per run, oldest first; a column per column of the lab;
+a cell the run's median QPS over its repeats (time lane) or mean estimated cycles per
+operation over its replays (cost lane), and in brackets that over the first run shown.
+Each (step, column) over the runs is one series for the change-point method, every run
+one point holding its samples; one call per lane, so that its false-alarm rate holds over
+every series of the output. A change point is marked in the row of the first run of the
+new level: ▼ slower, ▲ faster, with the ratio of the new level over the old.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dbregress.analysis import changepoints
+from dbregress.analysis.changepoints import Change
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.errors import DbregressError
+from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.report.verdict_tables import table
+from dbregress.store.history import (
+    History,
+    Point,
+    StepSeries,
+    history_path,
+    level,
+    reindex,
+)
+
+LANES = ("time", "cost")
+MARKS = {"slower": "▼", "faster": "▲"}
+WHAT = {
+    "time": "median QPS over the run's repeats (higher is better)",
+    "cost": "mean estimated cycles per operation over the run's counting replays (lower is better)",
+}
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "history",
+        help="a lab's runs over time, step by step, with change points between runs",
+        description="Show every indexed run of a lab, oldest first: per step a table of "
+        "the runs' median QPS (time lane) or mean estimated cycles per operation (cost "
+        "lane) per column, relative to the first run shown, with the change points "
+        "between runs marked. The time lane keeps each host class apart; the cost lane "
+        "compares across hosts. Prints only.",
+    )
+    p.add_argument("lab", metavar="LAB", help="lab name, or the lab file")
+    p.add_argument("--step", default=None, help="only this step")
+    p.add_argument("--lane", choices=LANES, default="time", help="time (default) or cost")
+    p.add_argument("--results", type=Path, default=Path("results"))
+    p.add_argument(
+        "--reindex",
+        action="store_true",
+        help="index every run folder under --results first (rebuilds the history)",
+    )
+    p.add_argument("--host", default=None, help="only runs on this host (name or fingerprint)")
+    p.add_argument(
+        "--last", type=int, default=None, metavar="N", help="only the last N runs of each table"
+    )
+    p.add_argument(
+        "--disturbed",
+        action="store_true",
+        help="keep the time lane's repeats that the host disturbed (left out by default, "
+        "as the verdicts leave them out)",
+    )
+    p.set_defaults(func=run)
+
+
+def lab_name(arg: str) -> str:
+    """A lab name as given, or the name inside a lab file."""
+    path = Path(arg)
+    if path.suffix == ".toml" and path.is_file():
+        return load_lab(path).name
+    return arg
+
+
+def _number(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def _date(started: str | None) -> str:
+    return started.replace("T", " ")[:16] if started else "-"
+
+
+def _host(p: Point) -> str:
+    return p.hostname or (p.host or "unknown")
+
+
+def _mark(c: Change) -> str:
+    return f" {MARKS[c.verdict]} {c.ratio:.2f} {c.verdict}"
+
+
+def _trim(series: list[StepSeries], last: int | None) -> list[StepSeries]:
+    """Each table's series cut to the table's last N runs."""
+    if last is None:
+        return series
+    keep: dict[tuple[str, str, str | None], set[str]] = {}
+    for key, group in _tables(series).items():
+        order = _rows(group)
+        keep[key] = {run_id for run_id, _ in order[-last:]}
+    out = []
+    for s in series:
+        wanted = keep[(s.comparison, s.step, s.host)]
+        points = tuple(p for p in s.points if p.run_id in wanted)
+        if points:
+            out.append(StepSeries(s.lane, s.comparison, s.step, s.column, s.host, points))
+    return out
+
+
+def _tables(series: list[StepSeries]) -> dict[tuple[str, str, str | None], list[StepSeries]]:
+    out: dict[tuple[str, str, str | None], list[StepSeries]] = {}
+    for s in series:
+        out.setdefault((s.comparison, s.step, s.host), []).append(s)
+    return out
+
+
+def _rows(group: Sequence[StepSeries]) -> list[tuple[str, Point]]:
+    """(run id, a point of that run) for every run of a table, oldest first."""
+    runs: dict[str, Point] = {}
+    for s in group:
+        for p in s.points:
+            runs.setdefault(p.run_id, p)
+    return sorted(runs.items(), key=lambda kv: (kv[1].started is None, kv[1].started or "", kv[0]))
+
+
+def changes(
+    series: list[StepSeries], lane: str, policy: VerdictPolicy
+) -> dict[tuple[str, str, str, str | None], dict[str, Change]]:
+    """series key -> run id -> the decided change point whose new level starts there."""
+    if lane == "cost":
+        found = changepoints.find_all(
+            {s.key: s.samples() for s in series},
+            better="lower",
+            band=policy.cost_band,
+            floor_sd=FLOOR_SD,
+        )
+    else:
+        found = changepoints.find_all(
+            {s.key: s.samples() for s in series}, better="higher", band=policy.band
+        )
+    out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {}
+    for s in series:
+        out[s.key] = {s.points[c.index].run_id: c for c in found[s.key].decided()}
+    return out
+
+
+def _legend(group: Sequence[StepSeries]) -> str:
+    """Each column's build and config, and the run where that changed."""
+    parts = []
+    for s in group:
+        seen: list[tuple[str, str, str]] = []
+        for p in s.points:
+            if not seen or seen[-1][:2] != (p.build, p.config):
+                seen.append((p.build, p.config, p.run_id))
+        text = f"{s.column} = {seen[0][0]} [{seen[0][1]}]"
+        text += "".join(f", {b} [{c}] from {run}" for b, c, run in seen[1:])
+        parts.append(text)
+    return "Columns: " + "; ".join(parts) + "."
+
+
+def render_table(
+    group: Sequence[StepSeries],
+    marks: dict[tuple[str, str, str, str | None], dict[str, Change]],
+) -> list[str]:
+    rows = _rows(group)
+    first: dict[str, float] = {}
+    body = []
+    for run_id, point in rows:
+        cells = [_date(point.started), run_id, _host(point)]
+        for s in group:
+            p = next((x for x in s.points if x.run_id == run_id), None)
+            value = level(p.samples, s.lane) if p is not None else None
+            if value is None:
+                text = "-"
+            else:
+                base = first.setdefault(s.column, value)
+                text = f"{_number(value)} ({value / base:.2f})"
+            if p is not None and p.left_out:
+                text += f" ({p.left_out} disturbed)"
+            change = marks.get(s.key, {}).get(run_id)
+            if change is not None:
+                text += _mark(change)
+            cells.append(text)
+        body.append(cells)
+    return table(["date (UTC)", "run", "host", *(s.column for s in group)], body)
+
+
+def render(
+    lab: str, lane: str, series: list[StepSeries], policy: VerdictPolicy, hosts: dict[str, str]
+) -> str:
+    marks = changes(series, lane, policy)
+    lines = [
+        f"# Run history of {lab}: {lane} lane",
+        "",
+        f"Rows: the lab's runs, oldest first. Cells: the {WHAT[lane]}, in brackets relative "
+        "to the column's first run shown. A mark is a change point: the level shifts at "
+        "that run and stays until the next mark (▼ slower, ▲ faster; the ratio is the new "
+        "level over the old), found over the runs by the method of docs/changepoints.md at "
+        f"a false-alarm rate of {changepoints.ALPHA:.0%} over every series shown.",
+        "",
+    ]
+    if lane == "time":
+        lines += [
+            "QPS is compared only within one host class (same CPU model, cores, memory): "
+            "each table is one class.",
+            "",
+        ]
+    for (comparison, step, host), group in _tables(series).items():
+        title = f"## {comparison} / {step}"
+        if lane == "time":
+            title += f", host class {host or 'unknown'}"
+            if host is not None and host in hosts:
+                title += f" ({hosts[host]})"
+        lines += [title, "", _legend(group), ""]
+        lines += render_table(group, marks)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    root: Path = args.results
+    if args.last is not None and args.last < 2:
+        raise DbregressError("--last needs at least 2 runs to show a history")
+    if args.reindex or not history_path(root).is_file():
+        if not args.reindex:
+            print(f"note: no run history at {history_path(root)}; building it", file=sys.stderr)
+        for warning in reindex(root):
+            print(f"warning: {warning}", file=sys.stderr)
+    lab = lab_name(args.lab)
+    with History(root) as history:
+        labs = history.labs()
+        if lab not in labs:
+            known = ", ".join(labs) if labs else "none"
+            raise DbregressError(
+                f"no run of lab {lab!r} in the run history {history.path}; labs there: "
+                f"{known}. Runs made before the history existed are added with --reindex."
+            )
+        runs = history.runs(lab, args.host)
+        if not runs:
+            raise DbregressError(f"no run of lab {lab!r} on host {args.host!r}")
+        every = history.series(lab, None, args.lane, args.host, args.disturbed)
+    steps = list(dict.fromkeys(s.step for s in every))
+    if args.step is not None and args.step not in steps:
+        raise DbregressError(
+            f"lab {lab!r} has no {args.lane} lane samples of step {args.step!r}; its steps: "
+            f"{', '.join(steps) or 'none'}"
+        )
+    series = [s for s in every if args.step is None or s.step == args.step]
+    if not series:
+        print(f"No {args.lane} lane samples in the {len(runs)} run(s) of {lab}.")
+        return 0
+    stored = runs[-1].policy
+    known_keys = {"alpha", "band", "cost_band"}
+    policy = VerdictPolicy(**{k: v for k, v in stored.items() if k in known_keys})
+    hosts = {r.host: r.hostname for r in runs if r.host is not None and r.hostname}
+    print(render(lab, args.lane, _trim(series, args.last), policy, hosts), end="")
+    return 0

@@ -1,0 +1,116 @@
+"""A run set against its lab's history: which steps moved at this run.
+
+For every (comparison, step, column) of the run, the series of the same lab's runs in
+time order, this run last: the time lane's on the same host class (QPS from another
+machine is not the same series), the cost lane's from any host (its simulated cache is
+fixed, so counts compare across hosts). A change point found at this run by the series
+method (analysis/changepoints.py, one call per lane) means the step moved against the
+earlier runs; it needs at least MIN_EARLIER runs before this one to say so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dbregress.analysis import changepoints
+from dbregress.analysis.changepoints import Change
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.errors import StoreError
+from dbregress.lab import VerdictPolicy
+from dbregress.store.history import History, StepSeries, history_path, host_fingerprint
+
+MIN_EARLIER = 2
+MARKS = {"slower": "▼", "faster": "▲"}
+
+
+@dataclass(frozen=True)
+class Moved:
+    lane: str
+    comparison: str
+    step: str
+    column: str
+    change: Change
+    earlier: int  # runs before this one in the series
+
+
+@dataclass(frozen=True)
+class HistoryMoves:
+    moved: list[Moved]
+    series: int  # series with enough earlier runs to judge
+    alpha: float
+
+
+def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
+    return [
+        s
+        for s in series
+        if s.points and s.points[-1].run_id == run_id and len(s.points) > MIN_EARLIER
+    ]
+
+
+def against_history(run_dir: Path, record: dict[str, Any]) -> HistoryMoves | None:
+    """None when the results folder keeps no history, or the run is not in it."""
+    root = run_dir.parent
+    if not history_path(root).is_file():
+        return None
+    stored = record.get("verdict_policy") or {}
+    policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+    run_id = str(record.get("run_id") or run_dir.name)
+    lab = str(record.get("lab", ""))
+    try:
+        with History(root) as h:
+            if run_id not in h.run_ids():
+                return None
+            host = host_fingerprint(record.get("host"))
+            time = _mine(h.series(lab, lane="time", host=host), run_id) if host else []
+            cost = _mine(h.series(lab, lane="cost"), run_id)
+    except StoreError:
+        return None
+    moved: list[Moved] = []
+    for lane, found, band, floor, better in (
+        ("time", time, policy.band, 0.0, "higher"),
+        ("cost", cost, policy.cost_band, FLOOR_SD, "lower"),
+    ):
+        keyed = {(s.comparison, s.step, s.column, s.host): s for s in found}
+        result = changepoints.find_all(
+            {k: s.samples() for k, s in keyed.items()},
+            better=better,  # type: ignore[arg-type]
+            band=band,
+            floor_sd=floor,
+        )
+        for k, s in keyed.items():
+            last = len(s.points) - 1
+            for c in result[k].decided():
+                if c.index == last:
+                    moved.append(Moved(lane, s.comparison, s.step, s.column, c, last))
+    return HistoryMoves(moved, len(time) + len(cost), changepoints.ALPHA)
+
+
+def markdown(moves: HistoryMoves | None) -> list[str]:
+    if moves is None or moves.series == 0:
+        return []
+    out = [
+        "## Against this lab's history",
+        "",
+        f"{moves.series} series of this lab's runs in time order, this run last (time lane: "
+        "runs on this host class; cost lane: runs on any host), searched for a change "
+        f"point at this run at a false-alarm rate of {moves.alpha:.0%} "
+        "(docs/history.md).",
+        "",
+    ]
+    if not moves.moved:
+        return [*out, "No step moved against the earlier runs.", ""]
+    out += [
+        "| step | column | lane | moved | ratio [CI] | against |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in moves.moved:
+        c = m.change
+        out.append(
+            f"| {m.step} | {m.column} | {m.lane} | {MARKS[c.verdict]} {c.verdict} | "
+            f"{c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] | "
+            f"runs {c.before[0] + 1}..{c.before[1] + 1} of {m.earlier} earlier |"
+        )
+    return [*out, ""]
