@@ -14,6 +14,7 @@ from dbregress.analysis.compare import RunVerdicts
 from dbregress.analysis.summary import Matrix
 from dbregress.report import svg
 
+LANE_COLOURS = {"time": "#1f6fb2", "cost": "#c2571a"}  # the series charts' lines and marks
 # A change point's mark, before the value of the column where the new level starts.
 MARKS = {"slower": "▼", "faster": "▲"}
 LANES = {
@@ -113,7 +114,7 @@ def charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
     where a change point starts."""
     lanes = shown(m, v)
     steps = list(dict.fromkeys(s for series in lanes.values() for s in series))
-    colours = {"time": "#1f6fb2", "cost": "#c2571a"}
+    colours = LANE_COLOURS
     out = []
     ticks = [(float(i), f"col-{i + 1}") for i in range(len(m.labels))]
     for step in steps:

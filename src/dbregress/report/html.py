@@ -328,6 +328,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "series": changes.html_tables(m, v),
         "series_legend": changes.legend(m, v),
         "series_charts": changes.charts(m, v),
+        "series_colours": changes.LANE_COLOURS,
         "throughput": throughput_rows(m),
         "colours": [(lb, colours[lb]) for lb in m.labels],
         "steps": step_charts(data, m, colours),
