@@ -301,6 +301,10 @@ class Runner:
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
         plans = benchmarks.plans(job.comparison)
         workdir = job_work_dir(self.writer.path.name, job)
+        if workdir.exists():  # left by a run killed outright (no clean-up ran); a resumed
+            # run runs the job again from its start, on a fresh data directory
+            self.notify(f"{job.name}: removing the data directory a killed run left: {workdir}")
+            shutil.rmtree(workdir, ignore_errors=True)
         log = self.writer.job_dir(job) / "server.log"
         options = prepare.engine_options(self.lab, job.comparison, job.column, workdir, log)
         sizes = options.sizes
