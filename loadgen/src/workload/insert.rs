@@ -3,7 +3,9 @@
 //! its roles on scoped threads, waits at the check gate, and leaves its checks in a
 //! `ClientOutcome`.
 
-use super::insert_loops::{delete_behind, delete_paced, query_loop, Inserter, Progress};
+use super::insert_loops::{
+    delete_behind, delete_paced, query_loop, InlineWriters, Inserter, Progress,
+};
 use super::live_ids::LiveIds;
 use super::roles::{join, spawn_role};
 use super::rows::RowGen;
@@ -286,11 +288,39 @@ impl Client<'_> {
         let stop = Stop::Deadline(spec.deadline(start, ins.duration()));
         let (ctx, table, live) = (self.ctx, self.t(), live.as_ref());
         let client = self.client;
+        // A counting replay (a window whose clock paces the writers): the writers run on
+        // the query thread, between its queries (InlineWriters); else on threads of their own.
+        let inline =
+            !writers.is_empty() && ctx.window.as_ref().is_some_and(|w| w.spec.q_per_s > 0.0);
         let (point_rows, mut hists, inserted, deleted) = std::thread::scope(|s| {
-            let q = spawn_role(s, ctx, (client, "query"), start, |w| {
-                query_loop(w, qc.as_mut(), table, &mut qrng, stop, live)
-            })?;
             let (mut inserted, mut deleted, mut hists) = (0, 0, vec![]);
+            if inline {
+                let [ic, dc] = &mut writers[..] else {
+                    unreachable!("two writer connections")
+                };
+                let q = spawn_role(s, ctx, (client, "query"), start, |w| {
+                    let mut iw = InlineWriters::new(
+                        ic.as_mut(),
+                        dc.as_mut(),
+                        table,
+                        batch,
+                        rate,
+                        &mut gen,
+                        stop,
+                        live,
+                        start,
+                    );
+                    let rows =
+                        query_loop(w, qc.as_mut(), table, &mut qrng, stop, live, Some(&mut iw))?;
+                    Ok((rows, iw.inserted, iw.deleted))
+                })?;
+                let ((point_rows, i, d), hq) = join(q)?;
+                hists.push(hq);
+                return Ok::<_, anyhow::Error>((point_rows, hists, i, d));
+            }
+            let q = spawn_role(s, ctx, (client, "query"), start, |w| {
+                query_loop(w, qc.as_mut(), table, &mut qrng, stop, live, None)
+            })?;
             if let [ic, dc] = &mut writers[..] {
                 let ins = spawn_role(s, ctx, (client, "insert"), start, |w| {
                     let pacing = Pacing::rate(start, batch, rate);

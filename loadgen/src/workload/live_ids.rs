@@ -143,7 +143,21 @@ impl LiveIds {
     /// horizon. Parks until the reader acknowledges, or the step stops.
     pub fn begin_delete(&self, n: u64, stop: &AtomicBool) -> i64 {
         let d = &self.deleter;
-        // Only the deleter writes the horizon and the request number.
+        let old = self.move_horizon(n);
+        *self.waiter.lock().unwrap() = Some(std::thread::current());
+        let r = d.request.load(Relaxed) + 1;
+        d.request.store(r, Release);
+        // An unpark that comes before the park makes it return at once: no lost wake-up.
+        while self.ack.load(Acquire) < r && !stop.load(Relaxed) {
+            std::thread::park_timeout(WAIT);
+        }
+        old
+    }
+
+    /// The horizon past the `n` oldest live rows; returns the old one. Only the deleter
+    /// writes the horizon and the request number.
+    fn move_horizon(&self, n: u64) -> i64 {
+        let d = &self.deleter;
         let old = d.horizon.load(Relaxed);
         let new = {
             let holes = self.holes.lock().unwrap();
@@ -154,14 +168,14 @@ impl LiveIds {
             }
         };
         d.horizon.store(new, Release);
-        *self.waiter.lock().unwrap() = Some(std::thread::current());
-        let r = d.request.load(Relaxed) + 1;
-        d.request.store(r, Release);
-        // An unpark that comes before the park makes it return at once: no lost wake-up.
-        while self.ack.load(Acquire) < r && !stop.load(Relaxed) {
-            std::thread::park_timeout(WAIT);
-        }
         old
+    }
+
+    /// begin_delete for a delete that the point-query thread runs itself, between its
+    /// queries (a counting replay's inline writers): no query is in flight, so there is
+    /// no reader to wait for; its next query reads the new horizon.
+    pub fn begin_delete_inline(&self, n: u64) -> i64 {
+        self.move_horizon(n)
     }
 
     /// The delete ended having removed `deleted` rows (None after an error).
