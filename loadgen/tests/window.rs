@@ -129,3 +129,31 @@ fn a_window_needs_the_handshake() {
         r.stderr
     );
 }
+
+#[test]
+fn a_kv_readers_window_runs_the_writers_puts_between_its_reads() {
+    // 116-byte entries (16 + 100) at 0.0011064 MiB/s: 10 puts/s; at 50 reads/s on the
+    // window's clock, one put per five reads, run by the reader itself: exact, every run.
+    let kv = json!({"keys": 1000, "key_size": 16, "value_size": 100, "duration_s": 600,
+                    "writer_mb_per_s": 10.0 * 116.0 / 1048576.0});
+    let window = json!({"skip_ops": 0, "ops": 400, "q_per_s": 50});
+    let mut seen = vec![];
+    for _ in 0..2 {
+        let s = json!({"spec_version": 3, "engine": {"driver": "null", "latency_us": 100},
+                       "workload": workload("kv", "readwhilewriting", kv.clone()), "clients": 1,
+                       "seed": 5, "report_interval_ms": 100, "handshake": true,
+                       "wait_before_close": true, "warmup_s": 5.0, "window": window.clone()});
+        assert!(
+            spec_schema().is_valid(&s),
+            "test spec {s} breaks the schema"
+        );
+        let mut session = Session::start(&s, "kvclock");
+        let (_, _, summary) = through(&mut session);
+        let gets = u(&summary["ops"]["get"]["ops"]);
+        let puts = u(&summary["ops"]["put"]["ops"]);
+        assert_eq!(gets, 400);
+        assert!((79..=81).contains(&puts), "{puts} puts for {gets} gets");
+        seen.push(puts);
+    }
+    assert_eq!(seen[0], seen[1]);
+}

@@ -3,7 +3,7 @@
 //! client 1 also runs the one background writer, paced in bytes per second.
 
 use super::kv_data::{Key, Values};
-use super::kv_loops::{Reader, Writer};
+use super::kv_loops::{InlinePuts, Reader, Writer};
 use super::roles::{join, spawn_role};
 use crate::context::{StepContext, Worker};
 use crate::driver::kv::{KvConn, KvStore, WriteMode};
@@ -223,13 +223,27 @@ impl Client<'_> {
         };
         let writes = writer_rate(kv).filter(|_| self.client == 1);
         let Some(_) = writes else {
-            let rows = reader.run(w, conn, &mut Key::new(kv.key_size), self.rng(1), stop)?;
+            let rows = reader.run(w, conn, &mut Key::new(kv.key_size), self.rng(1), stop, None)?;
             return Ok((rows, vec![]));
         };
         let mut wconn = self.session()?;
         let (rng, key_size) = (self.rng(0), kv.key_size);
         let entry = kv.entry_bytes() as u64;
         let bytes_per_s = kv.writer_bytes_per_s().round() as u64;
+        if w.paced_by_window() {
+            // A counting replay: the reader runs the writer's puts between its reads.
+            let writer = Writer {
+                conn: wconn.as_mut(),
+                key: Key::new(key_size),
+                values,
+                rng,
+            };
+            let pacing = Pacing::rate(start, entry, bytes_per_s);
+            let mut puts = InlinePuts::new(writer, kv.keys(), pacing, stop);
+            let mut key = Key::new(key_size);
+            let rows = reader.run(w, conn, &mut key, self.rng(1), stop, Some(&mut puts))?;
+            return Ok((rows, vec![]));
+        }
         std::thread::scope(|s| {
             let h = spawn_role(s, self.ctx, (self.client, "writer"), start, |ww| {
                 let mut writer = Writer {
@@ -241,7 +255,7 @@ impl Client<'_> {
                 let pacing = Pacing::rate(start, entry, bytes_per_s);
                 writer.run(ww, Some(kv.keys()), pacing, stop)
             })?;
-            let rows = reader.run(w, conn, &mut Key::new(key_size), self.rng(1), stop);
+            let rows = reader.run(w, conn, &mut Key::new(key_size), self.rng(1), stop, None);
             let rows = self.ctx.guard(rows)?;
             let (_, hw) = join(h)?;
             Ok((rows, vec![hw]))

@@ -59,6 +59,53 @@ impl Writer<'_> {
     }
 }
 
+/// The background writer run by a reader itself, between its reads: a counting replay's
+/// way (a window whose clock paces the writer). Before each read the puts due by the
+/// window's clock (1/q_per_s per Q call) run, so the writes per read are the run's and
+/// every replay interleaves reads and puts alike; as a thread of its own the writer got
+/// a few puts more or fewer before each window, as valgrind's scheduling let it, and the
+/// memtable switched at another moment (overwriteandwait moved 0.8%).
+pub struct InlinePuts<'a> {
+    pub writer: Writer<'a>,
+    pub keys: u64,
+    pub pacing: Pacing,
+    pub stop: Stop,
+    next: Option<Instant>,
+    pub done: u64,
+}
+
+impl<'a> InlinePuts<'a> {
+    pub fn new(writer: Writer<'a>, keys: u64, pacing: Pacing, stop: Stop) -> Self {
+        InlinePuts {
+            writer,
+            keys,
+            pacing,
+            stop,
+            next: None,
+            done: 0,
+        }
+    }
+
+    /// Run every put due by `now` (the window's clock).
+    pub fn catch_up(&mut self, w: &mut Worker, now: Instant) -> Result<()> {
+        while !w.stopped() {
+            let at = *self
+                .next
+                .get_or_insert_with(|| self.pacing.next_intended(now));
+            if at > now || !self.stop.allows(at, self.done) {
+                break;
+            }
+            self.next = None;
+            let n = self.writer.rng.gen_range(0..self.keys);
+            let (k, v) = (self.writer.key.of(n), self.writer.values.next());
+            let conn = &mut self.writer.conn;
+            let (ok, _) = w.call(OpKind::Put, at, || conn.put(k, v).map(|_| 1))?;
+            self.done += ok.unwrap_or(0);
+        }
+        Ok(())
+    }
+}
+
 /// Wait for a paced put due at `intended`: sleep only when it is due later than EARLY
 /// from now, and then until it is due, so the puts of the next EARLY follow at once, one
 /// wake-up for them all. Returns when the put starts (an early put counts its latency
@@ -84,6 +131,7 @@ pub struct Reader {
 
 impl Reader {
     /// Returns (gets expected to find their key, found); a missing key ends the step.
+    /// With `puts`, the puts due by the window's clock run before each read.
     pub fn run(
         &self,
         w: &mut Worker,
@@ -91,10 +139,18 @@ impl Reader {
         key: &mut Key,
         mut rng: SmallRng,
         stop: Stop,
+        mut puts: Option<&mut InlinePuts>,
     ) -> Result<(u64, u64)> {
         let (mut expected, mut found) = (0, 0);
         let mut now = Instant::now();
         while stop.allows(now, 0) && !w.stopped() {
+            if let Some(p) = puts.as_deref_mut() {
+                let clock = w.ctx.window.as_ref().and_then(|win| win.clock(w.start()));
+                p.catch_up(w, clock.unwrap_or(now))?;
+                if w.stopped() {
+                    break;
+                }
+            }
             let n = rng.gen_range(0..self.keys);
             let k = key.of(n);
             let (rows, end) = match self.op {
