@@ -77,7 +77,11 @@ def test_html_report_in_chromium(kv_run: tuple[Path, Path, Path]) -> None:
 
     page = browser.load(path)
     assert page.console == [], page.console
-    charts = browser.charts(page.dom)
+    every = browser.charts(page.dom)
+    # three columns are a series: a chart per step with samples (docs/changepoints.md)
+    series = [c for c in every if ": relative to col-1</text>" in c]
+    assert 1 <= len(series) <= len(STEPS) and "Series and change points" in page.dom
+    charts = [c for c in every if c not in series]
     # per comparison: a ratio chart per non-base column, then two charts per step
     assert len(charts) == 2 + 2 * len(STEPS), len(charts)
     ratio, per_step = charts[:2], charts[2:]
