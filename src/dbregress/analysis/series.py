@@ -26,6 +26,19 @@ def _series_comparisons(record: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for c in record.get("comparisons", []) if len(c["labels"]) >= MIN_COLUMNS]
 
 
+def _by_series(
+    record: dict[str, Any], by_cell: dict[tuple[str, str], list[float]], order: list[str]
+) -> dict[SeriesKey, list[list[float]]]:
+    """(comparison, step) -> samples per column in the lab's order, for every series."""
+    out: dict[SeriesKey, list[list[float]]] = {}
+    for comp in _series_comparisons(record):
+        for step in order:
+            cols = [by_cell.get((lb, step), []) for lb in comp["labels"]]
+            if any(cols):
+                out[(comp["name"], step)] = cols
+    return out
+
+
 def time_samples(
     record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]
 ) -> dict[SeriesKey, list[list[float]]]:
@@ -39,13 +52,7 @@ def time_samples(
     for r in every:
         if measured(r) and r["step"] not in order:
             order.append(r["step"])
-    out: dict[SeriesKey, list[list[float]]] = {}
-    for comp in _series_comparisons(record):
-        for step in order:
-            cols = [by_cell.get((lb, step), []) for lb in comp["labels"]]
-            if any(cols):
-                out[(comp["name"], step)] = cols
-    return out
+    return _by_series(record, by_cell, order)
 
 
 def cost_samples(
@@ -63,13 +70,7 @@ def cost_samples(
                 by_cell.setdefault((r["column"], step), []).append(v)
                 if step not in order:
                     order.append(step)
-    out: dict[SeriesKey, list[list[float]]] = {}
-    for comp in _series_comparisons(record):
-        for step in order:
-            cols = [by_cell.get((lb, step), []) for lb in comp["labels"]]
-            if any(cols):
-                out[(comp["name"], step)] = cols
-    return out
+    return _by_series(record, by_cell, order)
 
 
 def run_changes(

@@ -40,8 +40,7 @@ from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, value_of
 from dbregress.cost.store import load_replays
 from dbregress.errors import StoreError
-from dbregress.store.run import SCHEMA_VERSION as RUN_SCHEMA_VERSION
-from dbregress.store.run import read_run
+from dbregress.store.run import read_record, read_run
 from dbregress.store.series import step_index
 
 FILENAME = "history.sqlite"
@@ -260,19 +259,6 @@ def _number(value: Any) -> float | None:
 def _positive(value: Any) -> float | None:
     v = _number(value)
     return v if v is not None and v > 0 else None
-
-
-def _read_record(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "run.json"
-    try:
-        value = json.loads(path.read_text())
-    except OSError as e:
-        raise StoreError(f"cannot read {path}: {e.strerror or e}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise StoreError(f"{path} is not valid JSON ({e}); truncated, or edited?") from e
-    if not isinstance(value, dict) or value.get("schema_version") != RUN_SCHEMA_VERSION:
-        raise StoreError(f"{path} is not a run record of schema version {RUN_SCHEMA_VERSION}")
-    return value
 
 
 def _run_id(run_dir: Path, record: Mapping[str, Any]) -> str:
@@ -603,7 +589,7 @@ class History:
         if not isinstance(result, Mapping):
             result = result.to_json()
         if record is None:
-            record = _read_record(run_dir)
+            record = read_record(run_dir)
         run_id = _run_id(run_dir, record)
         try:
             column, repeat, name = str(result["column"]), int(result["repeat"]), str(result["step"])
@@ -637,7 +623,7 @@ class History:
         failed replay removes what an earlier attempt of that number stored. Returns the
         rows stored."""
         if record is None:
-            record = _read_record(run_dir)
+            record = read_record(run_dir)
         run_id = _run_id(run_dir, record)
         try:
             rows = _cost_rows(run_id, record, replay)

@@ -94,7 +94,7 @@ class RunWriter:
     @classmethod
     def reopen(cls, path: Path, lab: Lab) -> RunWriter:
         """An interrupted run folder, to be continued by the same lab."""
-        record = _read_json(path / "run.json")
+        record = read_record(path)
         # A run whose jobs all finished may still lack its cost lane (interrupted there).
         lane_done = not lab.counts() or (path / "cost" / "lane.json").is_file()
         if record.get("status") == "ok" and lane_done:
@@ -281,6 +281,11 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value
 
 
+def read_record(run_dir: Path) -> dict[str, Any]:
+    """run.json of a run folder; StoreError (Damaged) naming the file when it is not one."""
+    return _read_json(run_dir / "run.json")
+
+
 def resolve_run(arg: str, root: Path) -> Path:
     """A run folder from a path, a run id under root, or `latest`."""
     if arg == "latest":
@@ -297,7 +302,7 @@ def resolve_run(arg: str, root: Path) -> Path:
 def read_run(path: Path) -> RunData:
     """run.json and every step result of the run. A damaged step file is named in
     `damaged` and left out; a file of another schema version is an error."""
-    record = _read_json(path / "run.json")
+    record = read_record(path)
     steps: dict[str, list[dict[str, Any]]] = {}
     damaged: list[str] = []
     for job in record["jobs"]:
