@@ -19,8 +19,8 @@ CHECK_EVERY_S = 1.0  # how often the engine is checked while its step runs
 
 class Handler:
     """What happens at each event; by default nothing. The loop answers the handshake
-    itself after the handler returns: `go` after ready, the edge after window, `check`
-    after stopped."""
+    itself after the handler returns: `go` after ready, the edge after window, `run`
+    after a slice that is not the last, `check` after stopped."""
 
     def ready(self, event: dict[str, Any]) -> None:
         """Every client is set up; nothing timed has run. The event's `server_pids` name
@@ -31,6 +31,10 @@ class Handler:
 
     def window(self, event: dict[str, Any]) -> None:
         """An edge of the profiler's window; no Q call is in flight."""
+
+    def slice(self, event: dict[str, Any]) -> None:
+        """A slice of an interleaved step ended (or, n = 0, the step is ready for its
+        first): no call is in flight. Returns when this side may run its next slice."""
 
     def interval(self, event: dict[str, Any], since_start_s: float) -> None:
         """A per-interval report, `since_start_s` after the loadgen was started."""
@@ -84,6 +88,10 @@ def follow(
         elif kind == "window":
             handler.window(event)
             loadgen.answer(event["edge"])
+        elif kind == "slice":
+            handler.slice(event)
+            if not event.get("last"):
+                loadgen.answer("run")
         elif kind == "interval":
             handler.interval(event, now - t0)
         elif kind == "error":

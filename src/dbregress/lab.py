@@ -45,6 +45,7 @@ __all__ = [
 BENCHMARKS = ("insert", "kv", "micro")
 PLACEMENT_MODES = ("same", "separate", "unpinned")
 ORDERS = ("random", "fixed")
+SCHEDULES = ("jobs", "interleaved")
 REPEATS_RE = re.compile(r"\s*([0-9]{1,9})\s*\.\.\s*([0-9]{1,9})\s*")
 MAX_REPEATS = 1000  # rounds of a comparison; each is a fresh engine per column
 MAX_SEED = 2**53  # the loadgen's u64 seed is seed * 1000 + the job's index
@@ -141,6 +142,12 @@ class Lab:
     start_timeout_s: float = 120.0  # an engine not ready by then fails its job
     seed: int = 1
     order: str = "random"  # columns within a round: random (seeded) or as listed
+    # jobs: each column's repeat is a job of its own, one after another. interleaved: a
+    # round starts every column's engine at once and runs each step on all of them in
+    # turns of slice_ms (timed steps) or of equal work (fixed-work steps), so the host's
+    # drift hits every column alike (docs/verdicts.md).
+    schedule: str = "jobs"
+    slice_ms: int = 100
     warmup_job: bool = True
     drop_caches: bool | None = None  # None: only for configs that read from storage
     aslr: bool = True  # address-space layout randomization for servers and loadgens
@@ -226,6 +233,8 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         start_timeout_s=top.number("start_timeout_s", 120.0, low=1, high=MAX_SECONDS),
         seed=top.number("seed", 1, low=0, high=MAX_SEED, integer=True),
         order=_choice(top, "order", ORDERS, "random"),
+        schedule=_choice(top, "schedule", SCHEDULES, "jobs"),
+        slice_ms=top.number("slice_ms", 100, low=10, high=10_000, integer=True),
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
         aslr=top.get("aslr", bool, True),

@@ -22,6 +22,7 @@ from typing import Any
 
 from dbregress import benchmarks, prepare, provision
 from dbregress.analysis.compare import compare_run
+from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import layout
 from dbregress.collect.cache_drop import drop_page_cache
@@ -38,7 +39,7 @@ from dbregress.errors import (
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
-from dbregress.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History, index_into
 from dbregress.store.records import JobId, StepError, StepResult
 from dbregress.store.run import RunWriter, read_run
@@ -208,8 +209,11 @@ class Runner:
             order = self.lab.round(comparison, number)
             if not self.writer.has_round(comparison.name, number):  # else a resumed run's
                 self.writer.add_round(comparison.name, number, [j.column.label for j in order])
-            for job in order:
-                self._job(job, builds)
+            if self.lab.schedule == "interleaved":
+                self._round(order, builds)
+            else:
+                for job in order:
+                    self._job(job, builds)
             if number < repeats.minimum or number == repeats.maximum:
                 continue
             undecided, reachable = self._undecided(comparison, repeats.maximum - number)
@@ -273,6 +277,146 @@ class Runner:
         except Exception as e:  # recorded; the other jobs still run
             self.writer.add_failure(job.name, e, _trace(e))
             self.writer.end_job(job, "failed")
+
+    def _round(self, jobs: list[Job], builds: dict[str, Build]) -> None:
+        """An interleaved round: every column's engine up at once, each step run on all
+        of them in turns (step.collect_interleaved). The first to run rotates with the
+        round's order, which the lab's seed draws."""
+        if all(self.writer.job_finished(j) for j in jobs):  # a resumed run: kept
+            self._jobs_run += len(jobs)
+            return
+        for job in jobs:  # an interrupted attempt is run again from its start
+            self.writer.forget_job(job)
+        if self._jobs_run and self.lab.sleep_between_s:
+            time.sleep(self.lab.sleep_between_s)
+        self._jobs_run += len(jobs)
+        if any(self._drop_caches(j) for j in jobs):
+            self.writer.note_cache_drop(drop_page_cache())
+        engines: dict[str, Engine] = {}
+        workdirs: list[Path] = []
+        live: list[Job] = []
+        comparison = jobs[0].comparison
+        sizes = None
+        for job in jobs:
+            workdir = job_work_dir(self.writer.path.name, job)
+            if workdir.exists():  # left by a run killed outright
+                shutil.rmtree(workdir, ignore_errors=True)
+            workdirs.append(workdir)
+            log = self.writer.job_dir(job) / "server.log"
+            options = prepare.engine_options(self.lab, comparison, job.column, workdir, log)
+            sizes = options.sizes
+            engines[job.name] = make_engine(builds[job.column.label], options)
+
+        def hurry() -> None:
+            for engine in engines.values():
+                engine.hurry()
+
+        status = {job.name: "failed" for job in jobs}
+        try:
+            with hurrying(hurry):
+                for job in jobs:
+                    assert sizes is not None
+                    try:
+                        self._start(engines[job.name], job, sizes)
+                        live.append(job)
+                    except _JobFailed:
+                        pass
+                plans = benchmarks.plans(comparison)
+                for index, plan in enumerate(plans, start=1):
+                    if not live:
+                        break
+                    live = self._interleaved_step(live, engines, index, plan, len(plans))
+                for job in live:
+                    status[job.name] = "ok"
+        except KeyboardInterrupt as e:
+            with shielded():
+                for job in live:
+                    if not self.writer.job_failed_by_interrupt(job):
+                        why = Interrupted(f"interrupted by {_signal_name(e)}")
+                        self.writer.add_failure(job.name, why)
+            raise
+        finally:
+            with shielded():
+                for engine in engines.values():
+                    with contextlib.suppress(Exception):
+                        engine.stop()
+                for workdir in workdirs:
+                    shutil.rmtree(workdir, ignore_errors=True)
+        for job in jobs:
+            self.writer.end_job(job, status[job.name])
+
+    def _interleaved_step(
+        self, live: list[Job], engines: dict[str, Engine], index: int, plan: StepPlan, steps: int
+    ) -> list[Job]:
+        """One step of an interleaved round on every live job's engine; returns the jobs
+        still live after it (a side whose step failed is recorded and stopped)."""
+        sides = []
+        slices = slice_spec(plan, self.lab.slice_ms)
+        for job in live:
+            engine = engines[job.name]
+            spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
+            spec["slices"] = slices
+            stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
+            make = functools.partial(
+                Progress,
+                job.name,
+                self._jobs_run,
+                max(self._jobs_planned, self._jobs_run),
+                plan.name,
+                index,
+                steps,
+                comparison=job.comparison.name,
+                column=job.column.label,
+                repeat=job.repeat,
+            )
+
+            def report(
+                elapsed: float, left: float | None, rate: LiveRate | None, _make: Any = make
+            ) -> None:
+                self.progress(_make(elapsed, left, rate=rate))
+
+            sides.append(Side(engine, spec, stem, report))
+        timeout = prepare.step_timeout(self.lab, plan, sides[0].spec)
+        first = live[0].repeat % len(live)  # who starts rotates from round to round
+        outcomes = collect_interleaved(sides, plan, timeout, self.lab.placement, first)
+        if plan.wait_after_s:
+            self._quiet_all([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
+        results: dict[str, dict[str, Any]] = {}
+        still = []
+        for job, outcome in zip(live, outcomes, strict=True):
+            engine = engines[job.name]
+            if isinstance(outcome, Exception):
+                self._record_failure(job, index, plan.name, outcome, engine)
+                with shielded():
+                    engine.stop()
+                continue
+            results[job.name] = outcome.result
+            still.append(job)
+        base = next((j for j in still if j.column == j.comparison.base), None)
+        for job, outcome in zip(live, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                continue
+            result = outcome.result
+            if base is not None and job is not base:
+                result["paired"] = {
+                    "base": base.name,
+                    **pair_slices(results[base.name]["slices"], result["slices"]),
+                }
+            step = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, result)
+            self.writer.write_step(job, index, step, outcome.series, outcome.hlog)
+            self._index(functools.partial(self._index_step, step, index))
+        return still
+
+    def _index_step(self, result: StepResult, index: int, h: History) -> None:
+        h.index_step(self.path, result, record=self.writer.record, step_no=index)
+
+    def _quiet_all(self, engines: list[Engine], seconds: float, report: Report) -> None:
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            for engine in engines:
+                engine.check_alive()
+            report(seconds - left, left, None)
+            time.sleep(min(0.5, left))
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
@@ -438,6 +582,23 @@ class Runner:
             lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
         )
         self.writer.add_failure(f"{job.name} {step}", error, trace)
+
+
+# Rows per Q call of the Insert Benchmark's fixed-work steps (the loadgen's defaults);
+# every other fixed-work step's Q call carries one unit.
+_ROWS_PER_CALL = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
+SLICES_PER_FIXED_STEP = 40  # a fixed-work step's slices per side, roughly
+
+
+def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
+    """The loadgen's `slices` of an interleaved step: time slices for a timed step; for
+    a fixed-work step, slices of equal work (Q calls), so every side has done the same
+    part of the step at the end of each turn and ends the step in the same state."""
+    if plan.duration_s:
+        return {"ms": slice_ms}
+    per_call = int(plan.section.get("rows_per_commit") or _ROWS_PER_CALL.get(plan.step, 1))
+    calls = plan.work // per_call if plan.work else 1
+    return {"q_calls": max(1, calls // SLICES_PER_FIXED_STEP)}
 
 
 def _signal_name(e: KeyboardInterrupt) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class _Stream:
     marks: dict[str, window.Mark] = field(default_factory=dict)
     clock: dict[str, Any] | None = None  # the CPUs' governor and MHz, read in the window
     counted: dict[str, Any] | None = None  # perf stat over the window (collect/pmu.py)
+    slices: list[list[float]] = field(default_factory=list)  # interleaved: [t_s, s, q, q_all]
 
 
 def collect_step(
@@ -101,7 +103,13 @@ def collect_step(
     timeout_s: float,
     placement: Placement,
     report: Report,
+    turns: Turns | None = None,
+    side: int = 0,
+    started: Callable[[Loadgen], None] | None = None,
 ) -> StepOutcome:
+    """One step on one engine. With `turns` (an interleaved step, whose spec has
+    `slices`), this engine is side `side` of the turns: it runs a slice only when its
+    turn comes. `started` is told the loadgen once it runs (to stop it from elsewhere)."""
     started_at = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     # An embedded engine runs inside the loadgen: its process is the one measured.
     server_pid = None if engine.embedded else engine.server_pid()
@@ -110,10 +118,13 @@ def collect_step(
     loadgen = Loadgen(
         spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
     )
+    if started is not None:
+        started(loadgen)
     t0 = time.monotonic()
     counters = _Counters()
     try:
         handler = _Follower(loadgen, plan, stream, server_pid, report, counters)
+        handler.turns, handler.side = turns, side
         stream.summary = follow(loadgen, engine, plan.name, timeout_s, handler, t0)
         handler.mark("end", stream.summary)
         stream.counted = counters.stop()
@@ -122,6 +133,8 @@ def collect_step(
         loadgen.kill()
         raise
     finally:
+        if turns is not None:
+            turns.finish(side)  # the others go on without this side
         counters.close()
         loadgen.close()
     assert stream.summary is not None
@@ -136,6 +149,8 @@ def collect_step(
             "error_samples": stream.errors,
         }
     )
+    if turns is not None:
+        result["slices"] = stream.slices
     return StepOutcome(result, stream.series, _hlog(stream.summary))
 
 
@@ -249,6 +264,8 @@ class _Follower(Handler):
         self.loadgen, self.plan, self.stream = loadgen, plan, stream
         self.server_pid, self.report, self.counters = server_pid, report, counters
         self.interval_end_s = 0.0  # t_s of the latest interval: the next one starts there
+        self.turns: Turns | None = None
+        self.side = 0
 
     def mark(self, name: str, event: dict[str, Any]) -> None:
         stream = self.stream
@@ -278,6 +295,19 @@ class _Follower(Handler):
         rate = live_rate(event, self.interval_end_s)
         self.interval_end_s = event["t_s"]
         self.report(since_start_s, self.remaining(event["t_s"]), rate)
+
+    def slice(self, event: dict[str, Any]) -> None:
+        if event["n"] > 0:
+            figures = (event["t_s"], event["slice_s"], event["q"], event["q_all"])
+            self.stream.slices.append([float(x) for x in figures])
+        if self.turns is None:
+            return
+        if event.get("last"):
+            self.turns.finish(self.side)
+        elif event["n"] == 0:
+            self.turns.wait(self.side)
+        else:
+            self.turns.pass_on(self.side)
 
     def error(self, event: dict[str, Any]) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
@@ -409,3 +439,120 @@ def _hlog(summary: dict[str, Any]) -> str:
     lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
     lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
     return "\n".join(lines) + "\n"
+
+
+class Turns:
+    """Whose slice it is among the sides of an interleaved step: side after side in a
+    fixed cycle, skipping sides whose step ended. A side's follower waits here between
+    its slices, so exactly one side runs at a time."""
+
+    def __init__(self, sides: int, first: int = 0) -> None:
+        self._cv = threading.Condition()
+        self._order = list(range(sides))
+        self._live = set(self._order)
+        self._turn = first % sides
+        self.aborted = False
+
+    def wait(self, side: int) -> None:
+        """Until it is `side`'s turn (or it is the only side left, or all stop)."""
+        with self._cv:
+            while self._turn != side and side in self._live and not self.aborted:
+                self._cv.wait(0.5)
+
+    def pass_on(self, side: int) -> None:
+        """`side` ended a slice: the next live side runs; returns at side's next turn."""
+        with self._cv:
+            self._advance(side)
+            self._cv.notify_all()
+        self.wait(side)
+
+    def finish(self, side: int) -> None:
+        """`side`'s step is over (done or failed): it takes no more turns."""
+        with self._cv:
+            self._live.discard(side)
+            if self._turn == side:
+                self._advance(side)
+            self._cv.notify_all()
+
+    def abort(self) -> None:
+        with self._cv:
+            self.aborted = True
+            self._cv.notify_all()
+
+    def _advance(self, side: int) -> None:
+        n = len(self._order)
+        for k in range(1, n + 1):
+            nxt = self._order[(side + k) % n]
+            if nxt in self._live:
+                self._turn = nxt
+                return
+
+
+@dataclass
+class Side:
+    """One engine's part of an interleaved step."""
+
+    engine: Engine
+    spec: dict[str, Any]
+    stem: Path
+    report: Report
+
+
+def collect_interleaved(
+    sides: list[Side],
+    plan: StepPlan,
+    timeout_s: float,
+    placement: Placement,
+    first: int = 0,
+) -> list[StepOutcome | Exception]:
+    """One step on every side at once, in turns: each side's loadgen runs a slice, then
+    waits while the others run theirs (the spec's `slices` says how long a slice is).
+    Returns each side's outcome, or the error that ended its step; the other sides go on
+    without a side that failed. Ctrl-C stops every side's loadgen and is raised."""
+    turns = Turns(len(sides), first)
+    out: list[StepOutcome | Exception | None] = [None] * len(sides)
+    loadgens: list[Loadgen] = []
+    lock = threading.Lock()
+
+    def keep(loadgen: Loadgen) -> None:
+        with lock:
+            loadgens.append(loadgen)
+
+    def run(i: int) -> None:
+        side = sides[i]
+        try:
+            # The other sides' slices pass while this one waits: its deadline scales.
+            out[i] = collect_step(
+                side.engine,
+                side.spec,
+                side.stem,
+                plan,
+                timeout_s * len(sides),
+                placement,
+                side.report,
+                turns,
+                i,
+                keep,
+            )
+        except Exception as e:  # this side's step failed; the others go on
+            out[i] = e
+
+    threads = [
+        threading.Thread(target=run, args=(i,), name=f"side-{i}", daemon=True)
+        for i in range(len(sides))
+    ]
+    for t in threads:
+        t.start()
+    try:
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    except BaseException:
+        turns.abort()
+        with lock:
+            for loadgen in loadgens:
+                loadgen.kill()
+        for t in threads:
+            t.join(10)
+        raise
+    return [o if o is not None else LoadgenError("the step did not run") for o in out]

@@ -17,8 +17,10 @@ from typing import Any
 from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
 from dbregress.analysis.metrics import PER_OP, Metric
+from dbregress.analysis.paired import paired_all
 from dbregress.analysis.verdict import Comparison, Policy, compare_all
 from dbregress.lab import VerdictPolicy
+from dbregress.store.records import JobId
 
 Key = tuple[str, str, str]  # (comparison, column, step)
 
@@ -186,6 +188,25 @@ def _samples(
     return out
 
 
+def _paired(keys: Iterable[Key], results: list[dict[str, Any]]) -> dict[Key, list[float | None]]:
+    """Interleaved runs: per key, the paired ratio of each repeat whose base and column
+    results are both usable (a disturbed side leaves its pair out)."""
+    jobs = {(r["column"], r["repeat"], r["step"]) for r in results}
+    out: dict[Key, list[float | None]] = {}
+    for key in keys:
+        _comp, label, step = key
+        ratios: list[float | None] = []
+        for r in results:
+            pair = r.get("paired")
+            if r["column"] != label or r["step"] != step or not pair:
+                continue
+            base = JobId.parse(pair["base"])
+            if (base.label, base.repeat, step) in jobs:
+                ratios.append(pair.get("ratio"))
+        out[key] = ratios
+    return out
+
+
 def compare_run(
     record: dict[str, Any],
     steps_by_job: dict[str, list[dict[str, Any]]],
@@ -205,7 +226,11 @@ def compare_run(
             steps = ran.setdefault(r["column"], [])
             if r["step"] not in steps:
                 steps.append(r["step"])
-    qps = compare_all(_samples(record, results, lambda r: r["q"]["value"], ran), rule, "higher")
+    qps_samples = _samples(record, results, lambda r: r["q"]["value"], ran)
+    if record.get("schedule") == "interleaved":
+        qps = paired_all(_paired(qps_samples, results), rule)
+    else:
+        qps = compare_all(qps_samples, rule, "higher")
     metrics = {
         m.key: compare_all(
             _samples(record, results, lambda r, k=m.key: r["per_op"].get(k)),

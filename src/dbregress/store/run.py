@@ -79,6 +79,8 @@ class RunWriter:
             "failures": [],
             "repeats": {"min": lab.repeats.minimum, "max": lab.repeats.maximum},
             "order": lab.order,
+            "schedule": lab.schedule,
+            "slice_ms": lab.slice_ms,
             "seed": lab.seed,
             "warmup_job": lab.warmup_job,
             "verdict_policy": {"alpha": lab.verdict.alpha, "band": lab.verdict.band},

@@ -1,0 +1,149 @@
+"""The interleaved schedule's time verdicts: paired slices within a repeat, paired
+repeats across the run (docs/verdicts.md).
+
+Within one repeat, the base's engine and a column's engine ran the step in alternating
+slices; slice k of each ran in the same turn of the cycle, so the host's drift at that
+moment hits both. A repeat's ratio is the column's Q per second over its measured slices
+against the base's over the same turns. Its interval comes from batch means: the turns
+are cut into at most BATCHES contiguous batches, each batch's log ratio is one sample,
+and the spread of those samples (not of single slices, which are autocorrelated: the
+host drifts slowly) gives the standard error (Law & Kelton, "Simulation Modeling and
+Analysis", ch. 9).
+
+Across repeats (each a fresh pair of engines, so independent), the verdict is a
+one-sample t-test of the repeats' log ratios against 0 (Student 1908), its p-values
+adjusted by Benjamini-Hochberg across every step and column of the lab, and TOST
+(Schuirmann 1987) with the (1 - 2 alpha) t interval against 1 ± band for `same`. The t
+test assumes the log ratios are roughly normal; it is what lets 3 repeats decide (the
+signed-rank test's smallest two-sided p with 5 repeats is 0.0625).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from statistics import NormalDist
+from typing import Any, TypeVar
+
+from scipy import stats as sps
+
+from dbregress.analysis import stats
+from dbregress.analysis.verdict import Comparison, Policy, usable
+
+Key = TypeVar("Key", bound=Hashable)
+BATCHES = 10  # batch means: at most this many batches of consecutive turns per repeat
+MIN_PAIRS = 2  # fewer measured pairs than this: the repeat gives no paired ratio
+
+
+def measured_slices(slices: Sequence[Sequence[float]]) -> list[tuple[float, float] | None]:
+    """Per slice (turn), its (seconds, Q) when the whole slice was measured (after the
+    warm-up: q equals q_all) and lasted, else None; rows are [t_s, slice_s, q, q_all]."""
+    out: list[tuple[float, float] | None] = []
+    for _t, secs, q, q_all in slices:
+        whole = secs > 0 and q > 0 and q >= q_all
+        out.append((secs, q) if whole else None)
+    return out
+
+
+def pair_slices(
+    base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]
+) -> dict[str, Any]:
+    """A repeat's paired figures: `ratio` (other / base, Q per second over the turns
+    both measured), `log_se` (batch means' standard error of its log, None with fewer
+    than 2 batches), `pairs` and `batches`."""
+    a, b = measured_slices(base), measured_slices(other)
+    pairs = [(x, y) for x, y in zip(a, b, strict=False) if x is not None and y is not None]
+    if len(pairs) < MIN_PAIRS:
+        return {"ratio": None, "log_se": None, "pairs": len(pairs), "batches": 0}
+
+    def log_ratio(chunk: Sequence[tuple[tuple[float, float], tuple[float, float]]]) -> float:
+        base_rate = sum(x[1] for x, _ in chunk) / sum(x[0] for x, _ in chunk)
+        other_rate = sum(y[1] for _, y in chunk) / sum(y[0] for _, y in chunk)
+        return math.log(other_rate / base_rate)
+
+    whole = log_ratio(pairs)
+    k = min(BATCHES, len(pairs))
+    edges = [round(i * len(pairs) / k) for i in range(k + 1)]
+    means = [log_ratio(pairs[edges[i] : edges[i + 1]]) for i in range(k)]
+    se = None
+    if k >= 2:
+        mean = sum(means) / k
+        se = math.sqrt(sum((m - mean) ** 2 for m in means) / (k - 1) / k)
+    return {"ratio": math.exp(whole), "log_se": se, "pairs": len(pairs), "batches": k}
+
+
+def _pct(confidence: float) -> str:
+    return f"{math.floor(confidence * 100 + 1e-9)}%"
+
+
+def paired_all(
+    samples: Mapping[Key, Sequence[float | None]], policy: Policy
+) -> dict[Key, Comparison]:
+    """A QPS verdict for every key from its repeats' paired ratios (column / base).
+    Benjamini-Hochberg runs over all keys given: pass one lab's at once."""
+    ratios = {k: usable(v) for k, v in samples.items()}
+    tests: dict[Key, tuple[float, float, float, int]] = {}  # mean, se, p, n
+    for k, r in ratios.items():
+        if len(r) < 2:
+            continue
+        logs = stats.logs(r)
+        n = len(logs)
+        mean = sum(logs) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
+        se = sd / math.sqrt(n)
+        # Identical repeats (se 0) are exactly as far from 0 as their mean.
+        p = float(2 * sps.t.sf(abs(mean) / se, n - 1)) if se > 0 else float(mean == 0)
+        tests[k] = (mean, se, p, n)
+    adjusted = dict(zip(tests, stats.bh_adjusted([t[2] for t in tests.values()]), strict=True))
+    out: dict[Key, Comparison] = {}
+    for k, r in ratios.items():
+        n = len(r)
+        if k not in tests:
+            ratio = r[0] if r else None
+            why = "no paired repeats" if not r else "only 1 paired repeat"
+            out[k] = Comparison(ratio, None, None, None, "undecided", n, n, None, why)
+            continue
+        mean, se, p, n = tests[k]
+        q = adjusted[k]
+        t_ci = float(sps.t.ppf(1 - policy.alpha / 2, n - 1))
+        t_tost = float(sps.t.ppf(1 - policy.alpha, n - 1))
+        ci = (math.exp(mean - t_ci * se), math.exp(mean + t_ci * se))
+        lo, hi = math.exp(mean - t_tost * se), math.exp(mean + t_tost * se)
+        ratio = math.exp(mean)
+        conf = 1 - policy.alpha
+        band = f"±{policy.band * 100:g}%"
+        if lo >= 1 - policy.band and hi <= 1 + policy.band:
+            why = f"{_pct(1 - 2 * policy.alpha)} CI {lo:.3f}-{hi:.3f} inside {band} (paired)"
+            out[k] = Comparison(ratio, ci, conf, p, "same", n, n, None, why)
+            continue
+        test = f"paired t p={p:.2g} (BH-adjusted {q:.2g}), {n} repeats"
+        if q <= policy.alpha and mean != 0:
+            word = "faster" if mean > 0 else "slower"
+            effect = "better" if mean > 0 else "worse"
+            out[k] = Comparison(ratio, ci, conf, p, word, n, n, None, test, effect)
+            continue
+        more = _more_repeats(mean, se * math.sqrt(n), n, policy)
+        parts = [test, f"{_pct(1 - 2 * policy.alpha)} CI {lo:.3f}-{hi:.3f} not inside {band}"]
+        if more is not None:
+            parts.append(f"~{n + more} repeats would probably decide")
+        out[k] = Comparison(ratio, ci, conf, p, "undecided", n, n, more, "; ".join(parts))
+    return out
+
+
+def _more_repeats(mean: float, sd: float, n: int, policy: Policy) -> int | None:
+    """Extra repeats at which, by the normal approximation, either the test or the
+    equivalence interval would probably decide; None when out of reach."""
+    if sd <= 0 or not math.isfinite(sd):
+        return None
+    z = NormalDist().inv_cdf(1 - policy.alpha / 2)
+    needed = []
+    if mean != 0:
+        needed.append(math.ceil((z * sd / abs(mean)) ** 2) + 1)
+    margin = min(mean - math.log1p(-policy.band), math.log1p(policy.band) - mean)
+    if margin > 0:
+        zt = NormalDist().inv_cdf(1 - policy.alpha)
+        needed.append(math.ceil((zt * sd / margin) ** 2) + 1)
+    if not needed:
+        return None
+    extra = max(min(needed), n + 1) - n
+    return extra if extra <= policy.max_more else None
