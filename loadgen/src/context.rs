@@ -3,13 +3,15 @@
 //! thread's `Worker`, through which every driver call is timed. The runner (runner.rs)
 //! builds it; workloads and the reporter use it without knowing the runner.
 
+use crate::clock::StepClock;
 use crate::driver::kv::EngineSnapshot;
 use crate::driver::{Conn, DbResult, Driver, ErrorClass};
 use crate::fault::Fault;
 use crate::gate::Gate;
 use crate::outcome::{ClientOutcome, Histograms};
-use crate::output::ErrorLimiter;
+use crate::output::{ErrorLimiter, QUnit};
 use crate::pace::{sleep_until, Pacing};
+use crate::slices::Slices;
 use crate::spec::StepSpec;
 use crate::stats::{CachePadded, OpKind, Recorder, Stats};
 use crate::window::{Edge, Slot, Window};
@@ -29,6 +31,8 @@ pub enum Msg {
     Ready,
     /// A Q call reached an edge of the profiler's window and waits for the caller.
     Window(Edge),
+    /// A Q call ended the slice (q_calls): the reporter waits for the calls in flight.
+    Slice,
     /// Client n's timed part ended then; it waits at the check gate.
     Timed(u32, Instant),
     /// Client n finished; a client that sent no `Timed` ended its timed part with it.
@@ -106,6 +110,10 @@ pub struct StepContext {
     fault: Option<Fault>,
     /// The profiler's window over the calls of Q (the spec's `window`).
     pub window: Option<Window>,
+    /// The step's own clock: wall time less the pauses between slices.
+    pub clock: StepClock,
+    /// The spec's `slices`: the gate every driver call passes.
+    pub slices: Option<Slices>,
     /// The server processes serving the clients' connections (`Conn::session_pid`),
     /// reported at `ready`.
     pub session_pids: Mutex<Vec<u32>>,
@@ -113,19 +121,23 @@ pub struct StepContext {
 
 impl StepContext {
     /// Every thread's shared state for `spec` on `driver`; `tx` reaches the reporter,
-    /// `fault` is what DBREGRESS_LOADGEN_FAULT asks for, `q_op` is the step's Q.
+    /// `fault` is what DBREGRESS_LOADGEN_FAULT asks for, `q` is the step's Q (its op
+    /// kind and unit).
     pub fn new(
         spec: StepSpec,
         driver: Box<dyn Driver>,
         tx: Sender<Msg>,
         fault: Option<Fault>,
-        q_op: OpKind,
+        (q_op, q_unit): (OpKind, QUnit),
     ) -> StepContext {
         let window = spec
             .window
             .map(|w| Window::new(w, q_op, spec.workload.runs_for_a_duration()));
+        let slices = spec.slices.map(|s| Slices::new(s, q_op, q_unit));
         StepContext {
             window,
+            clock: StepClock::new(),
+            slices,
             spec,
             driver,
             stats: Stats::default(),
@@ -226,8 +238,14 @@ impl StepContext {
         self.arrived.fetch_add(1, Relaxed) + 1 == self.spec.clients
     }
 
-    fn t_s(&self, start: Instant) -> f64 {
-        start.elapsed().as_secs_f64()
+    /// The step's own time now (wall time without slices).
+    pub fn now(&self) -> Instant {
+        self.clock.now()
+    }
+
+    /// Own seconds since `start`.
+    pub fn t_s(&self, start: Instant) -> f64 {
+        self.now().saturating_duration_since(start).as_secs_f64()
     }
 }
 
@@ -250,13 +268,19 @@ impl Worker<'_> {
         self.start
     }
 
-    /// Run one driver call intended to start at `intended`; latency counts from there.
-    /// Returns the rows it reported (None after an ignorable error) and when the next
-    /// operation may start: the call's end, or the end of the injected busy-wait.
+    /// The step's own time now.
+    pub fn now(&self) -> Instant {
+        self.ctx.now()
+    }
+
+    /// Run one driver call intended to start at `intended` (own time); latency counts
+    /// from there, less any wait at the slices' gate. Returns the rows it reported (None
+    /// after an ignorable error) and when the next operation may start: the call's end,
+    /// or the end of the injected busy-wait.
     pub fn call(
         &mut self,
         op: OpKind,
-        intended: Instant,
+        mut intended: Instant,
         f: impl FnOnce() -> DbResult<u64>,
     ) -> Result<(Option<u64>, Instant)> {
         let window = self.ctx.window.as_ref().filter(|w| w.q_op == op);
@@ -264,18 +288,31 @@ impl Worker<'_> {
             None => None,
             Some(w) => match w.begin(&self.ctx.stop, |e| drop(self.ctx.tx.send(Msg::Window(e)))) {
                 // A timed step's window closed: the step is over, this call does not run.
-                Some(Slot::Over) => return Ok((None, Instant::now())),
+                Some(Slot::Over) => return Ok((None, self.ctx.now())),
                 Some(slot) => Some(slot),
                 None => bail!("stopped at the edge of the profiler's window"),
             },
         };
+        // In flight from here to the end of the busy-wait: it leaves when dropped.
+        let _pass = match &self.ctx.slices {
+            None => None,
+            Some(s) => {
+                let announce = || drop(self.ctx.tx.send(Msg::Slice));
+                let Some(pass) = s.enter(op, &self.ctx.clock, &self.ctx.stop, announce) else {
+                    bail!("stopped between slices");
+                };
+                // Waiting for a slice to begin is not the engine's latency.
+                intended += pass.waited;
+                Some(pass)
+            }
+        };
         // The call's own start, read only when a slowdown needs it.
-        let began = (self.slowdown > 0.0).then(Instant::now);
+        let began = (self.slowdown > 0.0).then(|| self.ctx.now());
         let result = f();
         if let (Some(w), Some(slot)) = (window, slot) {
             w.end(slot, result.as_ref().ok().copied());
         }
-        let done = Instant::now();
+        let done = self.ctx.now();
         if !self.measuring && done >= self.measure_from {
             self.rec.rebase();
             self.measuring = true;
@@ -284,6 +321,9 @@ impl Worker<'_> {
             Ok(rows) => {
                 let us = done.saturating_duration_since(intended).as_micros() as u64;
                 self.rec.record_ok(op, us, rows);
+                if let Some(s) = &self.ctx.slices {
+                    s.ended(op, rows, self.measuring);
+                }
                 Some(rows)
             }
             Err(e) if e.class == ErrorClass::Ignorable => {
@@ -314,10 +354,10 @@ impl Worker<'_> {
             return done;
         };
         let until = done + (done - began).mul_f64(self.slowdown);
-        let mut now = Instant::now();
+        let mut now = self.ctx.now();
         while now < until && !self.stopped() {
             std::hint::spin_loop();
-            now = Instant::now();
+            now = self.ctx.now();
         }
         now
     }
@@ -327,7 +367,7 @@ impl Worker<'_> {
         self.ctx.stop.load(Relaxed) || self.ctx.window.as_ref().is_some_and(Window::ended_the_step)
     }
 
-    /// Wait until an operation intended at `intended` under `pacing` may start: in wall
+    /// Wait until an operation intended at `intended` under `pacing` may start: in own
     /// time, or for a paced writer under a window with q_per_s, on the window's clock
     /// (which Q calls advance). False when the step stops first.
     pub fn wait_for_turn(&self, pacing: &Pacing, intended: Instant) -> bool {
@@ -337,7 +377,7 @@ impl Worker<'_> {
             Pacing::ClosedLoop => None,
         };
         let Some(w) = clock else {
-            return sleep_until(intended, &self.ctx.stop);
+            return sleep_until(intended, &self.ctx.stop, &self.ctx.clock);
         };
         while !self.stopped() {
             if w.clock(self.start).is_some_and(|now| now >= intended) {

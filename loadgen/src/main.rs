@@ -1,6 +1,7 @@
 //! dbregress-loadgen: drives one step of a workload against one running engine and
 //! prints what happened as JSON lines (schema/events.schema.json).
 
+mod clock;
 mod context;
 mod control;
 mod driver;
@@ -14,6 +15,7 @@ mod output;
 mod pace;
 mod reporter;
 mod runner;
+mod slices;
 mod spec;
 mod stats;
 mod summary;
@@ -38,7 +40,7 @@ event stream (schema/events.schema.json) on stdout, one JSON object per line.
 Arguments:
   <SPEC>  path of the step spec JSON file, or - to read it from stdin
           (with handshake or wait_before_close, give a file: stdin is then the
-          caller's: the lines go and check, and its end)
+          caller's: the lines go, run (slices) and check, and its end)
 
 Options:
   -h, --help               print this help

@@ -36,7 +36,7 @@ impl RowCheck {
 /// What one client leaves behind.
 pub struct ClientOutcome {
     pub table: String,
-    /// When its last timed operation ended.
+    /// When its last timed operation ended (the step's own time).
     pub end: Instant,
     pub histograms: Vec<Histograms>,
     /// Kept open until the process ends (wait_before_close).

@@ -52,6 +52,24 @@ pub enum Event<'a> {
         ops: u64,
         rows: u64,
     },
+    /// A step run in slices (the spec's `slices`): after go (n 0), and after each slice
+    /// once no driver call is in flight, the loadgen waits for the line `run`; the last
+    /// slice (`last`, when the timed work ended in it) comes just before `stopped` and
+    /// waits for nothing. Times are the step's own (pauses left out).
+    Slice {
+        n: u64,
+        /// Own seconds since go, at the slice's end.
+        t_s: f64,
+        /// Own seconds from `run` to the end of the slice's last call.
+        slice_s: f64,
+        /// Units of Q (the summary's q_unit) ended in the slice and counted in the
+        /// summary (after the warm-up).
+        q: u64,
+        /// Units of Q ended in the slice, warm-up included.
+        q_all: u64,
+        last: bool,
+        process: ProcessUsage,
+    },
     /// The last timed operation ended; with the handshake, the loadgen now waits for
     /// `check` before its checks.
     Stopped {

@@ -4,7 +4,11 @@
 //! Under a target rate every operation has an intended start time on a fixed schedule;
 //! latency is measured from it, so a stall that delays later operations is charged to
 //! them (coordinated omission, as wrk2 and oha do).
+//!
+//! Every instant here is the step's own time (clock.rs): a step run in slices keeps its
+//! schedule and deadline across the pauses, with no burst to catch up after one.
 
+use crate::clock::StepClock;
 use std::time::{Duration, Instant};
 
 /// When the next operation may start.
@@ -79,15 +83,16 @@ impl Stop {
     }
 }
 
-/// Sleep until `at`, waking early if `stop` turns true; false when stopped.
-pub fn sleep_until(at: Instant, stop: &std::sync::atomic::AtomicBool) -> bool {
+/// Sleep until `at` on `clock` (which stands still while the step is paused), waking
+/// early if `stop` turns true; false when stopped.
+pub fn sleep_until(at: Instant, stop: &std::sync::atomic::AtomicBool, clock: &StepClock) -> bool {
     use std::sync::atomic::Ordering::Relaxed;
     const SLICE: Duration = Duration::from_millis(50);
     loop {
         if stop.load(Relaxed) {
             return false;
         }
-        let now = Instant::now();
+        let now = clock.now();
         if now >= at {
             return true;
         }
@@ -137,12 +142,35 @@ mod tests {
 
     #[test]
     fn sleep_until_honours_stop() {
-        let stop = AtomicBool::new(true);
+        let (stop, clock) = (AtomicBool::new(true), StepClock::new());
         assert!(!sleep_until(
             Instant::now() + Duration::from_secs(60),
-            &stop
+            &stop,
+            &clock
         ));
         let go = AtomicBool::new(false);
-        assert!(sleep_until(Instant::now() + Duration::from_millis(5), &go));
+        assert!(sleep_until(
+            Instant::now() + Duration::from_millis(5),
+            &go,
+            &clock
+        ));
+    }
+
+    #[test]
+    fn sleep_until_sleeps_in_own_time_across_a_pause() {
+        let (go, clock) = (AtomicBool::new(false), StepClock::new());
+        let t0 = Instant::now();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(10));
+                clock.freeze();
+                std::thread::sleep(Duration::from_millis(100));
+                clock.resume();
+            });
+            assert!(sleep_until(t0 + Duration::from_millis(40), &go, &clock));
+        });
+        // 40 ms of own time: 10 before the pause, 100 paused, 30 after.
+        let wall = t0.elapsed();
+        assert!(wall >= Duration::from_millis(140), "{wall:?}");
     }
 }

@@ -1,13 +1,16 @@
 //! The reporter, the main thread's part of a step: it gathers the clients at the start
 //! gate, runs the handshake with the caller, prints the intervals and the phase events
 //! (ready, measuring, stopped), opens the check gate and collects every client's
-//! outcome for the summary.
+//! outcome for the summary. With the spec's `slices` it also ends each slice (by time,
+//! or when a Q call says so), waits until no call is in flight, and waits for `run`.
+//!
+//! Its times are the step's own (clock.rs): intervals, the warm-up's end, t_s.
 
 use crate::context::{Msg, StepContext};
 use crate::control::{Control, Heard, Interrupted, POLL};
 use crate::driver::kv::EngineSnapshot;
 use crate::outcome::{ClientOutcome, StepPlan};
-use crate::output::{self, Event};
+use crate::output::{self, Event, ProcessUsage};
 use crate::timeline::{Mark, Timeline};
 use crate::window::Edge;
 use anyhow::{bail, Result};
@@ -38,7 +41,8 @@ struct Inbox<'a> {
 
 impl Inbox<'_> {
     /// Take the next message within `wait`; a fatal message or a signal is the error.
-    fn pump(&mut self, wait: Duration) -> Result<()> {
+    /// True when there was one.
+    fn pump(&mut self, wait: Duration) -> Result<bool> {
         if self.interrupted.load(Relaxed) {
             self.ctx.stop.store(true, Relaxed);
             return Err(Interrupted.into());
@@ -47,14 +51,22 @@ impl Inbox<'_> {
             Ok(Msg::Fatal(e)) => return Err(e),
             Ok(Msg::Ready) => self.ready += 1,
             Ok(Msg::Window(edge)) => self.edge = Some(edge),
+            // Only a wake-up: the slices say the slice is over.
+            Ok(Msg::Slice) => {}
             Ok(Msg::Timed(client, end)) => self.ends[client as usize - 1] = Some(end),
             Ok(Msg::Done(client, o)) => {
                 self.ends[client as usize - 1].get_or_insert(o.end);
                 self.outcomes.push(*o);
             }
-            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Timeout) => return Ok(false),
             Err(RecvTimeoutError::Disconnected) => bail!("every client thread ended"),
         }
+        Ok(true)
+    }
+
+    /// Take every message already sent.
+    fn drain(&mut self) -> Result<()> {
+        while self.pump(Duration::ZERO)? {}
         Ok(())
     }
 
@@ -68,6 +80,8 @@ pub struct Reporter<'a> {
     /// stdin, with the handshake.
     control: Option<Control>,
     launched: Instant,
+    /// With slices: the last slice's number, and when (own time) the running one began.
+    slice: (u64, Instant),
 }
 
 /// The start of the measured window.
@@ -97,6 +111,7 @@ impl<'a> Reporter<'a> {
             inbox,
             control,
             launched,
+            slice: (0, launched),
         }
     }
 
@@ -150,13 +165,13 @@ impl<'a> Reporter<'a> {
         Ok(ready)
     }
 
-    /// Every client's timed part has ended: the last interval, then `stopped`.
-    /// Returns the end of the last timed operation, and the mark of `stopped`.
-    fn stop(&self, plan: &StepPlan, start: Instant, measured_from: Instant) -> (Instant, Mark) {
-        let end = self.inbox.ends.iter().flatten().max().copied();
-        let end = end.unwrap_or(start).max(measured_from);
+    /// Every client's timed part has ended: the last interval, the last slice, then
+    /// `stopped`. Returns the end of the last timed operation, and the mark of `stopped`.
+    fn stop(&mut self, plan: &StepPlan, start: Instant, measured_from: Instant) -> (Instant, Mark) {
+        let end = self.timed_end(start).max(measured_from);
         let t = end.saturating_duration_since(start);
         self.emit_interval(plan, t);
+        self.last_slice(start);
         let stopped = Mark::now();
         output::emit(&Event::Stopped {
             t_s: t.as_secs_f64(),
@@ -164,6 +179,12 @@ impl<'a> Reporter<'a> {
             process: stopped.usage,
         });
         (end, stopped)
+    }
+
+    /// The end (own time) of the last client's timed part.
+    fn timed_end(&self, start: Instant) -> Instant {
+        let end = self.inbox.ends.iter().flatten().max().copied();
+        end.unwrap_or(start)
     }
 
     /// Wait for `word` on stdin, with the handshake; stdin closing is fatal.
@@ -190,6 +211,13 @@ impl<'a> Reporter<'a> {
         // read just before it.
         let engine_before = if warm { None } else { self.engine_snapshot()? };
         let go = Mark::now();
+        if let Some(s) = &self.ctx().slices {
+            // Nothing runs and no time passes for the step until the caller says run.
+            s.hold(&self.ctx().clock, go.at);
+            self.emit_slice(0, (go.at, go.at), (0, 0), false);
+            self.expect("run")?;
+            s.resume(&self.ctx().clock);
+        }
         self.ctx().start.open(go.at);
         let measuring = (!warm).then(|| {
             output::emit(&Event::Measuring {
@@ -221,7 +249,11 @@ impl<'a> Reporter<'a> {
                 self.window_edge(edge, start)?;
                 continue;
             }
-            let now = Instant::now();
+            let now = self.ctx().now();
+            if self.slice_over(now) {
+                self.end_slice(start)?;
+                continue;
+            }
             // An interval ending at the boundary is the warm-up's: it goes first.
             if now >= next_tick {
                 self.emit_interval(plan, next_tick - start);
@@ -232,17 +264,93 @@ impl<'a> Reporter<'a> {
                 measuring = Some(self.begin_measuring(start, measure_at)?);
                 continue;
             }
-            let wake = match measuring {
+            let mut wake = match measuring {
                 None => next_tick.min(measure_at),
                 Some(_) => next_tick,
             };
-            self.inbox.pump((wake - now).min(POLL))?;
+            if let Some(end) = self.slice_deadline() {
+                wake = wake.min(end);
+            }
+            self.inbox
+                .pump(wake.saturating_duration_since(now).min(POLL))?;
         }
         match measuring {
             Some(m) => Ok(m),
             // Every client stopped within the warm-up (a failure is on its way).
-            None => self.begin_measuring(start, Instant::now().min(measure_at)),
+            None => self.begin_measuring(start, self.ctx().now().min(measure_at)),
         }
+    }
+
+    /// When (own time) the running slice ends, when slices are timed.
+    fn slice_deadline(&self) -> Option<Instant> {
+        let s = self.ctx().slices.as_ref()?;
+        s.spec.length().map(|len| self.slice.1 + len)
+    }
+
+    /// Is the running slice over: its time is up, or its Q calls began?
+    fn slice_over(&self, now: Instant) -> bool {
+        let Some(s) = self.ctx().slices.as_ref() else {
+            return false;
+        };
+        s.pausing() || self.slice_deadline().is_some_and(|end| now >= end)
+    }
+
+    /// End the running slice: no call starts; once none is in flight the step's clock
+    /// stands still, the slice is reported, and the next begins when the caller says run.
+    fn end_slice(&mut self, start: Instant) -> Result<()> {
+        let ctx = self.ctx();
+        let Some(s) = ctx.slices.as_ref() else {
+            return Ok(());
+        };
+        s.end_slice();
+        s.settle(&ctx.clock);
+        while !s.wait_settled(POLL) {
+            self.inbox.pump(Duration::ZERO)?;
+        }
+        // A fatal error that stopped the calls goes first.
+        self.inbox.drain()?;
+        if ctx.stop.load(Relaxed) {
+            bail!("stopped between slices");
+        }
+        if self.inbox.all_timed() {
+            // The timed work ended with the slice: it is the last, reported before
+            // `stopped` (last_slice), and nothing waits for `run`.
+            s.resume(&ctx.clock);
+            return Ok(());
+        }
+        let end = ctx.now();
+        self.emit_slice(self.slice.0 + 1, (start, end), s.take_q(), false);
+        self.expect("run")?;
+        s.resume(&ctx.clock);
+        Ok(())
+    }
+
+    /// Every client's timed part has ended: the last slice's figures, then no more
+    /// slices (nothing waits at their gate).
+    fn last_slice(&mut self, start: Instant) {
+        let Some(s) = self.ctx().slices.as_ref() else {
+            return;
+        };
+        s.finish(&self.ctx().clock);
+        let end = self.timed_end(start).max(self.slice.1);
+        self.emit_slice(self.slice.0 + 1, (start, end), s.take_q(), true);
+    }
+
+    /// Print slice n's event (0 before the first): it ended at `end` (own time); the
+    /// step started at `start`. The next slice begins at `end`.
+    fn emit_slice(&mut self, n: u64, (start, end): (Instant, Instant), q: (u64, u64), last: bool) {
+        let began = if n == 0 { start } else { self.slice.1 };
+        let (q, q_all) = q;
+        output::emit(&Event::Slice {
+            n,
+            t_s: end.saturating_duration_since(start).as_secs_f64(),
+            slice_s: end.saturating_duration_since(began).as_secs_f64(),
+            q,
+            q_all,
+            last,
+            process: ProcessUsage::now(),
+        });
+        self.slice = (n, end);
     }
 
     /// Announce an edge of the profiler's window, wait for the caller's answer, and let
@@ -254,7 +362,7 @@ impl<'a> Reporter<'a> {
         let (ops, rows) = w.counted();
         output::emit(&Event::Window {
             edge: edge.word(),
-            t_s: start.elapsed().as_secs_f64(),
+            t_s: self.ctx().t_s(start),
             ops,
             rows,
         });

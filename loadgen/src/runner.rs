@@ -43,7 +43,13 @@ pub fn run(
         capabilities: driver.capabilities(),
     });
     let (tx, rx) = mpsc::channel();
-    let ctx = Arc::new(StepContext::new(spec, driver, tx, fault, plan.q_op));
+    let ctx = Arc::new(StepContext::new(
+        spec,
+        driver,
+        tx,
+        fault,
+        (plan.q_op, plan.q_unit),
+    ));
     let mut threads = Vec::new();
     for client in 1..=ctx.spec.clients {
         let ctx = ctx.clone();

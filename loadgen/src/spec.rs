@@ -6,6 +6,7 @@
 //! checked-in copy, schema/step-spec.schema.json, is what `make schema` writes.
 
 use crate::kvspec::RocksOptions;
+use crate::slices::SliceSpec;
 use crate::window::WindowSpec;
 use crate::workload_spec::Workload;
 use anyhow::{bail, Context, Result};
@@ -82,6 +83,7 @@ pub struct StepSpec {
     #[schemars(range(min = 0))]
     pub inject_slowdown: f64,
     pub window: Option<WindowSpec>,
+    pub slices: Option<SliceSpec>,
 }
 
 /// Which engine to drive and how to reach it; `driver` names the registered driver.
@@ -279,6 +281,12 @@ impl StepSpec {
         if let Some(w) = &self.window {
             w.validate(self.handshake)?;
         }
+        if let Some(s) = &self.slices {
+            if self.window.is_some() {
+                bail!("slices and window do not go together: use one or the other");
+            }
+            s.validate(self.handshake)?;
+        }
         Ok(())
     }
 
@@ -453,6 +461,36 @@ mod tests {
             Duration::ZERO,
             "fixed-work steps ignore warmup_s"
         );
+    }
+
+    #[test]
+    fn slices_take_one_limit_need_the_handshake_and_exclude_a_window() {
+        let q = r#""duration_s": 2, "insert_rate": 0"#;
+        let hs = r#""spec_version": 3, "handshake": true"#;
+        let slices = |s: &str| format!(r#"{hs}, "slices": {s}"#);
+        let s = with("qr", q, &slices(r#"{"ms": 100}"#)).unwrap();
+        assert_eq!(s.slices.and_then(|s| s.ms), Some(100));
+        let s = with("l.i0", r#""rows": 5"#, &slices(r#"{"q_calls": 5000}"#)).unwrap();
+        assert_eq!(s.slices.and_then(|s| s.q_calls), Some(5000));
+        let bad = [
+            (r#"{"ms": 100, "q_calls": 5}"#, "not both"),
+            (r#"{}"#, "slices needs one of ms"),
+            (r#"{"ms": 0}"#, "slices.ms must be at least 1"),
+            (r#"{"q_calls": 0}"#, "slices.q_calls must be at least 1"),
+            (r#"{"ms": 10, "len": 1}"#, "unknown field `len`"),
+        ];
+        for (given, why) in bad {
+            let e = error_of(with("qr", q, &slices(given)));
+            assert!(e.contains(why), "{given}: {e}");
+        }
+        let e = error_of(with("qr", q, r#""spec_version": 3, "slices": {"ms": 100}"#));
+        assert!(e.contains("slices needs the handshake"), "{e}");
+        let e = error_of(with(
+            "qr",
+            q,
+            &slices(r#"{"ms": 100}, "window": {"ops": 5}"#),
+        ));
+        assert!(e.contains("slices and window do not go together"), "{e}");
     }
 
     #[test]

@@ -29,6 +29,8 @@ impl Mark {
 
 /// The boundaries of one step, in order. Between `ready` and `go`, and between
 /// `stopped` and `check`, the loadgen only waits for its caller: no phase counts it.
+/// `go`, `measuring` and `end` are the step's own time (clock.rs: the pauses between
+/// slices left out; wall time without slices, and at go either way).
 #[derive(Debug, Clone, Copy)]
 pub struct Timeline {
     /// The process started; its usage was zero then.

@@ -555,4 +555,25 @@ def collect_interleaved(
         for t in threads:
             t.join(10)
         raise
-    return [o if o is not None else LoadgenError("the step did not run") for o in out]
+    done = [o if o is not None else LoadgenError("the step did not run") for o in out]
+    _others_are_ours([o for o in done if isinstance(o, StepOutcome)])
+    return done
+
+
+def _cpu_s(usage: dict[str, Any] | None) -> float:
+    return float(usage["user_s"] + usage["system_s"]) if usage else 0.0
+
+
+def _others_are_ours(outcomes: list[StepOutcome]) -> None:
+    """The sides of an interleaved step measured over the same minutes: the CPU that
+    one side's host counters call "other processes" includes the other sides' engines
+    and loadgens, which are not noise. Each side's other CPU is reduced by theirs."""
+    own = [_cpu_s(o.result.get("server")) + _cpu_s(o.result.get("client")) for o in outcomes]
+    total = sum(own)
+    for outcome, mine in zip(outcomes, own, strict=True):
+        host = outcome.result.get("host") or {}
+        if host.get("other_cpu_s") is None:
+            continue
+        host["other_cpu_s"] = other = max(0.0, host["other_cpu_s"] - (total - mine))
+        if host.get("other_cpu_frac") is not None and host.get("window_s") and host.get("cpus"):
+            host["other_cpu_frac"] = other / (host["window_s"] * host["cpus"])

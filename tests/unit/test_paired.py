@@ -34,9 +34,11 @@ def test_pairs_follow_the_turns_and_cancel_a_shared_drift() -> None:
     assert p["batches"] == 10
 
 
-def test_too_few_measured_pairs_give_no_ratio() -> None:
-    p = pair_slices(_slices([100, 100], warm=1), _slices([100, 100], warm=1))
-    assert p["ratio"] is None and p["pairs"] == 1
+def test_one_pair_gives_a_ratio_without_an_interval_and_none_gives_nothing() -> None:
+    p = pair_slices(_slices([100, 100], warm=1), _slices([100, 120], warm=1))
+    assert p["ratio"] == pytest.approx(1.2) and p["pairs"] == 1 and p["log_se"] is None
+    p = pair_slices(_slices([100], warm=1), _slices([100], warm=1))
+    assert p["ratio"] is None and p["pairs"] == 0
 
 
 def test_a_side_with_fewer_slices_pairs_what_both_ran() -> None:

@@ -187,7 +187,7 @@ impl Client<'_> {
             None,
             None,
         )?;
-        let end = Instant::now();
+        let end = self.ctx.now();
         self.ctx.stop_timing(self.client, end)?;
         let check = self.count(conn.as_mut(), 0, inserted, 0)?;
         let mut o = self.outcome(end, vec![w.finish()], vec![conn]);
@@ -205,7 +205,7 @@ impl Client<'_> {
         w.call(OpKind::CreateIndex, start, || {
             conn.create_indexes(table).map(|_| rows)
         })?;
-        Ok(self.outcome(Instant::now(), vec![w.finish()], vec![conn]))
+        Ok(self.outcome(self.ctx.now(), vec![w.finish()], vec![conn]))
     }
 
     /// cleanup: each table, then once for the engine by the last client to finish.
@@ -219,12 +219,12 @@ impl Client<'_> {
             conn.cleanup_table(table, timeout).map(|_| 0)
         })?;
         if self.ctx.last_to_arrive() {
-            let now = Instant::now();
+            let now = self.ctx.now();
             w.call(OpKind::Cleanup, now, || {
                 conn.cleanup_engine(timeout).map(|_| 0)
             })?;
         }
-        Ok(self.outcome(Instant::now(), vec![w.finish()], vec![conn]))
+        Ok(self.outcome(self.ctx.now(), vec![w.finish()], vec![conn]))
     }
 
     /// l.i1, l.i2: one connection inserts as fast as it can, another deletes the oldest
@@ -257,7 +257,7 @@ impl Client<'_> {
             })?;
             Ok::<_, anyhow::Error>((join(ins)?, join(del)?))
         })?;
-        let end = Instant::now();
+        let end = self.ctx.now();
         self.ctx.stop_timing(self.client, end)?;
         let check = self.count(ic.as_mut(), before, inserted, deleted)?;
         let mut o = self.outcome(end, vec![h1, h2], vec![ic, dc]);
@@ -345,7 +345,7 @@ impl Client<'_> {
             hists.push(hq);
             Ok::<_, anyhow::Error>((point_rows, hists, inserted, deleted))
         })?;
-        let end = Instant::now();
+        let end = self.ctx.now();
         self.ctx.stop_timing(self.client, end)?;
         let check = self.count(qc.as_mut(), before, inserted, deleted)?;
         hists.shrink_to_fit();

@@ -146,7 +146,7 @@ impl Inserter<'_> {
                 if let Some(p) = progress {
                     p.wait_turn(&|| w.stopped());
                 }
-                let intended = pacing.next_intended(Instant::now());
+                let intended = pacing.next_intended(w.now());
                 if !stop.allows(intended, done) || !w.wait_for_turn(&pacing, intended) {
                     break;
                 }
@@ -197,9 +197,7 @@ pub fn delete_behind(
                 }
                 continue;
             }
-            let (d, _) = w.call(OpKind::Delete, Instant::now(), || {
-                conn.delete_oldest(table, n)
-            })?;
+            let (d, _) = w.call(OpKind::Delete, w.now(), || conn.delete_oldest(table, n))?;
             if d == Some(0) {
                 break; // the table is empty: nothing left to follow
             }
@@ -229,7 +227,7 @@ pub fn delete_paced(
     let mut pacing = Pacing::rate(w.start(), batch, rate);
     let mut deleted = 0;
     while !w.stopped() {
-        let intended = pacing.next_intended(Instant::now());
+        let intended = pacing.next_intended(w.now());
         if !stop.allows(intended, deleted) || !w.wait_for_turn(&pacing, intended) {
             break;
         }
@@ -357,7 +355,7 @@ pub fn query_loop(
 ) -> Result<(u64, u64)> {
     let (mut expected, mut found) = (0, 0);
     let mut ids = [0i64; 10];
-    let mut now = Instant::now();
+    let mut now = w.now();
     // Dropped when the loop ends, however: a delete waiting for it then goes on.
     let mut live = live.map(LiveIds::reader);
     while stop.allows(now, 0) && !w.stopped() {

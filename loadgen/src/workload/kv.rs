@@ -169,7 +169,7 @@ impl Client<'_> {
         if step == KvStep::OverwriteAndWait && self.ctx.last_to_arrive() {
             self.timed(&mut w, OpKind::Flush, |s| s.flush())?;
         }
-        let end = Instant::now();
+        let end = self.ctx.now();
         self.ctx.stop_timing(self.client, end)?;
         if self.mode.disable_wal && read_kind(step).is_none() {
             // Without a WAL the writes live only in the memtable: persist them, untimed,
@@ -199,7 +199,7 @@ impl Client<'_> {
         f: impl FnOnce(&dyn KvStore) -> crate::driver::DbResult<()>,
     ) -> Result<()> {
         let stop = &self.ctx.stop;
-        w.call(op, Instant::now(), || {
+        w.call(op, self.ctx.now(), || {
             f(self.store)?;
             self.store.wait_for_compaction(stop).map(|_| 0)
         })?;

@@ -36,7 +36,7 @@ impl Writer<'_> {
         stop: Stop,
     ) -> Result<u64> {
         let mut done = 0;
-        let mut now = Instant::now();
+        let mut now = w.now();
         while !w.stopped() {
             let intended = pacing.next_intended(now);
             if !stop.allows(intended, done) {
@@ -113,13 +113,13 @@ impl<'a> InlinePuts<'a> {
 /// its turn exactly.
 fn wait_for(pacing: &Pacing, intended: Instant, w: &Worker) -> Option<Instant> {
     if w.paced_by_window() {
-        return w.wait_for_turn(pacing, intended).then(Instant::now);
+        return w.wait_for_turn(pacing, intended).then(|| w.now());
     }
-    let now = Instant::now();
+    let now = w.now();
     if intended <= now + EARLY {
         return Some(intended.min(now));
     }
-    sleep_until(intended, &w.ctx.stop).then_some(intended)
+    sleep_until(intended, &w.ctx.stop, &w.ctx.clock).then_some(intended)
 }
 
 /// Gets or range reads of uniform random keys.
@@ -142,7 +142,7 @@ impl Reader {
         mut puts: Option<&mut InlinePuts>,
     ) -> Result<(u64, u64)> {
         let (mut expected, mut found) = (0, 0);
-        let mut now = Instant::now();
+        let mut now = w.now();
         while stop.allows(now, 0) && !w.stopped() {
             if let Some(p) = puts.as_deref_mut() {
                 let clock = w.ctx.window.as_ref().and_then(|win| win.clock(w.start()));

@@ -153,7 +153,7 @@ impl Client<'_> {
                 let count = LOAD_BATCH.min(rows - id + 1) as usize;
                 fill_rows(&mut rng, &mut batch, id as i64, count, rows);
                 let rows_now = &batch[..count];
-                let (r, _) = w.call(OpKind::Insert, Instant::now(), || {
+                let (r, _) = w.call(OpKind::Insert, self.ctx.now(), || {
                     m.insert_sbtest(t, rows_now)
                 })?;
                 if let Some(r) = r {
@@ -162,11 +162,11 @@ impl Client<'_> {
                 }
             }
             let index = format!("k_{n}");
-            w.call(OpKind::CreateIndex, Instant::now(), || {
+            w.call(OpKind::CreateIndex, self.ctx.now(), || {
                 m.create_k_index(t, &index).map(|_| rows)
             })?;
         }
-        let end = Instant::now();
+        let end = self.ctx.now();
         self.ctx.stop_timing(self.client, end)?;
         let mut found = 0;
         for &n in &mine {
@@ -193,16 +193,16 @@ impl Client<'_> {
         for n in self.own_tables() {
             let name = table_name(n);
             let t = table(n as usize - 1, &name);
-            w.call(OpKind::Cleanup, Instant::now(), || {
+            w.call(OpKind::Cleanup, self.ctx.now(), || {
                 conn.cleanup_table(t, timeout).map(|_| 0)
             })?;
         }
         if self.ctx.last_to_arrive() {
-            w.call(OpKind::Cleanup, Instant::now(), || {
+            w.call(OpKind::Cleanup, self.ctx.now(), || {
                 conn.cleanup_engine(timeout).map(|_| 0)
             })?;
         }
-        Ok(self.outcome(Instant::now(), vec![w.finish()], conn))
+        Ok(self.outcome(self.ctx.now(), vec![w.finish()], conn))
     }
 
     /// What the checks of `step` need to know before it starts.
@@ -254,7 +254,7 @@ impl Client<'_> {
         let deadline = spec.deadline(start, ms.duration());
         let mut w = self.ctx.worker(self.client, start);
         let (mut expected, mut found) = (0, 0);
-        let mut now = Instant::now();
+        let mut now = self.ctx.now();
         while now < deadline && !w.stopped() {
             let (rows, done) = w.call(kind, now, || ops.run(m))?;
             if let (Some(want), Some(got)) = (want, rows) {

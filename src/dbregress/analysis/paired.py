@@ -32,7 +32,7 @@ from dbregress.analysis.verdict import Comparison, Policy, usable
 
 Key = TypeVar("Key", bound=Hashable)
 BATCHES = 10  # batch means: at most this many batches of consecutive turns per repeat
-MIN_PAIRS = 2  # fewer measured pairs than this: the repeat gives no paired ratio
+MIN_PAIRS = 2  # fewer measured pairs than this: no batch means
 
 
 def measured_slices(slices: Sequence[Sequence[float]]) -> list[tuple[float, float] | None]:
@@ -54,7 +54,12 @@ def pair_slices(
     a, b = measured_slices(base), measured_slices(other)
     pairs = [(x, y) for x, y in zip(a, b, strict=False) if x is not None and y is not None]
     if len(pairs) < MIN_PAIRS:
-        return {"ratio": None, "log_se": None, "pairs": len(pairs), "batches": 0}
+        # A step of one long call (l.x, a flush) runs in one slice per side, back to
+        # back: their rates still pair, without an interval of their own.
+        if not pairs:
+            return {"ratio": None, "log_se": None, "pairs": 0, "batches": 0}
+        ((x, y),) = pairs
+        return {"ratio": (y[1] / y[0]) / (x[1] / x[0]), "log_se": None, "pairs": 1, "batches": 1}
 
     def log_ratio(chunk: Sequence[tuple[tuple[float, float], tuple[float, float]]]) -> float:
         base_rate = sum(x[1] for x, _ in chunk) / sum(x[0] for x, _ in chunk)
