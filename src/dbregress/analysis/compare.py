@@ -63,6 +63,7 @@ class RunVerdicts:
     disturbed: list[Disturbed] = field(default_factory=list)
     cost: CostVerdicts | None = None  # the cost lane's, where the run has one
     changes: RunChanges | None = None  # change points, where the run has a series
+    paired: bool = False  # QPS verdicts from the interleaved schedule's paired repeats
 
     def cost_for(self, key: Key) -> CostComparison | None:
         """The cost lane's headline verdict (estimated cycles per op) of a key."""
@@ -240,4 +241,5 @@ def compare_run(
         )
         for m in VERDICT_METRICS
     }
-    return RunVerdicts(policy, qps, metrics, disturbed)
+    paired = record.get("schedule") == "interleaved"
+    return RunVerdicts(policy, qps, metrics, disturbed, paired=paired)

@@ -241,11 +241,14 @@ class FirstRepeats:
 
 def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepCharts]:
     """Per step: Q per interval and the latency percentiles of the step's main op, one
-    line per column from its first measured repeat."""
+    line per column from its first measured repeat. An interleaved run draws Q per slice
+    instead, each side in its own time: the sides' slices of one turn line up, so a
+    drift of the host shows on every line at once."""
     first = FirstRepeats(data)
     out = []
     for s in m.steps:
         rates, curves = [], []
+        sliced = False
         warmup = 0.0
         op = unit = ""
         for lb in m.labels:
@@ -257,7 +260,15 @@ def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepC
             warmup = max(warmup, float((result.get("window") or {}).get("warmup_s") or 0))
             width = 2.2 if lb == m.base else 1.3
             name = f"{lb} ({job.rpartition('/')[2]})"
-            steps = interval_rates(files.csv, op, "rows" if unit == "rows" else "ops")
+            if result.get("slices"):  # interleaved: per slice, in the side's own time
+                sliced = True
+                steps = [
+                    (t - secs, t, q_all / secs)
+                    for t, secs, _q, q_all in result["slices"]
+                    if secs > 0  # a last slice can be empty
+                ]
+            else:
+                steps = interval_rates(files.csv, op, "rows" if unit == "rows" else "ops")
             points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
             rates.append(svg.Series(name, colours[lb], points, width))
             encoded = read_histograms(files.hlog).get(op)
@@ -270,7 +281,7 @@ def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepC
         end = max((x for series in rates for x, _ in series.points), default=1.0)
         throughput = svg.line_chart(
             rates,
-            f"{s}: {per} per interval",
+            f"{s}: {per} per slice, in turns" if sliced else f"{s}: {per} per interval",
             "seconds",
             per,
             width=360,

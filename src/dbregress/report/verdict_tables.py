@@ -23,6 +23,15 @@ LEGEND = (
     "a = can show a {ci:.0%} interval wider than the band; docs/verdicts.md)."
 )
 
+PAIRED_LEGEND = (
+    "(-) slower and (+) faster: the change is beyond chance at the lab's false-alarm "
+    "rate; = the same: the interval lies within the equivalence band; ? undecided: "
+    "more repeats needed. Interleaved schedule: each repeat's ratio pairs the column's "
+    "slices with the base's of the same turns; Ratio: geometric mean over repeats; "
+    "[interval]: its {ci:.0%} t interval (`same` is judged on the narrower {tost:.0%} "
+    "one; docs/verdicts.md, The interleaved schedule)."
+)
+
 
 def table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
@@ -65,7 +74,9 @@ def relative_qps(m: Matrix, v: RunVerdicts) -> list[str]:
         "",
         f"Verdicts: {counts_line(found)}. {policy_line(v)}",
         "",
-        LEGEND.format(ci=1 - v.policy.alpha, tost=1 - 2 * v.policy.alpha),
+        (PAIRED_LEGEND if v.paired else LEGEND).format(
+            ci=1 - v.policy.alpha, tost=1 - 2 * v.policy.alpha
+        ),
         "",
         *table(["step", *others], rows),
     ]
