@@ -37,16 +37,12 @@ from dbregress.errors import (
     StoreError,
 )
 from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import Comparison, Job, Lab
+from dbregress.lab import STORAGE_BOUND_CONFIGS, Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History, index_into
 from dbregress.store.records import JobId, StepError, StepResult
 from dbregress.store.run import RunWriter, read_run
-
-# Configs whose data is read from storage (or the OS cache): the page cache is dropped
-# before each of their jobs so every job starts from the same cold state.
-STORAGE_BOUND_CONFIGS = ("iobuf", "iodir")
 
 # Adding rounds stops early, before a lab's maximum, once no undecided step is within
 # reach: that is judged from ESTIMATE_AFTER repeats on (an estimate of the repeats a step

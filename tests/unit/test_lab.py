@@ -98,6 +98,8 @@ def test_repeat_ranges_and_verdict_policy(tmp_path: Path) -> None:
         ('repeats = "5..3"', "0 < MIN <= MAX"),
         ("repeats = 0", "greater than 0"),
         ('order = "sorted"', "unknown value 'sorted'; use one of random, fixed"),
+        ('schedule = "turns"', "unknown value 'turns'; use one of jobs, interleaved"),
+        ("slice_ms = 5", "slice_ms"),
         ("[verdict]\nband = 1.5", "verdict.band: must be between 0.0 and 1.0"),
         ("[verdict]\nalphaa = 0.1", "unknown key 'alphaa'"),
     ],
@@ -237,3 +239,16 @@ def test_bad_comparison_names_file_line_and_key(
 def test_top_level_columns_and_comparisons_do_not_mix(tmp_path: Path) -> None:
     with pytest.raises(LabError, match="put this inside each of them"):
         load_lab(write(tmp_path, TWO + '\n[[column]]\nlabel = "x"\nbuild = "postgres@17.2.0"\n'))
+
+
+def test_two_columns_in_memory_interleave_by_default_series_and_storage_run_jobs(
+    tmp_path: Path,
+) -> None:
+    lab = load_lab(write(tmp_path, GOOD))
+    assert lab.schedule == "interleaved" and lab.slice_ms == 100
+    assert load_lab(write(tmp_path, 'schedule = "jobs"\n' + GOOD)).schedule == "jobs"
+    three = GOOD.replace(
+        "[insert]", '[[column]]\nlabel = "third"\nbuild = "postgres@16.4.0"\n\n[insert]'
+    )
+    assert load_lab(write(tmp_path, three)).schedule == "jobs"
+    assert load_lab(write(tmp_path, "slice_ms = 40\n" + three)).slice_ms == 40
