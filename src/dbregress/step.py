@@ -11,8 +11,10 @@ its connections, so backends that exit at disconnect are counted whole.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -304,10 +306,28 @@ class _Follower(Handler):
             return
         if event.get("last"):
             self.turns.finish(self.side)
-        elif event["n"] == 0:
-            self.turns.wait(self.side)
-        else:
-            self.turns.pass_on(self.side)
+            return
+        # While the others have their turns this engine is frozen whole (SIGSTOP): its
+        # background work (checkpoints, purge, flushes, compactions) then runs in its own
+        # turns only, instead of on the CPUs of the side whose turn it is.
+        frozen = self.freeze()
+        try:
+            if event["n"] == 0:
+                self.turns.wait(self.side)
+            else:
+                self.turns.pass_on(self.side)
+        finally:
+            thaw(frozen)
+
+    def freeze(self) -> list[int]:
+        """SIGSTOP the engine's processes (an embedded engine's: the loadgen); the pids."""
+        pids = [self.loadgen.pid] if self.server_pid is None else tree_pids(self.server_pid)
+        stopped = []
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+        return stopped
 
     def error(self, event: dict[str, Any]) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
@@ -439,6 +459,13 @@ def _hlog(summary: dict[str, Any]) -> str:
     lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
     lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
     return "\n".join(lines) + "\n"
+
+
+def thaw(pids: list[int]) -> None:
+    """SIGCONT what freeze() stopped."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
 
 
 class Turns:
