@@ -13,11 +13,30 @@ use crate::reporter::Reporter;
 use crate::spec::StepSpec;
 use crate::summary;
 use crate::workload;
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long settling the engine may take before the step fails.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The spec's settle_first: the engine's background work finished before the step.
+fn settle(driver: &dyn driver::Driver, interrupted: &AtomicBool) -> Result<()> {
+    if let Some(kv) = driver.kv() {
+        kv.flush()
+            .map_err(|e| anyhow!("settle: flush: {}", e.message))?;
+        return kv
+            .wait_for_compaction(interrupted)
+            .map_err(|e| anyhow!("settle: wait for compaction: {}", e.message));
+    }
+    let mut conn = driver
+        .connect()
+        .map_err(|e| anyhow!("settle: connect: {}", e.message))?;
+    conn.cleanup_engine(SETTLE_TIMEOUT)
+        .map_err(|e| anyhow!("settle: {}", e.message))
+}
 
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
 /// `launched` is when the process started, for the setup phase; `fault` is what
@@ -33,6 +52,9 @@ pub fn run(
     }
     let plan = workload::plan(&spec);
     let driver = driver::open(&spec)?;
+    if spec.settle_first {
+        settle(driver.as_ref(), &interrupted)?;
+    }
     output::emit(&Event::Start {
         event_version: output::EVENT_VERSION,
         loadgen_version: env!("CARGO_PKG_VERSION"),

@@ -82,6 +82,14 @@ pub struct StepSpec {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub inject_slowdown: f64,
+    /// Before the clients set up (untimed, before 'ready'), let the engine's background
+    /// work finish: an embedded RocksDB flushes its memtables and waits for compaction;
+    /// a server gets the post-write cleanup's engine part on one connection (MyRocks:
+    /// flush memtables and compact L0; InnoDB: write dirty pages; PostgreSQL:
+    /// CHECKPOINT). For counting replays of write steps, whose counts would otherwise
+    /// depend on where a flush or compaction left off when the window opened
+    #[serde(default)]
+    pub settle_first: bool,
     pub window: Option<WindowSpec>,
     pub slices: Option<SliceSpec>,
 }

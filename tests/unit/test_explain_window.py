@@ -78,3 +78,19 @@ def test_the_counting_replay_runs_the_deleting_load_steps_in_lockstep() -> None:
         {"workload": {"kind": "kv", "step": "fillseq"}},
     ):
         assert count_spec(other) == other
+
+
+def test_closed_loop_write_steps_are_counted_from_a_settled_engine() -> None:
+    for workload in (
+        {"kind": "kv", "step": "overwritesome"},
+        {"kind": "kv", "step": "overwriteandwait"},
+        {"kind": "micro", "step": "update-index"},
+        {"kind": "micro", "step": "insert"},
+    ):
+        assert count_spec({"workload": workload})["settle_first"] is True
+    for workload in (
+        {"kind": "kv", "step": "readrandom"},
+        {"kind": "micro", "step": "point-query"},
+        {"kind": "insert", "step": "qp100"},
+    ):
+        assert "settle_first" not in count_spec({"workload": workload})
