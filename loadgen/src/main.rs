@@ -15,6 +15,7 @@ mod output;
 mod pace;
 mod reporter;
 mod runner;
+mod slice_spec;
 mod slices;
 mod spec;
 mod stats;

@@ -6,7 +6,7 @@
 //! checked-in copy, schema/step-spec.schema.json, is what `make schema` writes.
 
 use crate::kvspec::RocksOptions;
-use crate::slices::SliceSpec;
+use crate::slice_spec::SliceSpec;
 use crate::window::WindowSpec;
 use crate::workload_spec::Workload;
 use anyhow::{bail, Context, Result};
