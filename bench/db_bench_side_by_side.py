@@ -3,7 +3,7 @@
 Debian's db_bench (rocksdb-tools, RocksDB 7.8.3) and the loadgen on the same RocksDB
 release (the rocksdbjni 7.8.3 jar's library, and Debian's librocksdb 7.8.3 that db_bench
 itself links), each run pinned to the same single CPU: 1 thread, 1M keys, 20-byte keys
-and 400-byte values (METHOD.md section 4's defaults), no compression, WAL off for
+and 400-byte values (the published reports' db_bench defaults), no compression, WAL off for
 fillseq; steps fillseq, readrandom, readwhilewriting with the 2 MB/s writer limit on that
 step only, and overwrite, each followed on both sides by a flush + compaction settle so
 every step starts from the same LSM shape. Prints ops/s side by side and the ratios.

@@ -86,6 +86,7 @@ class Outcome:
 def lab_text(kind: str) -> str:
     text = (
         'name = "faults"\nplacement = "same"\nwarmup_job = false\norder = "fixed"\n'
+        'schedule = "jobs"\n'
         "step_timeout_s = 10\n"
     )
     if kind == "never-ready":

@@ -1,4 +1,4 @@
-//! The Insert Benchmark's workload (METHOD.md section 2): its steps and its fields, with
+//! The Insert Benchmark's workload (docs/lab-file.md, Steps): its steps and its fields, with
 //! their defaults, and the post-write cleanup's section, which the microbenchmarks share.
 //! Kept apart from spec.rs, as the other workloads' parts are.
 

@@ -1,4 +1,4 @@
-//! The kv workload (db_bench-style steps, METHOD.md section 4): its steps and its sizes,
+//! The kv workload (db_bench-style steps, docs/lab-file.md): its steps and its sizes,
 //! and the `rocksdb` engine's options (schema/step-spec.schema.json, generated from these
 //! types), with their defaults and the checks the schema alone cannot make.
 
@@ -73,7 +73,7 @@ impl KvStep {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KvSpec {
-    /// METHOD.md section 4's steps, plus overwrite (random overwrites for duration_s, for
+    /// The published RocksDB reports' steps, plus overwrite (random overwrites for duration_s, for
     /// side-by-side runs with db_bench)
     pub step: KvStep,
     /// Keys in the database (fillseq writes 0..keys-1; other steps pick among them uniformly)

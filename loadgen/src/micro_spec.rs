@@ -1,4 +1,4 @@
-//! The microbenchmarks' workload (METHOD.md section 3): its steps and its fields, with
+//! The microbenchmarks' workload (docs/lab-file.md, The micro benchmark): its steps and its fields, with
 //! their defaults. Kept apart from spec.rs so other workloads' changes merge cleanly.
 
 use crate::insert_spec::CleanupSpec;
@@ -71,7 +71,7 @@ impl MicroStep {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MicroSpec {
-    /// load, cleanup (the post-write cleanup), and METHOD.md section 3's steps (one op =
+    /// load, cleanup (the post-write cleanup), and the suite's steps (one op =
     /// one statement; for read-only*, write-only, read-write one transaction;
     /// read-only-simple/-sum/-order/-distinct/-count run BEGIN, that one range query,
     /// COMMIT)

@@ -14,11 +14,11 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Workload {
-    /// The Insert Benchmark (METHOD.md section 2)
+    /// The Insert Benchmark (docs/lab-file.md, Steps)
     Insert(InsertSpec),
-    /// db_bench-style steps (METHOD.md section 4) on an embedded key-value engine
+    /// db_bench-style steps (docs/lab-file.md, The kv benchmark) on an embedded key-value engine
     Kv(KvSpec),
-    /// sysbench-style microbenchmarks (METHOD.md section 3) on sbtest1..N
+    /// sysbench-style microbenchmarks (docs/lab-file.md, The micro benchmark) on sbtest1..N
     Micro(MicroSpec),
 }
 

@@ -72,7 +72,7 @@ KV_STEPS = (
 
 @dataclass(frozen=True)
 class KvSizes:
-    """db_bench-style steps on an embedded key-value engine (METHOD.md section 4)."""
+    """db_bench-style steps on an embedded key-value engine (docs/lab-file.md, The kv benchmark)."""
 
     keys: int = 1_000_000
     key_size: int = spec_schema.default(_KV, "key_size")
@@ -97,13 +97,13 @@ class KvSizes:
 
 @dataclass(frozen=True)
 class MicroSizes:
-    """sysbench-style microbenchmarks on a SQL engine (METHOD.md section 3)."""
+    """sysbench-style microbenchmarks on a SQL engine (docs/lab-file.md, The micro benchmark)."""
 
     tables: int = 8
     rows: int = 1_000_000  # per table
     clients: int = 1
     seconds: float = 60.0  # per microbenchmark
-    reads_before_writes: bool = True  # METHOD.md's order runs the reads on both sides
+    reads_before_writes: bool = True  # the published order runs the reads on both sides
     cleanup_wait_s: float | None = None  # after the writes; None: 5 s + 1 s per million rows
     only: tuple[str, ...] = ()  # a subset of microbenchmarks; () = all
     warmup_s: float | None = None  # before each microbenchmark's measured seconds

@@ -47,9 +47,8 @@ PLACEMENT_MODES = ("same", "separate", "unpinned")
 ORDERS = ("random", "fixed")
 SCHEDULES = ("jobs", "interleaved")
 # Configs whose data is read from storage (or the OS cache): the page cache is dropped
-# before each of their jobs so every job starts from the same cold state, and they run
-# in the jobs schedule unless a lab asks otherwise (interleaved engines would share the
-# page cache).
+# before each of their jobs so every job starts from the same cold state (an interleaved
+# schedule would have their engines share the page cache: docs/lab-file.md).
 STORAGE_BOUND_CONFIGS = ("iobuf", "iodir")
 REPEATS_RE = re.compile(r"\s*([0-9]{1,9})\s*\.\.\s*([0-9]{1,9})\s*")
 MAX_REPEATS = 1000  # rounds of a comparison; each is a fresh engine per column
@@ -150,8 +149,7 @@ class Lab:
     # jobs: each column's repeat is a job of its own, one after another. interleaved: a
     # round starts every column's engine at once and runs each step on all of them in
     # turns of slice_ms (timed steps) or of equal work (fixed-work steps), so the host's
-    # drift hits every column alike (docs/verdicts.md). A lab file without the key gets
-    # default_schedule().
+    # drift hits every column alike (docs/verdicts.md).
     schedule: str = "jobs"
     slice_ms: int = 100
     warmup_job: bool = True
@@ -239,7 +237,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         start_timeout_s=top.number("start_timeout_s", 120.0, low=1, high=MAX_SECONDS),
         seed=top.number("seed", 1, low=0, high=MAX_SEED, integer=True),
         order=_choice(top, "order", ORDERS, "random"),
-        schedule=_choice(top, "schedule", SCHEDULES, default_schedule(comparisons)),
+        schedule=_choice(top, "schedule", SCHEDULES, "jobs"),
         slice_ms=top.number("slice_ms", 100, low=10, high=10_000, integer=True),
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
@@ -264,19 +262,6 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     lab = dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
     top.reject_unknown()
     return lab
-
-
-def default_schedule(comparisons: list[Comparison]) -> str:
-    """Interleaved for comparisons of two columns held in memory: measured on a shared
-    2-vCPU VM, it cut the between-repeat spread of A/A ratios 4x (docs/verdicts.md).
-    The jobs schedule for series (three or more columns: every engine of a round would
-    be up at once) and for storage-bound configs (their engines would share the page
-    cache)."""
-    pairs = all(len(c.columns) == 2 for c in comparisons)
-    in_memory = not any(
-        col.config in STORAGE_BOUND_CONFIGS for c in comparisons for col in c.columns
-    )
-    return "interleaved" if pairs and in_memory else "jobs"
 
 
 def _check_unique(top: TableReader, comparisons: list[Comparison]) -> None:

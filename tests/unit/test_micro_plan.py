@@ -1,4 +1,4 @@
-"""The microbenchmark plan follows METHOD.md section 3's order."""
+"""The microbenchmark plan follows the suite's published order."""
 
 from __future__ import annotations
 

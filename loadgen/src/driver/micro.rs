@@ -1,4 +1,4 @@
-//! The microbenchmark side of a SQL connection (METHOD.md section 3): sysbench's
+//! The microbenchmark side of a SQL connection (docs/lab-file.md, The micro benchmark): sysbench's
 //! statements on `sbtest<N>` tables, named by what they do so the workload never writes
 //! SQL. The statement text is shared by the SQL drivers; only placeholders and DDL
 //! differ, and those stay in each driver.

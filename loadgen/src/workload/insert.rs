@@ -1,4 +1,4 @@
-//! The Insert Benchmark (METHOD.md section 2): one table per client, pi1..piN. Each
+//! The Insert Benchmark (docs/lab-file.md, Steps): one table per client, pi1..piN. Each
 //! step sets its client up (connections, row counts), waits at the common start, runs
 //! its roles on scoped threads, waits at the check gate, and leaves its checks in a
 //! `ClientOutcome`.

@@ -1,4 +1,4 @@
-//! db_bench-style steps (METHOD.md section 4) over driver::kv. Each client thread takes
+//! db_bench-style steps (docs/lab-file.md, The kv benchmark) over driver::kv. Each client thread takes
 //! a session; fillseq and flush_mt_l0 run on client 1 alone; in the *whilewriting steps
 //! client 1 also runs the one background writer, paced in bytes per second.
 

@@ -1,4 +1,4 @@
-//! The microbenchmarks (METHOD.md section 3): sysbench-style steps on tables
+//! The microbenchmarks (docs/lab-file.md, The micro benchmark): sysbench-style steps on tables
 //! sbtest1..sbtestN, `clients` connections in a closed loop for `micro.duration_s`.
 //! Client 1 surveys the tables before the start (are ids 1..=rows all there, how many
 //! rows, the largest id) so the step can check what it read and wrote.

@@ -1,4 +1,4 @@
-//! Random values of the Insert Benchmark (METHOD.md section 2), generated into a
+//! Random values of the Insert Benchmark (docs/lab-file.md, Steps), generated into a
 //! reused batch so the hot loop allocates nothing per row.
 
 use crate::driver::{InsertRow, RangeIndex};

@@ -1,5 +1,5 @@
-"""Summaries of relative QPS per microbenchmark group (METHOD.md section 3): average,
-median, min, max and standard deviation over the group's microbenchmarks."""
+"""Summaries of relative QPS per microbenchmark group (docs/lab-file.md, The micro
+benchmark): average, median, min, max and standard deviation over the group's microbenchmarks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Insert Benchmark (METHOD.md section 2): lab sizes -> ordered step plans."""
+"""The Insert Benchmark (docs/lab-file.md, Steps): lab sizes -> ordered step plans."""
 
 from __future__ import annotations
 

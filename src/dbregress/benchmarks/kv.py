@@ -1,4 +1,4 @@
-"""db_bench-style steps on an embedded key-value engine (METHOD.md section 4).
+"""db_bench-style steps on an embedded key-value engine (docs/lab-file.md, The kv benchmark).
 
 `plan` turns the lab's KvSizes into ordered steps, `step_spec` one of them into a loadgen
 step spec (workload `kv`), and `db_bench_args` the same step into db_bench flags, so
@@ -51,7 +51,8 @@ def _timed(sizes: KvSizes, step: str, seconds: float, reported: bool = True) -> 
 
 
 def plan(sizes: KvSizes) -> list[StepPlan]:
-    """The steps of `sizes.steps`, in METHOD.md order (the lab keeps them in that order)."""
+    """The steps of `sizes.steps`, in the published reports' order (the lab keeps them
+    in that order)."""
     steps: dict[str, StepPlan] = {
         "fillseq": StepPlan("fillseq", "fillseq", _section(sizes, "fillseq"), work=sizes.keys),
         "revrange": _timed(sizes, "revrange", sizes.short_seconds),

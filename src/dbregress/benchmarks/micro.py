@@ -1,4 +1,5 @@
-"""sysbench-style microbenchmarks (METHOD.md section 3): lab sizes -> ordered step plans.
+"""sysbench-style microbenchmarks (docs/lab-file.md, The micro benchmark): lab sizes ->
+ordered step plans.
 
 Order: load, the reads, the writes, the post-write cleanup, the reads again, then delete
 and insert. The reads before the writes are reported as `<name>.pre`. Microbenchmarks

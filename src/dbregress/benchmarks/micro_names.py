@@ -1,5 +1,5 @@
-"""The microbenchmark suite's names and groups (METHOD.md section 3), as the report needs
-them; the plan in micro.py orders them."""
+"""The microbenchmark suite's names and groups (docs/lab-file.md, The micro benchmark),
+as the report needs them; the plan in micro.py orders them."""
 
 from __future__ import annotations
 
