@@ -353,30 +353,15 @@ class Runner:
             spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
             spec["slices"] = slices
             stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-            make = functools.partial(
-                Progress,
-                job.name,
-                self._jobs_run,
-                max(self._jobs_planned, self._jobs_run),
-                plan.name,
-                index,
-                steps,
-                comparison=job.comparison.name,
-                column=job.column.label,
-                repeat=job.repeat,
+            report = self._reporter(
+                job, self._jobs_run, max(self._jobs_planned, self._jobs_run), plan, index, steps
             )
-
-            def report(
-                elapsed: float, left: float | None, rate: LiveRate | None, _make: Any = make
-            ) -> None:
-                self.progress(_make(elapsed, left, rate=rate))
-
             sides.append(Side(engine, spec, stem, report))
         timeout = prepare.step_timeout(self.lab, plan, sides[0].spec)
         first = live[0].repeat % len(live)  # who starts rotates from round to round
         outcomes = collect_interleaved(sides, plan, timeout, self.lab.placement, first)
         if plan.wait_after_s:
-            self._quiet_all([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
+            self._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
         results: dict[str, dict[str, Any]] = {}
         still = []
         for job, outcome in zip(live, outcomes, strict=True):
@@ -405,14 +390,6 @@ class Runner:
 
     def _index_step(self, result: StepResult, index: int, h: History) -> None:
         h.index_step(self.path, result, record=self.writer.record, step_no=index)
-
-    def _quiet_all(self, engines: list[Engine], seconds: float, report: Report) -> None:
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            for engine in engines:
-                engine.check_alive()
-            report(seconds - left, left, None)
-            time.sleep(min(0.5, left))
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
@@ -468,24 +445,7 @@ class Runner:
         try:
             self._start(engine, job, sizes)
             for index, plan in enumerate(plans, start=1):
-                make = functools.partial(
-                    Progress,
-                    job.name,
-                    job_index + 1,
-                    jobs,
-                    plan.name,
-                    index,
-                    len(plans),
-                    comparison=job.comparison.name,
-                    column=job.column.label,
-                    repeat=job.repeat,
-                )
-
-                def report(
-                    elapsed: float, left: float | None, rate: LiveRate | None, _make: Any = make
-                ) -> None:
-                    self.progress(_make(elapsed, left, rate=rate))
-
+                report = self._reporter(job, job_index + 1, jobs, plan, index, len(plans))
                 if not self._run_step(engine, job, index, plan, report):
                     ok = False
                     break
@@ -496,6 +456,28 @@ class Runner:
                 finally:
                     shutil.rmtree(workdir, ignore_errors=True)
         return ok
+
+    def _reporter(
+        self, job: Job, job_no: int, jobs: int, plan: StepPlan, index: int, steps: int
+    ) -> Report:
+        """What a running step of `job` calls to update the progress display."""
+        make = functools.partial(
+            Progress,
+            job.name,
+            job_no,
+            jobs,
+            plan.name,
+            index,
+            steps,
+            comparison=job.comparison.name,
+            column=job.column.label,
+            repeat=job.repeat,
+        )
+
+        def report(elapsed: float, left: float | None, rate: LiveRate | None) -> None:
+            self.progress(make(elapsed, left, rate=rate))
+
+        return report
 
     def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
         info: dict[str, Any] = {
@@ -537,7 +519,7 @@ class Runner:
                 engine, spec, stem, plan, timeout, self.lab.placement, report
             )
             if plan.wait_after_s:
-                self._quiet(engine, plan.wait_after_s, report)
+                self._quiet([engine], plan.wait_after_s, report)
         except KeyboardInterrupt as e:
             why = f"interrupted by {_signal_name(e)}"
             with shielded():
@@ -559,11 +541,12 @@ class Runner:
         if self.history:
             index_into(self.path.parent, write, self.notify)
 
-    def _quiet(self, engine: Engine, seconds: float, report: Report) -> None:
-        """The post-write wait: nothing runs, the engine's background work settles."""
+    def _quiet(self, engines: list[Engine], seconds: float, report: Report) -> None:
+        """The post-write wait: nothing runs, the engines' background work settles."""
         end = time.monotonic() + seconds
         while (left := end - time.monotonic()) > 0:
-            engine.check_alive()
+            for engine in engines:
+                engine.check_alive()
             report(seconds - left, left, None)
             time.sleep(min(0.5, left))
 
