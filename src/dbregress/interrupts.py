@@ -68,6 +68,12 @@ def hurrying(hurry: Callable[[], None]) -> Iterator[None]:
         _state.hurry.pop()
 
 
+def hurry_now() -> None:
+    """Kill the running job's processes now (a fleet worker told to stop, or whose unit
+    was cancelled): its step fails at once and the runner records it."""
+    _state.hurry[-1]()
+
+
 @contextmanager
 def shielded() -> Iterator[None]:
     """Run a cleanup block to its end; a first signal during it is raised afterwards."""

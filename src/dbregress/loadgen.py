@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from dbregress.engines.process import die_with_parent
 from dbregress.errors import LoadgenError
 
 SPEC_VERSION = 3  # the only version the loadgen reads: workload tagged by kind
@@ -69,6 +70,7 @@ class Loadgen:
         self._lines: queue.Queue[str | None] = queue.Queue()
 
         def pin() -> None:
+            die_with_parent()
             if cpus is not None:
                 os.sched_setaffinity(0, cpus)
 

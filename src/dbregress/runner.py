@@ -15,7 +15,7 @@ import shutil
 import time
 import traceback
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from dbregress.errors import (
     StoreError,
 )
 from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import STORAGE_BOUND_CONFIGS, Comparison, Job, Lab
+from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Comparison, Job, Lab
 from dbregress.provision import Build
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History, index_into
@@ -133,15 +133,19 @@ class Runner:
         notify: Callable[[str], None] | None = None,
         resume: Path | None = None,
         history: bool = True,
+        writer: RunWriter | None = None,
     ) -> None:
         """A new run folder under `results_root`, or, with `resume`, that run folder
         continued: its finished jobs are kept, an interrupted one is run again. With
         `history`, every step is indexed, as it ends, in the run history of the folder
-        that holds the run (store/history.py)."""
+        that holds the run (store/history.py). A fleet worker passes its own `writer`
+        (fleet/ship.py), which sends what it writes to the coordinator."""
         self.lab = lab
         self.history = history
         layout.set_randomization(lab.aslr)
-        if resume is None:
+        if writer is not None:
+            self.writer = writer
+        elif resume is None:
             self.writer = RunWriter(results_root, lab, host_facts() | {"aslr": layout.state()})
         else:
             self.writer = RunWriter.reopen(resume, lab)
@@ -231,6 +235,20 @@ class Runner:
                 f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
                 + which
             )
+
+    def run_unit(self, jobs: list[Job], builds: dict[str, Build]) -> None:
+        """One unit of a lab as a fleet worker runs it: a warm-up job, or one round (the
+        jobs schedule runs its jobs one after the other, the interleaved one together)."""
+        if self.lab.schedule == "interleaved" and len(jobs) > 1:
+            self._round(jobs, builds)
+        else:
+            for job in jobs:
+                self._job(job, builds)
+
+    def undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
+        """The undecided steps of `comparison` so far, and those within reach of the
+        rounds left (see _undecided); for a coordinator that adds rounds itself."""
+        return self._undecided(comparison, rounds_left)
 
     def _undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
         """`step (column)` of every undecided QPS verdict of the comparison so far, and of
@@ -396,10 +414,15 @@ class Runner:
             return self.lab.drop_caches
         return job.column.config in STORAGE_BOUND_CONFIGS
 
-    def _provision(self) -> dict[str, Build]:
+    def provision(self, columns: Iterable[Column]) -> dict[str, Build]:
+        """Fetch (or find in the cache) the builds of `columns` (a fleet worker's unit)."""
+        return self._provision(columns)
+
+    def _provision(self, columns: Iterable[Column] | None = None) -> dict[str, Build]:
+        """Fetch (or find in the cache) the build of every column, or of `columns`."""
         builds: dict[str, Build] = {}
         fetched: dict[str, Build] = {}
-        for column in self.lab.columns:
+        for column in self.lab.columns if columns is None else columns:
             key = str(column.build)
             try:
                 if key not in fetched:

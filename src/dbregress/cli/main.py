@@ -14,6 +14,7 @@ from dbregress.cli import (
     compare,
     explain,
     fetch,
+    fleet,
     history,
     importcmd,
     report,
@@ -22,7 +23,19 @@ from dbregress.cli import (
 )
 from dbregress.errors import DbregressError, Interrupted
 
-VERBS = (fetch, versions, run, report, calibrate, importcmd, compare, explain, bisect, history)
+VERBS = (
+    fetch,
+    versions,
+    run,
+    report,
+    calibrate,
+    importcmd,
+    compare,
+    explain,
+    bisect,
+    history,
+    fleet,
+)
 # 0: fine; 1: --fail-on found what it was told to fail on; 2: an error; 130: Ctrl-C.
 EXIT_ERROR = 2
 

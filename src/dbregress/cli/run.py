@@ -40,6 +40,12 @@ def add_parser(sub: Any) -> None:
         default=Path("results"),
         help="folder that receives the run folder (default: results)",
     )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="run the lab's jobs on a fleet: the address of its Dask scheduler "
+        "(dbregress scheduler; docs/fleet.md). Without it, everything runs here",
+    )
     add_fail_on(p)
     p.set_defaults(func=run)
 
@@ -55,7 +61,14 @@ def run(args: argparse.Namespace) -> int:
     if lab.count:  # asked for by name: a missing valgrind is an error, said now
         require_valgrind("the cost lane (count = true)", ", or set count = false")
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
-    runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
+    if args.scheduler:
+        from dbregress.fleet.coordinator import FleetRunner
+
+        runner: Runner = FleetRunner(
+            lab, args.results, args.scheduler, display.update, notify=display.line, resume=resume
+        )
+    else:
+        runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
     print(
         f"{'resuming' if resume else 'run'} {runner.path.name}: {len(lab.jobs())} job(s) "
         f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",

@@ -8,6 +8,7 @@ clean shutdown, and killing the whole tree, then any orphans, if that does not f
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pwd
 import signal
@@ -73,6 +74,17 @@ def pinned(cpus: frozenset[int] | None) -> Iterator[None]:
         os.sched_setaffinity(0, before)
 
 
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def die_with_parent() -> None:
+    """In a child before it execs: SIGKILL it when the thread that started it dies. A
+    dbregress (or fleet worker) killed outright then leaves no server or loadgen running:
+    they run in sessions of their own, which no signal to our process group reaches."""
+    _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
 def spawn(
     args: list[str],
     *,
@@ -91,6 +103,7 @@ def spawn(
             cwd=cwd,
             env=env,
             start_new_session=True,
+            preexec_fn=die_with_parent,
             **as_server_user(),
         )
 

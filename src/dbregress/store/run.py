@@ -159,6 +159,11 @@ class RunWriter:
         self.record["builds"][label] = identity
         self._save()
 
+    def set_record(self, key: str, value: Any) -> None:
+        """A top-level entry of run.json (a fleet run's hosts and plan)."""
+        self.record[key] = value
+        self._save()
+
     def set_job(self, job: Job, info: dict[str, Any]) -> None:
         self.record["jobs"][job.name] = info
         self._save()
@@ -180,8 +185,20 @@ class RunWriter:
         failure = {"where": where, "type": type(error).__name__, "message": str(error)}
         if trace:
             failure["traceback"] = trace
+        self.add_failure_record(failure)
+
+    def add_failure_record(self, failure: dict[str, Any]) -> None:
+        """A failure as stored (where, type, message, traceback): one a fleet worker
+        recorded, received by the coordinator."""
         self.record["failures"].append(failure)
         self._save()
+
+    def forget_failures(self, job_name: str) -> None:
+        """Drop the failures recorded for one job (its attempt is run again)."""
+        kept = [f for f in self.record["failures"] if f["where"].split(" ")[0] != job_name]
+        if len(kept) != len(self.record["failures"]):
+            self.record["failures"] = kept
+            self._save()
 
     def write_step(
         self,

@@ -1,0 +1,362 @@
+"""The coordinator: `dbregress run LAB --scheduler ADDR` sends a lab's units to a fleet.
+
+It keeps the run folder and the history (nothing stays on a worker), decides where each
+comparison's time-lane units may run (host.py), adds rounds while steps are undecided
+exactly as a local run does, and tells what runs where and what is left.
+
+Where units go:
+- the jobs schedule: all of a comparison's units on one host (its jobs' figures are
+  compared unpaired, so they must share a host); if that host leaves the fleet, its
+  units wait for it to come back (a worker started again under the same name);
+- the interleaved schedule: a comparison's rounds on any host of one group of identical
+  hosts, each round whole on one host (its pairs are within that host).
+A unit whose worker dies is run again from its start (Dask reschedules it); what the lost
+attempt sent is dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbregress.errors import DbregressError, Interrupted, LabError, StoreError
+from dbregress.fleet.host import noisy_hosts, unlike
+from dbregress.fleet.ship import Receiver
+from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
+from dbregress.interrupts import shielded
+from dbregress.lab import Comparison, Lab
+from dbregress.runner import ESTIMATE_AFTER, ProgressFn, Runner, _few
+from dbregress.store.records import StepResult
+
+RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
+
+
+def host_resource(name: str) -> str:
+    """The resource only the worker of that name has: a unit that needs it waits for that
+    host, also while the host is away (a worker started again under that name takes it)."""
+    return f"host:{name}"
+
+
+def group_resource(group: str) -> str:
+    return f"group:{group}"
+
+
+STATUS_EVERY_S = 30.0
+
+
+@dataclass
+class Plan:
+    """One comparison on the fleet: the hosts its units may use and its rounds so far."""
+
+    comparison: Comparison
+    hosts: list[str]
+    resource: str  # what a worker must have to take its units (one host's, or a group's)
+    submitted: int = 0  # rounds
+    finished: set[int] = field(default_factory=set)
+    running: dict[str, Any] = field(default_factory=dict)  # unit -> future
+    stopped: bool = False  # no more rounds
+
+
+def worker_fingerprint() -> dict[str, Any] | None:
+    """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
+    from dbregress.fleet.unit import WORKER
+
+    return WORKER.get("fingerprint")
+
+
+class FleetRunner(Runner):
+    def __init__(
+        self,
+        lab: Lab,
+        results_root: Path,
+        scheduler: str,
+        progress: ProgressFn | None = None,
+        notify: Callable[[str], None] | None = None,
+        resume: Path | None = None,
+        history: bool = True,
+        wait_for_workers_s: float = 60.0,
+    ) -> None:
+        super().__init__(lab, results_root, progress, notify, resume, history)
+        self.scheduler = scheduler
+        self.wait_for_workers_s = wait_for_workers_s
+        self.hosts: dict[str, dict[str, Any]] = {}
+        self._submitted_at: dict[str, float] = {}
+
+    def run(self) -> Path:
+        status = "failed"
+        try:
+            self._fleet()
+            failures = self.writer.record["failures"]
+            status = "ok" if not failures else "failed"
+            if failures:
+                causes = "\n".join(f"  {f['where']}: {f['type']}: {f['message']}" for f in failures)
+                raise DbregressError(
+                    f"{len(failures)} failure(s); finished steps are in {self.path}\n{causes}"
+                )
+        except KeyboardInterrupt:
+            status = "interrupted"
+            raise Interrupted(
+                f"interrupted; finished steps are in {self.path}; continue with "
+                f"`dbregress run --resume {self.path} --scheduler {self.scheduler}`"
+            ) from None
+        except StoreError as e:
+            raise StoreError(f"{e}; steps finished before this are in {self.path}") from e
+        finally:
+            with shielded():
+                self._finish(status)
+        return self.path
+
+    def _connect(self) -> Any:
+        from distributed import Client
+
+        try:
+            client = Client(self.scheduler, timeout=30, set_as_default=False)  # type: ignore[no-untyped-call]
+        except OSError as e:
+            raise LabError(
+                f"cannot reach the Dask scheduler at {self.scheduler} ({e}); start one "
+                "with `dbregress scheduler` (docs/fleet.md)"
+            ) from None
+        try:
+            client.wait_for_workers(1, timeout=self.wait_for_workers_s)
+        except TimeoutError:
+            client.close()  # type: ignore[no-untyped-call]
+            raise LabError(
+                f"no worker joined the scheduler at {self.scheduler} within "
+                f"{self.wait_for_workers_s:g} s; start one with `dbregress worker --scheduler "
+                f"{self.scheduler}`"
+            ) from None
+        return client
+
+    def _fleet(self) -> None:
+        client = self._connect()
+        messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        topic = f"dbregress/{self.path.name}"
+        client.subscribe_topic(topic, lambda event: messages.put(event[1]))
+        jobs = {j.name: j for j in self._all_jobs()}
+        receiver = Receiver(self.writer, jobs, self._index_received, self.notify)
+        plans: list[Plan] = []
+        try:
+            self._learn_hosts(client)
+            plans = self._plan()
+            dashboard = client.dashboard_link if _has_dashboard(client) else "none"
+            self.notify(
+                f"fleet: {len(self.hosts)} worker(s) at {self.scheduler}; dashboard {dashboard}"
+            )
+            for plan in plans:
+                self._start_comparison(client, plan, topic)
+            self._loop(client, plans, messages, receiver)
+        except BaseException:
+            with shielded():
+                for plan in plans:
+                    for future in plan.running.values():
+                        future.cancel()
+            raise
+        finally:
+            with shielded():
+                _drain(messages, receiver)
+                client.close()
+
+    def _all_jobs(self) -> list[Any]:
+        out = []
+        for comp in self.lab.comparisons:
+            out += self.lab.warmup_jobs(comp)
+            for number in range(1, self.lab.repeats.maximum + 1):
+                out += self.lab.round(comp, number)
+        return out
+
+    def _learn_hosts(self, client: Any) -> None:
+        found: dict[str, Any] = client.run(worker_fingerprint)
+        hosts: dict[str, dict[str, Any]] = {}
+        for address, fp in found.items():
+            if fp is None:
+                self.notify(f"fleet: {address} is not a `dbregress worker`: not used")
+                continue
+            hosts[fp["name"]] = {**fp, "address": address}
+        if not hosts:
+            raise LabError(
+                f"no `dbregress worker` among the workers of {self.scheduler}; start one "
+                "on each benchmark host (docs/fleet.md)"
+            )
+        for name, why in noisy_hosts(hosts).items():
+            self.notify(f"fleet: host {name}: {why}")
+            hosts[name]["left_out"] = why
+        self.hosts = hosts
+        self.writer.set_record("hosts", hosts)
+
+    def _usable(self) -> dict[str, dict[str, Any]]:
+        return {n: fp for n, fp in self.hosts.items() if "left_out" not in fp}
+
+    def _plan(self) -> list[Plan]:
+        """Hosts per comparison: one host each (jobs schedule), one group each
+        (interleaved), spread over the fleet."""
+        usable = self._usable()
+        if not usable:
+            raise LabError("every host of the fleet was left out as noisy: nothing to run on")
+        groups: dict[str, list[str]] = {}
+        for name in sorted(usable):
+            groups.setdefault(usable[name]["group"], []).append(name)
+        for group, members in groups.items():
+            if differ := unlike(usable, members):
+                self.notify(f"fleet: group {group}: its hosts differ in {', '.join(differ)}")
+        by_size = sorted(groups.values(), key=len, reverse=True)
+        next_host = itertools.cycle(sorted(usable))
+        next_group = itertools.cycle(by_size)
+        plans = []
+        for comp in self.lab.comparisons:
+            if self.lab.schedule == "interleaved":
+                group = usable[next(next_group)[0]]["group"]
+                plans.append(Plan(comp, groups[group], group_resource(group)))
+            else:
+                host = next(next_host)
+                plans.append(Plan(comp, [host], host_resource(host)))
+            hosts = plans[-1].hosts
+            self.notify(f"fleet: {comp.name} runs on {', '.join(hosts)}")
+        self.writer.set_record("fleet_plan", {p.comparison.name: p.hosts for p in plans})
+        return plans
+
+    def _start_comparison(self, client: Any, plan: Plan, topic: str) -> None:
+        if self.lab.warmup_jobs(plan.comparison):
+            self._submit(client, plan, 0, topic)
+        for _ in range(self.lab.repeats.minimum):
+            self._next_round(client, plan, topic)
+
+    def _next_round(self, client: Any, plan: Plan, topic: str) -> None:
+        plan.submitted += 1
+        number = plan.submitted
+        comp = plan.comparison
+        if not self.writer.has_round(comp.name, number):  # else a resumed run's
+            order = [j.column.label for j in self.lab.round(comp, number)]
+            self.writer.add_round(comp.name, number, order)
+        self._submit(client, plan, number, topic)
+
+    def _submit(self, client: Any, plan: Plan, number: int, topic: str) -> None:
+        comp = plan.comparison
+        unit = unit_name(comp.name, number)
+        jobs = unit_jobs(self.lab, comp.name, number)
+        if all(self.writer.job_finished(j) for j in jobs):  # a resumed run keeps it
+            plan.finished.add(number)
+            return
+        payload = {
+            "topic": topic,
+            "run": self.path.name,
+            "unit": unit,
+            "comparison": comp.name,
+            "number": number,
+            "lab_file": self.lab.path.name,
+            "lab_text": self.lab.text,
+            "record": {k: v for k, v in self.writer.record.items() if k != "hosts"},
+            "submitted": time.time(),
+        }
+        # Earlier units first on a host: the warm-up, then rounds in order.
+        priority = 10**6 if number == 0 else -number
+        plan.running[unit] = client.submit(
+            run_unit,
+            payload,
+            key=f"{self.path.name}/{unit}",
+            pure=False,
+            resources={RESOURCE: 1, plan.resource: 1},
+            priority=priority,
+        )
+        self._submitted_at[unit] = time.monotonic()
+
+    def _loop(
+        self,
+        client: Any,
+        plans: list[Plan],
+        messages: queue.Queue[dict[str, Any]],
+        receiver: Receiver,
+    ) -> None:
+        last_status = time.monotonic()
+        while any(p.running for p in plans):
+            try:
+                msg = messages.get(timeout=0.2)
+                self._tell(msg)
+                receiver.apply(msg)
+                continue
+            except queue.Empty:
+                pass
+            for plan in plans:
+                for unit, future in list(plan.running.items()):
+                    if future.done():
+                        del plan.running[unit]
+                        self._unit_done(plan, unit, future, receiver)
+                if not plan.running and not plan.stopped:
+                    self._more_rounds(client, plan, f"dbregress/{self.path.name}")
+            if time.monotonic() - last_status > STATUS_EVERY_S:
+                last_status = time.monotonic()
+                self._status(plans, receiver)
+
+    def _tell(self, msg: dict[str, Any]) -> None:
+        if msg["kind"] == "start":
+            self.notify(f"{msg['host']}: {msg['unit']} started ({', '.join(msg['jobs'])})")
+
+    def _unit_done(self, plan: Plan, unit: str, future: Any, receiver: Receiver) -> None:
+        number = 0 if unit.endswith("/warm-up") else int(unit.rsplit(" ", 1)[1])
+        try:
+            outcome = future.result()
+        except Exception as e:  # the unit's task failed (or its workers kept dying)
+            where = f"{unit} on the fleet"
+            self.writer.add_failure(where, e)
+            self.notify(f"{unit}: failed: {type(e).__name__}: {e}")
+            plan.finished.add(number)
+            return
+        receiver.finish(outcome)
+        plan.finished.add(number)
+        took = time.monotonic() - self._submitted_at.get(unit, time.monotonic())
+        self.notify(f"{outcome['host']}: {unit} finished ({took:.0f} s)")
+
+    def _more_rounds(self, client: Any, plan: Plan, topic: str) -> None:
+        """After the rounds submitted so far ended: more while a step is undecided and
+        within reach, as a local run adds them (runner.py)."""
+        number = plan.submitted
+        maximum = self.lab.repeats.maximum
+        if number < self.lab.repeats.minimum or number >= maximum:
+            plan.stopped = True
+            return
+        undecided, reachable = self.undecided(plan.comparison, maximum - number)
+        name = plan.comparison.name
+        if not undecided or (not reachable and number >= ESTIMATE_AFTER):
+            plan.stopped = True
+            if undecided:
+                self.notify(
+                    f"{name}: {len(undecided)} step(s) undecided after {number} rounds, "
+                    f"none likely to be decided within {maximum}: no more rounds"
+                )
+            return
+        more = min(len(plan.hosts), maximum - number) if self.lab.schedule == "interleaved" else 1
+        which = _few(reachable if number >= ESTIMATE_AFTER else undecided)
+        self.notify(f"{name}: adding {more} round(s) after {number} (at most {maximum}): {which}")
+        for _ in range(more):
+            self._next_round(client, plan, topic)
+
+    def _status(self, plans: list[Plan], receiver: Receiver) -> None:
+        """Every host's unit, and what is left (rounds beyond the minimum may be added)."""
+        running = [
+            f"{receiver.host.get(u, 'waiting for a host')}: {u}" for p in plans for u in p.running
+        ]
+        if running:
+            self.notify(f"fleet: {'; '.join(running)}; {receiver.steps_received} step(s) received")
+
+    def _index_received(self, result: StepResult, index: int) -> None:
+        self._index(functools.partial(self._index_step, result, index))
+
+
+def _drain(messages: queue.Queue[dict[str, Any]], receiver: Receiver) -> None:
+    while True:
+        try:
+            receiver.apply(messages.get_nowait())
+        except queue.Empty:
+            return
+
+
+def _has_dashboard(client: Any) -> bool:
+    try:
+        return bool(client.scheduler_info().get("services", {}).get("dashboard"))
+    except Exception:
+        return False
