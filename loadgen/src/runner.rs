@@ -38,6 +38,48 @@ fn settle(driver: &dyn driver::Driver, interrupted: &AtomicBool) -> Result<()> {
         .map_err(|e| anyhow!("settle: {}", e.message))
 }
 
+/// One thread per client, each waiting for the step's context on its channel, then
+/// running the client's workload; a thread whose channel closes unused (the engine
+/// could not be opened) ends without a word.
+///
+/// Why before the engine: RocksDB seeds the random heights of its memtable's skiplist
+/// from a hash of the inserting thread's id (Random::GetTLSInstance, seeded with
+/// std::hash<std::thread::id>), and a thread's id is the address of its stack. Spawned
+/// after the engine was opened and settled, a client's stack lay 64 MiB lower for each
+/// glibc malloc arena that RocksDB's flush, compaction and timer threads had happened to
+/// create by then, and below the library's mappings: under callgrind, replays of one
+/// build drew one of a few skiplists (overwritesome counted 17,556, 17,830 or 17,886
+/// instructions per put, all of it in key comparisons) and two builds would draw
+/// different ones. Spawned here, every replay and every build draw the same skiplist.
+fn spawn_clients(
+    clients: u32,
+) -> Result<(
+    Vec<std::thread::JoinHandle<()>>,
+    Vec<mpsc::Sender<Arc<StepContext>>>,
+)> {
+    let mut threads = Vec::new();
+    let mut contexts = Vec::new();
+    for client in 1..=clients {
+        let (handoff, parked) = mpsc::channel::<Arc<StepContext>>();
+        let t = std::thread::Builder::new()
+            .name(format!("client{client}"))
+            .spawn(move || {
+                let Ok(ctx) = parked.recv() else {
+                    return;
+                };
+                match ctx.catch_panics(|| workload::run_client(&ctx, client)) {
+                    Ok(outcome) => {
+                        let _ = ctx.tx.send(Msg::Done(client, Box::new(outcome)));
+                    }
+                    Err(e) => drop(ctx.fail(e)),
+                }
+            })?;
+        threads.push(t);
+        contexts.push(handoff);
+    }
+    Ok((threads, contexts))
+}
+
 /// Run the step; Ok after the summary (and, if asked, after stdin closed).
 /// `launched` is when the process started, for the setup phase; `fault` is what
 /// DBREGRESS_LOADGEN_FAULT asks for.
@@ -51,6 +93,12 @@ pub fn run(
         f.check_clients(spec.clients)?;
     }
     let plan = workload::plan(&spec);
+    // The client threads start first, parked until the step's context exists: before
+    // the engine is opened (an embedded one loaded), settled, or has started threads
+    // of its own. Each client thread's place in memory, and so its identity, then
+    // depends on this program alone, not on the engine's build or on what its
+    // background threads did before (spawn_clients).
+    let (parked, contexts) = spawn_clients(spec.clients)?;
     let driver = driver::open(&spec)?;
     if spec.settle_first {
         settle(driver.as_ref(), &interrupted)?;
@@ -72,21 +120,10 @@ pub fn run(
         fault,
         (plan.q_op, plan.q_unit),
     ));
-    let mut threads = Vec::new();
-    for client in 1..=ctx.spec.clients {
-        let ctx = ctx.clone();
-        let t = std::thread::Builder::new()
-            .name(format!("client{client}"))
-            .spawn(
-                move || match ctx.catch_panics(|| workload::run_client(&ctx, client)) {
-                    Ok(outcome) => {
-                        let _ = ctx.tx.send(Msg::Done(client, Box::new(outcome)));
-                    }
-                    Err(e) => drop(ctx.fail(e)),
-                },
-            )?;
-        threads.push(t);
+    for handoff in contexts {
+        let _ = handoff.send(ctx.clone());
     }
+    let threads = parked;
     let (reported, control) = Reporter::new(&ctx, rx, &interrupted, launched).run(&plan)?;
     summary::summarize(&ctx, &plan, &reported)?;
     if ctx.spec.wait_before_close {

@@ -115,6 +115,10 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
         from dbregress.engines.rocksdb import RocksdbEngine
 
         return RocksdbEngine(build, options)
+    if build.spec.engine == "null":
+        from dbregress.engines.null import NullEngine
+
+        return NullEngine(build, options)
     raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
 
 

@@ -19,7 +19,13 @@ from dbregress.errors import ConfigRejected
 
 CONFIG_ROOT = Path(__file__).parent
 # the folder of profiles for each engine a build spec names
-ENGINE_FAMILY = {"postgres": "postgres", "mariadb": "mysql", "mysql": "mysql", "rocksdb": "rocksdb"}
+ENGINE_FAMILY = {
+    "postgres": "postgres",
+    "mariadb": "mysql",
+    "mysql": "mysql",
+    "rocksdb": "rocksdb",
+    "null": "null",
+}
 SIZE_FIELD = re.compile(r"\{([^{}]*)\}")
 SIZE_NAMES = ("cache_mb", "wal_mb", "data_mb")
 

@@ -16,6 +16,7 @@ attempt sent is dropped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import queue
@@ -63,11 +64,12 @@ class Plan:
     stopped: bool = False  # no more rounds
 
 
-def worker_fingerprint() -> dict[str, Any] | None:
+def worker_fingerprint(dask_worker: Any) -> dict[str, Any] | None:
     """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
-    from dbregress.fleet.unit import WORKER
+    from dbregress.fleet.unit import WORKERS
 
-    return WORKER.get("fingerprint")
+    state = WORKERS.get(dask_worker.name)
+    return state["fingerprint"] if state else None
 
 
 class FleetRunner(Runner):
@@ -87,6 +89,8 @@ class FleetRunner(Runner):
         self.wait_for_workers_s = wait_for_workers_s
         self.hosts: dict[str, dict[str, Any]] = {}
         self._submitted_at: dict[str, float] = {}
+        self._submitted_wall: dict[str, float] = {}
+        self._timeline: list[dict[str, Any]] = list(self.writer.record.get("fleet_units", []))
 
     def run(self) -> Path:
         status = "failed"
@@ -251,7 +255,6 @@ class FleetRunner(Runner):
             "lab_file": self.lab.path.name,
             "lab_text": self.lab.text,
             "record": {k: v for k, v in self.writer.record.items() if k != "hosts"},
-            "submitted": time.time(),
         }
         # Earlier units first on a host: the warm-up, then rounds in order.
         priority = 10**6 if number == 0 else -number
@@ -264,6 +267,7 @@ class FleetRunner(Runner):
             priority=priority,
         )
         self._submitted_at[unit] = time.monotonic()
+        self._submitted_wall[unit] = time.time()
 
     def _loop(
         self,
@@ -274,13 +278,14 @@ class FleetRunner(Runner):
     ) -> None:
         last_status = time.monotonic()
         while any(p.running for p in plans):
-            try:
-                msg = messages.get(timeout=0.2)
-                self._tell(msg)
-                receiver.apply(msg)
-                continue
-            except queue.Empty:
-                pass
+            # Every message that has come, then every unit that has ended, then a short
+            # wait for the next message.
+            with contextlib.suppress(queue.Empty):
+                msg = messages.get(timeout=0.05)
+                while True:
+                    self._tell(msg)
+                    receiver.apply(msg)
+                    msg = messages.get_nowait()
             for plan in plans:
                 for unit, future in list(plan.running.items()):
                     if future.done():
@@ -310,6 +315,22 @@ class FleetRunner(Runner):
         plan.finished.add(number)
         took = time.monotonic() - self._submitted_at.get(unit, time.monotonic())
         self.notify(f"{outcome['host']}: {unit} finished ({took:.0f} s)")
+        # The unit's timeline (wall clocks of the coordinator and the worker): what the
+        # fleet cost beyond the unit's own time (bench/fleet_overhead.py).
+        self._timeline.append(
+            {
+                "unit": unit,
+                "host": outcome["host"],
+                "submitted": self._submitted_wall.get(unit),
+                "started": outcome.get("started"),
+                "ended": outcome.get("ended"),
+                "received": time.time(),
+            }
+        )
+        self.writer.set_record("fleet_units", self._timeline)
+        self.writer.set_record(
+            "fleet_store", {"messages": receiver.messages, "busy_s": round(receiver.busy_s, 3)}
+        )
 
     def _more_rounds(self, client: Any, plan: Plan, topic: str) -> None:
         """After the rounds submitted so far ended: more while a step is undecided and

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -141,8 +142,18 @@ class Receiver:
         self.applied: set[tuple[str, int]] = set()  # (attempt, seq)
         self.done: set[str] = set()  # units whose task returned
         self.steps_received = 0
+        self.messages = 0
+        self.busy_s = 0.0  # time spent storing what came (bench/fleet_overhead.py)
 
     def apply(self, msg: Message) -> None:
+        t0 = time.monotonic()
+        try:
+            self._take(msg)
+        finally:
+            self.messages += 1
+            self.busy_s += time.monotonic() - t0
+
+    def _take(self, msg: Message) -> None:
         unit, attempt = msg["unit"], msg["attempt"]
         if unit in self.done or (attempt, msg["seq"]) in self.applied:
             return

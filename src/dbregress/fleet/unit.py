@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -20,13 +20,21 @@ from dbregress import interrupts
 from dbregress.fleet.ship import ShippingWriter
 from dbregress.lab import Job, Lab, load_lab
 
-# Set by `dbregress worker` in its process before it joins the fleet.
-WORKER: dict[str, Any] = {
-    "name": socket.gethostname(),
-    "scratch": None,
-    "fingerprint": None,
-    "warmed": set(),  # (run, comparison) whose warm-up job this host has run
-}
+# Each worker's state, by its name: set by `dbregress worker` before it joins the fleet
+# (one per process there; a simulated fleet holds many in one process).
+WORKERS: dict[str, dict[str, Any]] = {}
+
+
+def worker_state(name: str, scratch: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
+    state = {
+        "name": name,
+        "scratch": str(scratch),
+        "fingerprint": fingerprint,
+        "warmed": set(),  # (run, comparison) whose warm-up job this host has run
+        "stopping": False,  # told to stop: the running unit goes elsewhere
+    }
+    WORKERS[name] = state
+    return state
 
 
 def unit_jobs(lab: Lab, comparison: str, number: int) -> list[Job]:
@@ -43,10 +51,16 @@ class Cancelled(KeyboardInterrupt):
     """The coordinator no longer wants this unit (Ctrl-C there, or the run was given up)."""
 
 
+def _me(worker: Any) -> dict[str, Any]:
+    return WORKERS.get(worker.name) or worker_state(
+        str(worker.name), Path("/var/tmp/dbregress/fleet-scratch"), {}
+    )
+
+
 def _still_wanted(worker: Any, key: Any) -> bool:
     """False once the scheduler released this task (cancelled by the coordinator) or the
     worker was told to stop."""
-    if WORKER.get("stopping"):
+    if _me(worker)["stopping"]:
         return False
     ts = worker.state.tasks.get(key)
     return ts is not None and ts.state not in ("cancelled", "released", "forgotten")
@@ -84,18 +98,20 @@ def run_unit(payload: dict[str, Any]) -> dict[str, Any]:
 
     from dbregress.runner import Runner
 
+    started = time.time()
     worker = get_worker()
+    me = _me(worker)
     key = worker.get_current_task()
     topic = payload["topic"]
     attempt = uuid.uuid4().hex
-    host = WORKER["name"]
+    host = me["name"]
 
     def send(msg: dict[str, Any]) -> None:
         worker.log_event(topic, msg)
         if msg["kind"] == "step" and not _still_wanted(worker, key):
             raise Cancelled("SIGINT")  # at a step's end; the runner records the interrupt
 
-    scratch_root = Path(WORKER["scratch"] or "/var/tmp/dbregress/fleet-scratch")
+    scratch_root = Path(me["scratch"])
     scratch = scratch_root / f"{payload['run']}-{attempt[:8]}"
     lab_dir = scratch_root / f"lab-{attempt[:8]}"
     done = threading.Event()
@@ -109,16 +125,23 @@ def run_unit(payload: dict[str, Any]) -> dict[str, Any]:
         writer = ShippingWriter(scratch, lab, payload["record"], send, payload["unit"], attempt)
         writer.start(jobs, host)
         warmed = (payload["run"], payload["comparison"])
-        if payload["number"] > 0 and warmed not in WORKER["warmed"]:
+        if payload["number"] > 0 and warmed not in me["warmed"]:
             _warm_up(lab, payload, scratch_root / f"warm-{attempt[:8]}")
-        WORKER["warmed"].add(warmed)
+        me["warmed"].add(warmed)
         runner = Runner(lab, scratch_root, writer=writer, history=False, notify=lambda s: None)
         # Cancelled: recorded as interrupted; the coordinator has stopped listening.
         with contextlib.suppress(Cancelled):
             runner.run_unit(jobs, runner.provision([j.column for j in jobs]))
-        if WORKER.get("stopping"):  # the worker was told to stop: the unit runs elsewhere
+        if me["stopping"]:  # the worker was told to stop: the unit runs elsewhere
             raise Reschedule()
-        return {"unit": payload["unit"], "attempt": attempt, "host": host, "messages": writer.sent}
+        return {
+            "unit": payload["unit"],
+            "attempt": attempt,
+            "host": host,
+            "messages": writer.sent,
+            "started": started,  # the worker's clock (time.time())
+            "ended": time.time(),
+        }
     finally:
         done.set()
         shutil.rmtree(scratch, ignore_errors=True)

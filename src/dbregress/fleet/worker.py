@@ -75,7 +75,7 @@ def serve_worker(
 ) -> None:
     from distributed import Worker
 
-    from dbregress.fleet.unit import WORKER
+    from dbregress.fleet.unit import worker_state
     from dbregress.runner import work_root
 
     own = work_root() / f"worker-{name}"
@@ -85,12 +85,12 @@ def serve_worker(
     own.chmod(0o755)
     os.environ["DBREGRESS_WORKDIR"] = str(own)  # its engines' data directories
     fp = fingerprint(name, group, results)
-    WORKER.update(name=name, scratch=str(own / "scratch"), fingerprint=fp)
+    state = worker_state(name, own / "scratch", fp)
 
     def stop_unit() -> None:
         """The running unit's engine is killed, its step recorded as failed, the unit
         ends and the worker closes; the coordinator runs the unit again elsewhere."""
-        WORKER["stopping"] = True
+        state["stopping"] = True
         interrupts.hurry_now()
 
     async def main() -> None:

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from dbregress.errors import BuildNotFound
 
-ENGINES = ("postgres", "mariadb", "mysql", "rocksdb")
+# `null` is no engine: its loadgen driver does nothing (tests of the scheduler, the
+# fleet and the reports; engines/null.py).
+ENGINES = ("postgres", "mariadb", "mysql", "rocksdb", "null")
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,8 @@ def fetch(spec: BuildSpec) -> Build:
         raise BuildNotFound(f"unknown engine {spec.engine!r}; known: {', '.join(ENGINES)}")
     if spec.engine == "rocksdb":
         return rocksdb.fetch(spec)
+    if spec.engine == "null":
+        return Build(spec, Path("/"), "null engine (no database)", {"source": "null"})
     if spec.is_system:
         return local.fetch_system(spec)
     if spec.is_path:
