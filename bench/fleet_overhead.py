@@ -75,13 +75,13 @@ def serve(port: int, workers: int, root: Path) -> None:
             started = []
             for i in range(workers):
                 name = f"sim{i:03d}"
-                worker_state(name, root / name / "scratch", {**fp, "name": name})
+                worker_state(name, root / name / "scratch", {**fp, "name": name, "cpu_count": 1})
                 started.append(
                     Worker(
                         s.address,
                         nthreads=1,
                         name=name,
-                        resources=resources(name, fp["group"]),
+                        resources=resources(name, fp["group"], 1),
                         dashboard=False,
                         memory_limit=0,
                         local_directory=str(root / name / "dask"),

@@ -14,6 +14,7 @@ from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import Request, explain, require_explainable
 from dbregress.explain.valgrind import require as require_valgrind
+from dbregress.fleet.coordinator import FleetRunner
 from dbregress.lab import load_lab
 from dbregress.runner import Runner
 from dbregress.store.run import resolve_run
@@ -58,12 +59,10 @@ def run(args: argparse.Namespace) -> int:
     lab = load_lab(resume / "lab.toml" if resume else args.lab)
     if lab.explain:
         require_explainable(lab)  # before hours of running, not after
-    if lab.count:  # asked for by name: a missing valgrind is an error, said now
+    if lab.count and not args.scheduler:  # asked for: a missing valgrind is an error, now
         require_valgrind("the cost lane (count = true)", ", or set count = false")
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
     if args.scheduler:
-        from dbregress.fleet.coordinator import FleetRunner
-
         runner: Runner = FleetRunner(
             lab, args.results, args.scheduler, display.update, notify=display.line, resume=resume
         )
@@ -78,8 +77,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         with display:  # stops the live display whatever ends the run, Ctrl-C included
             runner.run()
-        if lab.counts():
-            run_lane(runner.path, lab, lambda line: print(line, file=sys.stderr, flush=True))
+        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        if isinstance(runner, FleetRunner):
+            if runner.counts():
+                runner.run_lane(say)
+        elif lab.counts():
+            run_lane(runner.path, lab, say)
         if lab.explain:
             written = explain(
                 Request(run=runner.path, steps=(), columns=(), ops=None, profile=True),

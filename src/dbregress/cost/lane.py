@@ -133,7 +133,7 @@ class Lane:
                 if not wanted & set(steps):
                     steps = []
             for column in comp.columns:
-                self.builds[column.label] = provision.fetch(column.build)
+                self._fetch(column)
                 # The base's pace for every column: the paced writers of the q-steps
                 # and *whilewriting steps then do as many writes per Q call in every
                 # build. With each column's own time-lane rate, a build 12% slower in
@@ -144,6 +144,10 @@ class Lane:
                 self.choices[column.label] = {
                     step: warmed(choice) for step, choice in found.items()
                 }
+
+    def _fetch(self, column: Column) -> None:
+        """The column's build, here (a fleet's lane has its workers fetch it)."""
+        self.builds[column.label] = provision.fetch(column.build)
 
     def _finished(self, label: str) -> list[dict[str, Any]]:
         return [r for r in store.load_replays(self.run) if r["column"] == label]
@@ -192,8 +196,11 @@ class Lane:
 
     # -- running ----------------------------------------------------------------------
 
-    def run_lane(self) -> None:
+    def _require(self) -> None:
         valgrind.require()
+
+    def run_lane(self) -> None:
+        self._require()
         started = time.monotonic()
         self._plan()
         todo = self._missing()
@@ -278,52 +285,15 @@ class Lane:
         column = [c.label for c in self.lab.columns].index(label)
         work = self.root / f"{column}.{replay.number}"
         out = self.run / store.COST_DIR / label / f"r{replay.number}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir(parents=True)
-        for d in (work, self.root):
-            d.chmod(0o755)
-        out.mkdir(parents=True, exist_ok=True)
-        choices = self.choices[label]
-        if replay.steps is not None:
-            last = max(c.index for s, c in choices.items() if s in replay.steps)
-            choices = {
-                s: c if s in replay.steps else dataclasses.replace(c, counted=False)
-                for s, c in choices.items()
-                if c.index <= last
-            }
-        job = ColumnJob(
-            self.lab,
-            replay.comparison,
-            replay.column,
-            self.builds[label],
-            choices,
-            work,
-            out,
-            pin=False,
-            keep=False,
+        record = count_replay(
+            self.lab, replay, self.builds[label], self.choices[label], work, out, self.cancelled
         )
-        t0 = time.monotonic()
-        record: dict[str, Any] = {
-            "comparison": replay.comparison.name,
-            "column": label,
-            "replay": replay.number,
-            "build": str(replay.column.build),
-        }
-        if replay.steps is not None:
-            record["counts_only"] = sorted(replay.steps)
-        try:
-            found = jobs.count(job, lambda line: None)
-            record.update(status="ok", steps={s: _kept(f) for s, f in found.items()})
-        except Exception as e:  # recorded: the other replays still run
-            if self.cancelled.is_set():
-                return  # killed by Ctrl-C: not a finished replay
-            why = {"type": type(e).__name__, "message": str(e)}
-            if not isinstance(e, DbregressError):
-                why["traceback"] = "".join(traceback.format_exception(e)).strip()
-            record.update(status="failed", error=why, steps={})
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        record["took_s"] = round(time.monotonic() - t0, 1)
+        if record is not None:
+            self._keep(replay, record)
+
+    def _keep(self, replay: Replay, record: dict[str, Any]) -> None:
+        """A finished replay's record: stored, indexed, told."""
+        label = replay.column.label
         store.save_replay(self.run, label, replay.number, record)
         index_into(
             self.run.parent,
@@ -335,9 +305,62 @@ class Lane:
             self._done += 1
             done = self._done
         what = "counted" if record["status"] == "ok" else f"FAILED ({record['error']['message']})"
+        where = f" on {record['host']}" if record.get("host") else ""
         self.notify(
-            f"cost lane: {replay.name} {what} in {record['took_s']:.0f} s ({done}/{self._planned})"
+            f"cost lane: {replay.name} {what}{where} in {record['took_s']:.0f} s "
+            f"({done}/{self._planned})"
         )
+
+
+def count_replay(
+    lab: Lab,
+    replay: Replay,
+    build: Build,
+    choices: dict[str, Choice],
+    work: Path,
+    out: Path,
+    cancelled: threading.Event,
+) -> dict[str, Any] | None:
+    """One counting replay in `work` (its engine's data), its files in `out`; the record
+    to store, or None when it was cancelled (not a finished replay)."""
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for d in (work, work.parent):
+        d.chmod(0o755)
+    out.mkdir(parents=True, exist_ok=True)
+    if replay.steps is not None:
+        last = max(c.index for s, c in choices.items() if s in replay.steps)
+        choices = {
+            s: c if s in replay.steps else dataclasses.replace(c, counted=False)
+            for s, c in choices.items()
+            if c.index <= last
+        }
+    job = ColumnJob(
+        lab, replay.comparison, replay.column, build, choices, work, out, pin=False, keep=False
+    )
+    t0 = time.monotonic()
+    record: dict[str, Any] = {
+        "comparison": replay.comparison.name,
+        "column": replay.column.label,
+        "replay": replay.number,
+        "build": str(replay.column.build),
+    }
+    if replay.steps is not None:
+        record["counts_only"] = sorted(replay.steps)
+    try:
+        found = jobs.count(job, lambda line: None)
+        record.update(status="ok", steps={s: _kept(f) for s, f in found.items()})
+    except Exception as e:  # recorded: the other replays still run
+        if cancelled.is_set():
+            return None  # killed by Ctrl-C: not a finished replay
+        why = {"type": type(e).__name__, "message": str(e)}
+        if not isinstance(e, DbregressError):
+            why["traceback"] = "".join(traceback.format_exception(e)).strip()
+        record.update(status="failed", error=why, steps={})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    record["took_s"] = round(time.monotonic() - t0, 1)
+    return record
 
 
 def _before(order: list[str], step: str, wanted: set[str]) -> bool:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import os
 import queue
 import time
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from typing import Any
 
 from dbregress.errors import DbregressError, Interrupted, LabError, StoreError
 from dbregress.fleet.host import noisy_hosts, unlike
+from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
 from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
 from dbregress.interrupts import shielded
@@ -58,6 +60,7 @@ class Plan:
     comparison: Comparison
     hosts: list[str]
     resource: str  # what a worker must have to take its units (one host's, or a group's)
+    cpus: int  # all of the host's: nothing runs beside a time-lane unit
     submitted: int = 0  # rounds
     finished: set[int] = field(default_factory=set)
     running: dict[str, Any] = field(default_factory=dict)  # unit -> future
@@ -115,6 +118,30 @@ class FleetRunner(Runner):
             with shielded():
                 self._finish(status)
         return self.path
+
+    def counts(self) -> bool:
+        """Whether the run has a cost lane: as a local run decides, but from the
+        workers' valgrind rather than this machine's."""
+        if self.lab.count is False:
+            return False
+        if self.lab.count is None and os.environ.get("DBREGRESS_COUNT", "1").strip() in (
+            "0",
+            "false",
+            "no",
+            "off",
+        ):
+            return False
+        return self.lab.count is True or any(h.get("valgrind") for h in self.hosts.values())
+
+    def run_lane(self, notify: Callable[[str], None]) -> None:
+        """The cost lane of the run, its replays spread over the fleet (fleet/lane.py)."""
+        client = self._connect()
+        try:
+            if not self.hosts:
+                self._learn_hosts(client)
+            FleetLane(self.path, self.lab, notify, client, self._usable()).run_lane()
+        finally:
+            client.close()
 
     def _connect(self) -> Any:
         from distributed import Client
@@ -215,10 +242,12 @@ class FleetRunner(Runner):
         for comp in self.lab.comparisons:
             if self.lab.schedule == "interleaved":
                 group = usable[next(next_group)[0]]["group"]
-                plans.append(Plan(comp, groups[group], group_resource(group)))
+                cpus = min(int(usable[h]["cpu_count"] or 1) for h in groups[group])
+                plans.append(Plan(comp, groups[group], group_resource(group), cpus))
             else:
                 host = next(next_host)
-                plans.append(Plan(comp, [host], host_resource(host)))
+                cpus = int(usable[host]["cpu_count"] or 1)
+                plans.append(Plan(comp, [host], host_resource(host), cpus))
             hosts = plans[-1].hosts
             self.notify(f"fleet: {comp.name} runs on {', '.join(hosts)}")
         self.writer.set_record("fleet_plan", {p.comparison.name: p.hosts for p in plans})
@@ -263,7 +292,7 @@ class FleetRunner(Runner):
             payload,
             key=f"{self.path.name}/{unit}",
             pure=False,
-            resources={RESOURCE: 1, plan.resource: 1},
+            resources={RESOURCE: 1, CPUS: plan.cpus, plan.resource: 1},
             priority=priority,
         )
         self._submitted_at[unit] = time.monotonic()

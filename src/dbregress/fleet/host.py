@@ -67,6 +67,7 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> dict
         "kernel_release": kernel.split(" ")[1] if " " in kernel else kernel,
         "governor": facts.get("cpu_governor"),
         "virt": virtualization(),
+        "valgrind": bool(shutil.which("valgrind") and shutil.which("vgdb")),  # the cost lane
         "calibration": None,
     }
     cal = load_calibration(results_root, str(facts["hostname"])) if results_root else None

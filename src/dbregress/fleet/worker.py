@@ -1,8 +1,9 @@
 """`dbregress scheduler` and `dbregress worker`: the fleet's processes, on Dask's own.
 
-A worker has one thread and the resources `bench` (1), `host:<name>` and
-`group:<group>`, so it takes one unit at a time, and units that must stay on one host or
-one group find it by name, also after it was started again. Its engines' data
+A worker has a thread per CPU and the resources `bench` (1), `cpus` (its CPUs),
+`host:<name>` and `group:<group>`: it takes one time-lane unit at a time and nothing
+beside it, counting replays one per CPU, and units that must stay on one host or one
+group find it by name, also after it was started again. Its engines' data
 directories and scratch run folders live below its own directory (the machine's work
 directory plus its name), which it empties when it starts: a worker that was killed
 leaves nothing behind there that the next one keeps.
@@ -21,10 +22,14 @@ from dbregress import interrupts
 from dbregress.fleet.host import fingerprint
 
 
-def resources(name: str, group: str) -> dict[str, float]:
+def resources(name: str, group: str, cpus: int) -> dict[str, float]:
+    """`bench`: one time-lane unit at a time; `cpus`: a counting replay takes one, a
+    time-lane unit all (so it never runs beside replays); `host:`/`group:`: where a
+    comparison's units may go."""
     from dbregress.fleet.coordinator import RESOURCE, group_resource, host_resource
+    from dbregress.fleet.lane import CPUS
 
-    return {RESOURCE: 1, host_resource(name): 1, group_resource(group): 1}
+    return {RESOURCE: 1, CPUS: cpus, host_resource(name): 1, group_resource(group): 1}
 
 
 async def _serve_until_signal(server: Any, on_signal: Any = None) -> None:
@@ -94,10 +99,11 @@ def serve_worker(
         interrupts.hurry_now()
 
     async def main() -> None:
+        cpus = int(fp.get("cpu_count") or 1)
         kwargs: dict[str, Any] = {
-            "nthreads": 1,
+            "nthreads": cpus,  # replays side by side; a time-lane unit takes every CPU
             "name": name,
-            "resources": resources(name, fp["group"]),
+            "resources": resources(name, fp["group"], cpus),
             "dashboard": False,
             # Its engines run as processes of their own: nothing of a unit lives in the
             # worker's memory for Dask to manage.

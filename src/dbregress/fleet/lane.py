@@ -1,0 +1,177 @@
+"""The cost lane on a fleet: every counting replay goes to any worker with a free CPU.
+
+Counts do not depend on the host (the simulated caches are fixed and stored with each
+result), so a replay may run anywhere, several per host (one per CPU, as a local lane
+runs them), and never beside a time-lane unit: a unit takes all of its host's CPUs (the
+`cpus` resource). The coordinator plans the replays exactly as a local lane does (the
+windows come from its run folder), the worker fetches the build and counts, and the
+replay's record and files come back to the coordinator's run folder and history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import threading
+import zlib
+from pathlib import Path
+from typing import Any
+
+from dbregress.cost import store
+from dbregress.cost.lane import Lane, Replay, count_replay
+from dbregress.engines import process
+from dbregress.errors import Interrupted, LabError
+from dbregress.fleet.ship import _inside
+from dbregress.lab import Column, Lab, load_lab
+from dbregress.store.files import write_atomic
+
+CPUS = "cpus"  # a worker has as many as its host has CPUs; a replay takes one
+
+
+class FleetLane(Lane):
+    def __init__(self, run: Path, lab: Lab, notify: Any, client: Any, hosts: dict[str, Any]):
+        cpus = sum(int(h.get("cpu_count") or 1) for h in hosts.values())
+        super().__init__(run, lab, notify, workers=cpus)
+        self.client = client
+        self.hosts = hosts
+
+    def _fetch(self, column: Column) -> None:
+        return None  # each worker fetches the builds of its replays
+
+    def _require(self) -> None:
+        if not any(h.get("valgrind") for h in self.hosts.values()):
+            raise LabError(
+                "the cost lane needs valgrind on a worker, and no worker of the fleet has "
+                "it: run `make setup` on the benchmark hosts, or set count = false"
+            )
+
+    def _run_all(self, todo: list[Replay]) -> None:
+        from distributed import as_completed
+
+        futures = {}
+        for replay in todo:
+            payload = {
+                "run": self.run.name,
+                "lab_file": self.lab.path.name,
+                "lab_text": self.lab.text,
+                "comparison": replay.comparison.name,
+                "column": replay.column.label,
+                "number": replay.number,
+                "steps": sorted(replay.steps) if replay.steps is not None else None,
+                "choices": self.choices[replay.column.label],
+            }
+            future = self.client.submit(
+                count_on_worker,
+                payload,
+                key=f"{self.run.name}/cost/{replay.name}",
+                pure=False,
+                resources={CPUS: 1},
+            )
+            futures[future] = replay
+        try:
+            done = as_completed(list(futures), loop=self.client.loop)  # type: ignore[no-untyped-call]
+            for future in done:
+                replay = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as e:  # the task itself failed (its workers kept dying)
+                    outcome = {
+                        "record": {
+                            "comparison": replay.comparison.name,
+                            "column": replay.column.label,
+                            "replay": replay.number,
+                            "build": str(replay.column.build),
+                            "status": "failed",
+                            "error": {"type": type(e).__name__, "message": str(e)},
+                            "steps": {},
+                            "took_s": 0.0,
+                        },
+                        "files": {},
+                    }
+                if outcome is None:
+                    continue
+                for rel, data in outcome["files"].items():
+                    write_atomic(_inside(self.run, rel), data)
+                self._keep(replay, outcome["record"])
+        except KeyboardInterrupt as e:
+            for future in futures:
+                future.cancel()
+            name = e.args[0] if e.args else "SIGINT"
+            raise Interrupted(
+                f"interrupted ({name}) in the cost lane; finished replays are in "
+                f"{self.run / store.COST_DIR}; continue with `dbregress run --resume "
+                f"{self.run} --scheduler ADDR`"
+            ) from None
+
+
+def _kill_below(root: Path) -> None:
+    """SIGKILL every process whose command line or working directory is below `root`."""
+    text = str(root)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if text in cmdline or cwd.startswith(text):
+            process.kill(int(entry.name))
+
+
+def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
+    """The Dask task of one replay: count it here; its record and files."""
+    from distributed import get_worker
+
+    from dbregress import provision
+    from dbregress.fleet.unit import _me, _still_wanted
+    from dbregress.runner import work_root
+
+    worker = get_worker()
+    me = _me(worker)
+    key = worker.get_current_task()
+    crc = f"{zlib.crc32(payload['run'].encode()):08x}"
+    base = work_root() / f"cost-{crc}"
+    name = f"{payload['column']}.{payload['number']}"
+    work = base / f"w{zlib.crc32(name.encode()):08x}"
+    scratch = Path(me["scratch"]) / f"cost-{crc}-{name}"
+    out = scratch / "out"
+    cancelled = threading.Event()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(1.0):
+            if not _still_wanted(worker, key):
+                cancelled.set()
+                _kill_below(work)
+                return
+
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        lab_file = scratch / payload["lab_file"]
+        lab_file.write_text(payload["lab_text"])
+        lab = load_lab(lab_file)
+        comp = next(c for c in lab.comparisons if c.name == payload["comparison"])
+        column = next(c for c in comp.columns if c.label == payload["column"])
+        steps = frozenset(payload["steps"]) if payload["steps"] is not None else None
+        replay = Replay(comp, column, payload["number"], steps)
+        build = provision.fetch(column.build)
+        record = count_replay(lab, replay, build, payload["choices"], work, out, cancelled)
+        if record is None:
+            return None
+        record["host"] = me["name"]
+        rel_root = Path(store.COST_DIR) / column.label / f"r{replay.number}"
+        files = {
+            str(rel_root / f.relative_to(out)): f.read_bytes()
+            for f in sorted(out.rglob("*"))
+            if f.is_file()
+        }
+        return {"record": record, "files": files}
+    finally:
+        done.set()
+        shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):  # another replay of the run may still use it
+            base.rmdir()
