@@ -44,13 +44,14 @@ fn settle(driver: &dyn driver::Driver, interrupted: &AtomicBool) -> Result<()> {
 ///
 /// Why before the engine: RocksDB seeds the random heights of its memtable's skiplist
 /// from a hash of the inserting thread's id (Random::GetTLSInstance, seeded with
-/// std::hash<std::thread::id>), and a thread's id is the address of its stack. Spawned
-/// after the engine was opened and settled, a client's stack lay 64 MiB lower for each
-/// glibc malloc arena that RocksDB's flush, compaction and timer threads had happened to
-/// create by then, and below the library's mappings: under callgrind, replays of one
-/// build drew one of a few skiplists (overwritesome counted 17,556, 17,830 or 17,886
-/// instructions per put, all of it in key comparisons) and two builds would draw
-/// different ones. Spawned here, every replay and every build draw the same skiplist.
+/// std::hash<std::thread::id>), and a thread's id (its pthread_t) is an address at the
+/// top of its stack. Spawned after the engine was opened and settled, a client's stack
+/// lay 64 MiB lower for each glibc malloc arena (a 64 MiB heap) that RocksDB's
+/// background threads had happened to create by then: under callgrind, replays of one
+/// build drew one of a few skiplists (RocksDB 10.2's overwritesome counted 17,556,
+/// 17,830 or 17,886 instructions per put, the difference all in key comparisons), and
+/// builds whose background threads allocate differently would draw different ones.
+/// Spawned here, every replay and every build of a library draw the same skiplist.
 fn spawn_clients(
     clients: u32,
 ) -> Result<(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -71,67 +72,91 @@ def _start(args: list[str], cwd: Path, workdir: Path, log: Path) -> subprocess.P
         )
 
 
-def test_a_lab_survives_a_worker_killed_mid_unit(tmp_path: Path, workdir: Path) -> None:
-    port = _free_port()
-    address = f"tcp://127.0.0.1:{port}"
-    (tmp_path / "lab.toml").write_text(LAB)
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    try:
-        procs["scheduler"] = _start(
-            ["scheduler", "--port", str(port), "--dashboard", "none"],
-            tmp_path,
-            workdir,
-            tmp_path / "scheduler.log",
-        )
-        wait_for(
-            lambda: "scheduler at" in (tmp_path / "scheduler.log").read_text(), 60, "scheduler"
-        )
-        for name in ("w1", "w2"):
-            procs[name] = _start(
-                ["worker", "--scheduler", address, "--name", name, "--listen", "127.0.0.1"],
-                tmp_path,
-                workdir,
-                tmp_path / f"{name}.log",
-            )
-        for name in ("w1", "w2"):
-            log = tmp_path / f"{name}.log"
-            wait_for(lambda log=log: f"worker {log.stem}" in log.read_text(), 60, name)
-        coordinator = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dbregress.cli.main",
-                "run",
-                "lab.toml",
-                "--scheduler",
-                address,
-            ],
-            cwd=tmp_path,
-            env=cli_env(workdir),
+class Fleet:
+    """A scheduler and named workers, each a process of its own, on the loopback."""
+
+    def __init__(self, tmp_path: Path, workdir: Path) -> None:
+        self.tmp, self.workdir = tmp_path, workdir
+        self.port = _free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.starts = 0
+
+    def start_scheduler(self) -> None:
+        log = self.tmp / "scheduler.log"
+        args = ["scheduler", "--port", str(self.port), "--dashboard", "none"]
+        self.procs["scheduler"] = _start(args, self.tmp, self.workdir, log)
+        wait_for(lambda: "scheduler at" in log.read_text(), 60, "the scheduler")
+
+    def start_worker(self, name: str) -> None:
+        self.starts += 1
+        log = self.tmp / f"{name}-{self.starts}.log"
+        args = ["worker", "--scheduler", self.address, "--name", name, "--listen", "127.0.0.1"]
+        self.procs[name] = _start(args, self.tmp, self.workdir, log)
+        wait_for(lambda: f"worker {name}" in log.read_text(), 60, f"worker {name}")
+
+    def kill(self, name: str) -> None:
+        os.kill(self.procs[name].pid, signal.SIGKILL)
+        self.procs[name].wait()
+
+    def run(self, *args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dbregress.cli.main", "run", *args, "--scheduler", self.address],
+            cwd=self.tmp,
+            env=cli_env(self.workdir),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
-        procs["coordinator"] = coordinator  # type: ignore[assignment]
+        self.procs["coordinator"] = proc  # type: ignore[assignment]
+        return proc
 
+    def stop(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM if name != "coordinator" else signal.SIGKILL)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        deadline = time.monotonic() + 15
+        while processes_mentioning(str(self.workdir)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        assert processes_mentioning(str(self.workdir)) == []
+
+
+def _running_job(tmp: Path, started_steps: str = "0[1-3]-*.json") -> str | None:
+    """The host of a job (not a warm-up) that has stored a step: a unit in its middle."""
+    runs = list((tmp / "results").glob("*/run.json"))
+    if not runs:
+        return None
+    try:
+        record = json.loads(runs[0].read_text())
+    except json.JSONDecodeError:
+        return None
+    for job, info in record["jobs"].items():
+        done = list((runs[0].parent / job / "steps").glob(started_steps))
+        if not job.endswith("/r0") and info.get("host") and done:
+            return str(info["host"])
+    return None
+
+
+def test_a_lab_survives_a_worker_killed_mid_unit(tmp_path: Path, workdir: Path) -> None:
+    (tmp_path / "lab.toml").write_text(LAB)
+    fleet = Fleet(tmp_path, workdir)
+    try:
+        fleet.start_scheduler()
+        fleet.start_worker("w1")
+        fleet.start_worker("w2")
+        coordinator = fleet.run("lab.toml")
         # Kill the first worker that is in the middle of a round: it has sent a step of it.
-        def victim() -> str | None:
-            runs = list((tmp_path / "results").glob("*/run.json"))
-            if not runs:
-                return None
-            record = json.loads(runs[0].read_text())
-            for job, info in record["jobs"].items():
-                done = list((runs[0].parent / job / "steps").glob("0[1-3]-*.json"))
-                if not job.endswith("/r0") and info.get("host") and done:
-                    return str(info["host"])
-            return None
-
-        wait_for(victim, 300, "a worker in the middle of a round")
-        killed = victim()
+        wait_for(lambda: _running_job(tmp_path), 300, "a worker in the middle of a round")
+        killed = _running_job(tmp_path)
         assert killed in ("w1", "w2")
-        os.kill(procs[killed].pid, signal.SIGKILL)
-        procs[killed].wait()
+        fleet.kill(killed)
 
         _out, err = coordinator.communicate(timeout=900)
         assert coordinator.returncode == 0, err[-3000:]
@@ -143,17 +168,17 @@ def test_a_lab_survives_a_worker_killed_mid_unit(tmp_path: Path, workdir: Path) 
         assert set(record["jobs"]) == jobs
         survivor = "w2" if killed == "w1" else "w1"
         moved = 0
-        steps = {}
         for job in jobs:
             info = record["jobs"][job]
             assert info["status"] == "ok"
             moved += info["host"] == survivor
-            steps[job] = step_results(run, job)
-            assert list(steps[job]) == STEPS, job
-            assert all(r["status"] == "ok" for r in steps[job].values())
+            steps = step_results(run, job)
+            assert list(steps) == STEPS, job
+            assert all(r["status"] == "ok" for r in steps.values())
             assert (run / job / "server.log").stat().st_size > 0
         assert moved >= 3  # the killed worker's round ran again on the survivor
         assert set(record["hosts"]) == {"w1", "w2"}
+        assert {u["host"] for u in record["fleet_units"]} <= {"w1", "w2"}
 
         # Every step is in the coordinator's history, once.
         db = sqlite3.connect(tmp_path / "results" / "history.sqlite")
@@ -162,23 +187,126 @@ def test_a_lab_survives_a_worker_killed_mid_unit(tmp_path: Path, workdir: Path) 
         ).fetchall()
         db.close()
         assert len(rows) == len(set(rows))
-        measured = {(lb, rep) for lb, rep, _ in rows}
+        measured = {(col, rep) for col, rep, _ in rows}
         assert measured >= {("pa", 1), ("pb", 1), ("pa", 2), ("pb", 2)}
-
-        # Paired verdicts came out of rounds that each ran whole on one host.
-        verdicts = json.loads((run / "verdicts.json").read_text())
-        assert verdicts["comparisons"]
+        assert json.loads((run / "verdicts.json").read_text())["comparisons"]
     finally:
-        for name, proc in procs.items():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM if name != "coordinator" else signal.SIGKILL)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-    deadline = time.monotonic() + 15
-    while processes_mentioning(str(workdir)) and time.monotonic() < deadline:
-        time.sleep(0.3)
-    assert processes_mentioning(str(workdir)) == []
+        fleet.stop()
+
+
+NULL_LAB = """\
+name = "pinned"
+placement = "unpinned"
+repeats = 2
+warmup_job = false
+count = false
+
+[[comparison]]
+name = "n"
+benchmark = "kv"
+[[comparison.column]]
+label = "na"
+build = "null@0"
+[[comparison.column]]
+label = "nb"
+build = "null@0"
+[comparison.kv]
+keys = 1000
+seconds = 3
+warmup_s = 0
+steps = ["fillseq", "readrandom", "readwhilewriting"]
+"""
+
+
+def test_a_jobs_schedule_comparison_waits_for_its_host_to_come_back(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """The jobs schedule compares unpaired figures: all of a comparison stays on one
+    host. Its host killed mid-unit, the unit waits (the other worker never takes it) and
+    runs again when a worker of that name joins."""
+    (tmp_path / "lab.toml").write_text(NULL_LAB)
+    fleet = Fleet(tmp_path, workdir)
+    try:
+        fleet.start_scheduler()
+        fleet.start_worker("h1")
+        fleet.start_worker("h2")
+        coordinator = fleet.run("lab.toml")
+        wait_for(lambda: _running_job(tmp_path, "0[1-2]-*.json"), 120, "a unit under way")
+        host = _running_job(tmp_path, "0[1-2]-*.json")
+        assert host in ("h1", "h2")
+        fleet.kill(host)
+        time.sleep(8)  # the other host stays idle: the unit is not its to take
+        assert coordinator.poll() is None
+        fleet.start_worker(host)
+        _out, err = coordinator.communicate(timeout=300)
+        assert coordinator.returncode == 0, err[-3000:]
+        assert "started again on" in err
+        run, record = run_record(tmp_path)
+        assert record["status"] == "ok", record["failures"]
+        assert {info["host"] for info in record["jobs"].values()} == {host}
+        for job in ("na/r1", "nb/r1", "na/r2", "nb/r2"):
+            assert len(step_results(run, job)) == 3
+    finally:
+        fleet.stop()
+
+
+COST_LAB = """\
+name = "fleetcost"
+placement = "unpinned"
+repeats = 1
+warmup_job = false
+count = true
+count_replays = 2
+count_replays_max = 2
+count_steps = ["readrandom"]
+schedule = "interleaved"
+
+[[comparison]]
+name = "kv"
+benchmark = "kv"
+[[comparison.column]]
+label = "ka"
+build = "rocksdb@10.2.1"
+[[comparison.column]]
+label = "kb"
+build = "rocksdb@10.2.1"
+[comparison.kv]
+keys = 20000
+seconds = 0.5
+warmup_s = 0.2
+steps = ["fillseq", "readrandom"]
+"""
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="the cost lane needs valgrind")
+def test_the_cost_lane_spreads_its_replays_over_the_fleet(tmp_path: Path, workdir: Path) -> None:
+    (tmp_path / "lab.toml").write_text(COST_LAB)
+    fleet = Fleet(tmp_path, workdir)
+    try:
+        fleet.start_scheduler()
+        fleet.start_worker("c1")
+        fleet.start_worker("c2")
+        coordinator = fleet.run("lab.toml")
+        _out, err = coordinator.communicate(timeout=900)
+        assert coordinator.returncode == 0, err[-3000:]
+        run, _record = run_record(tmp_path)
+        replays = [json.loads(f.read_text()) for f in sorted((run / "cost").glob("k?/r*.json"))]
+        assert len(replays) == 4
+        assert all(r["status"] == "ok" and "readrandom" in r["steps"] for r in replays)
+        assert {r["host"] for r in replays} <= {"c1", "c2"}
+        assert (run / "cost" / "lane.json").is_file()
+        verdicts = json.loads((run / "verdicts.json").read_text())
+        cost = [
+            s["cost"]
+            for c in verdicts["comparisons"]
+            for col in c["columns"]
+            for s in col["steps"]
+            if s.get("cost") and s["step"] == "readrandom"
+        ]
+        assert cost and cost[0]["verdict"] in ("same", "undecided")  # A/A
+        db = sqlite3.connect(tmp_path / "results" / "history.sqlite")
+        n = db.execute("SELECT COUNT(*) FROM cost_samples WHERE run_id = ?", (run.name,)).fetchone()
+        db.close()
+        assert n[0] > 0
+    finally:
+        fleet.stop()
