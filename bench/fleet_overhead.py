@@ -63,11 +63,14 @@ steps = ["fillseq", "readrandom"]
 
 def serve(port: int, workers: int, root: Path) -> None:
     """The simulated fleet: a scheduler and `workers` in-process workers."""
+    import dask
     from distributed import Scheduler, Worker
 
     from dbregress.fleet.host import fingerprint
     from dbregress.fleet.unit import worker_state
-    from dbregress.fleet.worker import resources
+    from dbregress.fleet.worker import QUIET_WORKER, resources
+
+    dask.config.set(QUIET_WORKER)
 
     async def main() -> None:
         async with Scheduler(host="127.0.0.1", port=port, dashboard=False) as s:

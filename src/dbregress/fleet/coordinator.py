@@ -311,9 +311,12 @@ class FleetRunner(Runner):
             # wait for the next message.
             with contextlib.suppress(queue.Empty):
                 msg = messages.get(timeout=0.05)
+                until = time.monotonic() + 0.2  # then look at the units, backlog or not
                 while True:
                     self._tell(msg)
                     receiver.apply(msg)
+                    if time.monotonic() > until:
+                        break
                     msg = messages.get_nowait()
             for plan in plans:
                 for unit, future in list(plan.running.items()):

@@ -21,6 +21,14 @@ from typing import Any
 from dbregress import interrupts
 from dbregress.fleet.host import fingerprint
 
+# A benchmark host's worker must not add noise of its own: Dask's statistical profiler
+# (a thread sampling every 10 ms) and its system monitor's disk sampling are off or slowed.
+QUIET_WORKER = {
+    "distributed.worker.profile.enabled": False,
+    "distributed.admin.system-monitor.interval": "5s",
+    "distributed.admin.system-monitor.disk": False,
+}
+
 
 def resources(name: str, group: str, cpus: int) -> dict[str, float]:
     """`bench`: one time-lane unit at a time; `cpus`: a counting replay takes one, a
@@ -78,6 +86,7 @@ def serve_worker(
     results: Path | None,
     say: Any,
 ) -> None:
+    import dask
     from distributed import Worker
 
     from dbregress.fleet.unit import worker_state
@@ -117,6 +126,7 @@ def serve_worker(
             await _serve_until_signal(w, stop_unit)
 
     try:
-        asyncio.run(main())
+        with dask.config.set(QUIET_WORKER):
+            asyncio.run(main())
     finally:
         shutil.rmtree(own, ignore_errors=True)
