@@ -310,3 +310,60 @@ def test_the_cost_lane_spreads_its_replays_over_the_fleet(tmp_path: Path, workdi
         assert n[0] > 0
     finally:
         fleet.stop()
+
+
+def test_ctrl_c_on_the_coordinator_cancels_the_units_and_resume_finishes(
+    tmp_path: Path, workdir: Path
+) -> None:
+    (tmp_path / "lab.toml").write_text(NULL_LAB.replace("repeats = 2", "repeats = 3"))
+    fleet = Fleet(tmp_path, workdir)
+    try:
+        fleet.start_scheduler()
+        fleet.start_worker("h1")
+        coordinator = fleet.run("lab.toml")
+        wait_for(lambda: _running_job(tmp_path, "0[1-2]-*.json"), 120, "a unit under way")
+        coordinator.send_signal(signal.SIGINT)
+        _out, err = coordinator.communicate(timeout=120)
+        assert coordinator.returncode == 130, err[-3000:]
+        assert "--resume" in err and "--scheduler" in err
+        # The worker killed its unit's loadgen: nothing of the run is left running.
+        wait_for(lambda: not processes_mentioning(str(workdir)), 30, "the unit to stop")
+        run, record = run_record(tmp_path)
+        assert record["status"] == "interrupted"
+
+        again = fleet.run("--resume", run.name)
+        _out, err = again.communicate(timeout=300)
+        assert again.returncode == 0, err[-3000:]
+        _run, record = run_record(tmp_path)
+        assert record["status"] == "ok", record["failures"]
+        assert {j for j, info in record["jobs"].items() if info["status"] == "ok"} == {
+            f"{c}/r{r}" for c in ("na", "nb") for r in (1, 2, 3)
+        }
+    finally:
+        fleet.stop()
+
+
+def test_a_worker_stopped_with_sigterm_hands_its_unit_on(tmp_path: Path, workdir: Path) -> None:
+    lab = NULL_LAB.replace("count = false", 'count = false\nschedule = "interleaved"')
+    (tmp_path / "lab.toml").write_text(lab)
+    fleet = Fleet(tmp_path, workdir)
+    try:
+        fleet.start_scheduler()
+        fleet.start_worker("s1")
+        fleet.start_worker("s2")
+        coordinator = fleet.run("lab.toml")
+        wait_for(lambda: _running_job(tmp_path, "0[1-2]-*.json"), 120, "a unit under way")
+        host = _running_job(tmp_path, "0[1-2]-*.json")
+        assert host in ("s1", "s2")
+        fleet.procs[host].send_signal(signal.SIGTERM)
+        assert fleet.procs[host].wait(timeout=60) == 0
+        _out, err = coordinator.communicate(timeout=300)
+        assert coordinator.returncode == 0, err[-3000:]
+        assert "started again on" in err
+        run, record = run_record(tmp_path)
+        assert record["status"] == "ok", record["failures"]
+        for job in ("na/r1", "nb/r1", "na/r2", "nb/r2"):
+            assert record["jobs"][job]["status"] == "ok"
+            assert len(step_results(run, job)) == 3
+    finally:
+        fleet.stop()

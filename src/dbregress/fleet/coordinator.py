@@ -393,8 +393,21 @@ class FleetRunner(Runner):
         running = [
             f"{receiver.host.get(u, 'waiting for a host')}: {u}" for p in plans for u in p.running
         ]
-        if running:
-            self.notify(f"fleet: {'; '.join(running)}; {receiver.steps_received} step(s) received")
+        done = sum(len(p.finished) for p in plans)
+        planned = sum(
+            max(p.submitted, self.lab.repeats.minimum)
+            + (1 if self.lab.warmup_jobs(p.comparison) else 0)
+            for p in plans
+        )
+        more = (
+            f" (rounds may be added up to {self.lab.repeats.maximum} per comparison)"
+            if self.lab.repeats.maximum > self.lab.repeats.minimum
+            else ""
+        )
+        self.notify(
+            f"fleet: {done}/{planned} unit(s) done{more}; "
+            f"{'; '.join(running) or 'none under way'}; {receiver.steps_received} step(s) received"
+        )
 
     def _index_received(self, result: StepResult, index: int) -> None:
         self._index(functools.partial(self._index_step, result, index))
