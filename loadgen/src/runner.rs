@@ -17,6 +17,7 @@ use anyhow::{anyhow, Result};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long settling the engine may take before the step fails.
@@ -38,6 +39,9 @@ fn settle(driver: &dyn driver::Driver, interrupted: &AtomicBool) -> Result<()> {
         .map_err(|e| anyhow!("settle: {}", e.message))
 }
 
+/// Where a parked client thread receives the step's context.
+type Handoff = mpsc::Sender<Arc<StepContext>>;
+
 /// One thread per client, each waiting for the step's context on its channel, then
 /// running the client's workload; a thread whose channel closes unused (the engine
 /// could not be opened) ends without a word.
@@ -52,12 +56,7 @@ fn settle(driver: &dyn driver::Driver, interrupted: &AtomicBool) -> Result<()> {
 /// 17,830 or 17,886 instructions per put, the difference all in key comparisons), and
 /// builds whose background threads allocate differently would draw different ones.
 /// Spawned here, every replay and every build of a library draw the same skiplist.
-fn spawn_clients(
-    clients: u32,
-) -> Result<(
-    Vec<std::thread::JoinHandle<()>>,
-    Vec<mpsc::Sender<Arc<StepContext>>>,
-)> {
+fn spawn_clients(clients: u32) -> Result<(Vec<JoinHandle<()>>, Vec<Handoff>)> {
     let mut threads = Vec::new();
     let mut contexts = Vec::new();
     for client in 1..=clients {

@@ -359,10 +359,11 @@ class FleetRunner(Runner):
                 "received": time.time(),
             }
         )
-        self.writer.set_record("fleet_units", self._timeline)
-        self.writer.set_record(
-            "fleet_store", {"messages": receiver.messages, "busy_s": round(receiver.busy_s, 3)}
-        )
+        self.writer.record["fleet_store"] = {
+            "messages": receiver.messages,
+            "busy_s": round(receiver.busy_s, 3),
+        }
+        self.writer.set_record("fleet_units", self._timeline)  # saves both
 
     def _more_rounds(self, client: Any, plan: Plan, topic: str) -> None:
         """After the rounds submitted so far ended: more while a step is undecided and
