@@ -254,8 +254,13 @@ def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[s
 
 
 class Bisection:
-    def __init__(self, request: Request, root: Path, notify: Notify) -> None:
+    def __init__(
+        self, request: Request, root: Path, notify: Notify, scheduler: str | None = None
+    ) -> None:
+        """`scheduler`: a fleet's Dask scheduler to measure the points on (docs/fleet.md);
+        the bisection itself and its state stay here."""
         self.request, self.root, self.notify = request, root, notify
+        self.scheduler = scheduler
         self.builds = list(request.builds)
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
@@ -264,9 +269,9 @@ class Bisection:
         self.root.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def resume(cls, root: Path, notify: Notify) -> Bisection:
+    def resume(cls, root: Path, notify: Notify, scheduler: str | None = None) -> Bisection:
         request, points, skipped, current = load_state(root)
-        b = cls(request, root, notify)
+        b = cls(request, root, notify, scheduler)
         b.done = {(p.lo, p.mid, p.hi, p.attempt): p for p in points}
         b.outcome.skipped = skipped
         b.current = current
@@ -294,13 +299,25 @@ class Bisection:
             if not (again / "run.json").is_file():
                 again = None
         # A point's run is part of the bisection (bisect.json), not of a lab's history.
-        runner = Runner(lab, self.root / "runs", notify=self.notify, resume=again, history=False)
+        runs = self.root / "runs"
+        if self.scheduler:
+            from dbregress.fleet.coordinator import FleetRunner
+
+            fleet = FleetRunner(
+                lab, runs, self.scheduler, notify=self.notify, resume=again, history=False
+            )
+            runner: Runner = fleet
+        else:
+            runner = Runner(lab, runs, notify=self.notify, resume=again, history=False)
         self.current = {**where, "run": runner.path.name}
         self._save()
         verb = "resuming" if again is not None else "measuring"
         self.notify(f"bisect: {verb} {mid} between {lo} and {hi} ({runner.path.name})")
         runner.run()
-        if lab.counts():
+        if self.scheduler:
+            if fleet.counts():
+                fleet.run_lane(self.notify)
+        elif lab.counts():
             run_lane(runner.path, lab, self.notify)
         return self._judge(lab, runner.path, lo, mid, hi, attempt, time.monotonic() - t0)
 

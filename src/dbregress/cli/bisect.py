@@ -66,6 +66,11 @@ def add_parser(sub: Any) -> None:
         default=Path("results"),
         help="folder that receives the bisection's folder (default: results)",
     )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDR",
+        help="measure the points on a fleet: its Dask scheduler's address (docs/fleet.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -163,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
             raise LabError(f"--resume takes the bisection's own request; drop {', '.join(given)}")
         root = resume_root(args.resume, args.results)
         interrupts.install()
-        bisection = Bisection.resume(root, notify)
+        bisection = Bisection.resume(root, notify, args.scheduler)
         request = bisection.request
     else:
         if not args.step:
@@ -171,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         request = request_of(args)
         interrupts.install()
         root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
-        bisection = Bisection(request, root, notify)
+        bisection = Bisection(request, root, notify, args.scheduler)
     print(
         f"{'resuming ' if args.resume else ''}bisect {request.builds[0]} .. "
         f"{request.builds[-1]}: {len(request.builds)} build(s), step {request.step} "
