@@ -26,7 +26,13 @@ class _Runner:
 def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
     lab = tmp_path / "lab.toml"
     lab.write_text(LAB)
-    base = {"lab": lab, "resume": None, "results": tmp_path / "results", "fail_on": None}
+    base = {
+        "lab": lab,
+        "resume": None,
+        "results": tmp_path / "results",
+        "fail_on": None,
+        "scheduler": None,
+    }
     return argparse.Namespace(**(base | kw))
 
 
