@@ -86,7 +86,10 @@ LOCKSTEP_STEPS = ("l.i1", "l.i2")
 # or not), MyRocks' update-index 2.8% and update-nonindex 1.3-1.6%, InnoDB's
 # update-nonindex 2.0%. Their counting replays settle the engine first (the loadgen's
 # settle_first: flush memtables and wait for compaction, or write dirty pages), so every
-# replay's window starts from the same quiet state.
+# replay's window starts from the same quiet state. (What then remained in RocksDB's
+# overwritesome, 2% between replays, was the memtable skiplist's random node heights,
+# seeded from the client thread's address: the loadgen now starts its client threads
+# before it loads the engine, so that address is the same in every replay and build.)
 SETTLE_KV_STEPS = ("overwritesome", "overwrite", "overwriteandwait")
 
 
