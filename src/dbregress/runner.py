@@ -166,9 +166,7 @@ class Runner:
         """Runs every job; returns the run folder. Raises after recording if any failed."""
         status = "failed"
         try:
-            builds = self._provision()
-            for comparison in self.lab.comparisons:
-                self._run_comparison(comparison, builds)
+            self._run_all()
             failures = self.writer.record["failures"]
             status = "ok" if not failures else "failed"
             if failures:
@@ -180,7 +178,7 @@ class Runner:
             status = "interrupted"
             raise Interrupted(
                 f"interrupted; finished steps are in {self.path}; continue with "
-                f"`dbregress run --resume {self.path}`"
+                f"`{self._resume_command()}`"
             ) from None
         except StoreError as e:
             raise StoreError(f"{e}; steps finished before this are in {self.path}") from e
@@ -188,6 +186,15 @@ class Runner:
             with shielded():
                 self._finish(status)
         return self.path
+
+    def _run_all(self) -> None:
+        """Every comparison's jobs, here (a fleet's coordinator sends them to workers)."""
+        builds = self._provision()
+        for comparison in self.lab.comparisons:
+            self._run_comparison(comparison, builds)
+
+    def _resume_command(self) -> str:
+        return f"dbregress run --resume {self.path}"
 
     def _finish(self, status: str) -> None:
         """Record the run's end; a failure to do so is told, never raised over the
@@ -240,19 +247,16 @@ class Runner:
                 + which
             )
 
-    def run_unit(self, jobs: list[Job], builds: dict[str, Build]) -> None:
-        """One unit of a lab as a fleet worker runs it: a warm-up job, or one round (the
-        jobs schedule runs its jobs one after the other, the interleaved one together)."""
+    def run_unit(self, jobs: list[Job]) -> None:
+        """One unit of a lab as a fleet worker runs it, with its builds fetched here: a
+        warm-up job, or one round (the jobs schedule runs its jobs one after the other,
+        the interleaved one together)."""
+        builds = self._provision([j.column for j in jobs])
         if self.lab.schedule == "interleaved" and len(jobs) > 1:
             self._round(jobs, builds)
         else:
             for job in jobs:
                 self._job(job, builds)
-
-    def undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
-        """The undecided steps of `comparison` so far, and those within reach of the
-        rounds left (see _undecided); for a coordinator that adds rounds itself."""
-        return self._undecided(comparison, rounds_left)
 
     def _undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
         """`step (column)` of every undecided QPS verdict of the comparison so far, and of
@@ -418,12 +422,9 @@ class Runner:
             return self.lab.drop_caches
         return job.column.config in STORAGE_BOUND_CONFIGS
 
-    def provision(self, columns: Iterable[Column]) -> dict[str, Build]:
-        """Fetch (or find in the cache) the builds of `columns` (a fleet worker's unit)."""
-        return self._provision(columns)
-
     def _provision(self, columns: Iterable[Column] | None = None) -> dict[str, Build]:
-        """Fetch (or find in the cache) the build of every column, or of `columns`."""
+        """Fetch (or find in the cache) the build of every column, or of `columns` (a
+        fleet worker's unit)."""
         builds: dict[str, Build] = {}
         fetched: dict[str, Build] = {}
         for column in self.lab.columns if columns is None else columns:

@@ -264,19 +264,8 @@ class Lane:
                 ) from None
 
     def _kill_all(self) -> None:
-        """SIGKILL every process of the lane's replays: those whose command line or
-        working directory lies in the lane's work directory."""
-        root = str(self.root)
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            try:
-                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-                cwd = os.readlink(entry / "cwd")
-            except OSError:
-                continue
-            if root in cmdline or cwd.startswith(root):
-                process.kill(int(entry.name))
+        """SIGKILL every process of the lane's replays."""
+        kill_below(self.root)
 
     def _one(self, replay: Replay) -> None:
         if self.cancelled.is_set():
@@ -310,6 +299,22 @@ class Lane:
             f"cost lane: {replay.name} {what}{where} in {record['took_s']:.0f} s "
             f"({done}/{self._planned})"
         )
+
+
+def kill_below(root: Path) -> None:
+    """SIGKILL every process whose command line or working directory lies in `root`
+    (a replay's engine and loadgen, run in sessions of their own)."""
+    text = str(root)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if text in cmdline or cwd.startswith(text):
+            process.kill(int(entry.name))
 
 
 def count_replay(

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import DbregressError, Interrupted, LabError, StoreError
+from dbregress.errors import LabError
 from dbregress.fleet.host import noisy_hosts, unlike
 from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
@@ -95,29 +95,8 @@ class FleetRunner(Runner):
         self._submitted_wall: dict[str, float] = {}
         self._timeline: list[dict[str, Any]] = list(self.writer.record.get("fleet_units", []))
 
-    def run(self) -> Path:
-        status = "failed"
-        try:
-            self._fleet()
-            failures = self.writer.record["failures"]
-            status = "ok" if not failures else "failed"
-            if failures:
-                causes = "\n".join(f"  {f['where']}: {f['type']}: {f['message']}" for f in failures)
-                raise DbregressError(
-                    f"{len(failures)} failure(s); finished steps are in {self.path}\n{causes}"
-                )
-        except KeyboardInterrupt:
-            status = "interrupted"
-            raise Interrupted(
-                f"interrupted; finished steps are in {self.path}; continue with "
-                f"`dbregress run --resume {self.path} --scheduler {self.scheduler}`"
-            ) from None
-        except StoreError as e:
-            raise StoreError(f"{e}; steps finished before this are in {self.path}") from e
-        finally:
-            with shielded():
-                self._finish(status)
-        return self.path
+    def _resume_command(self) -> str:
+        return f"dbregress run --resume {self.path} --scheduler {self.scheduler}"
 
     def counts(self) -> bool:
         """Whether the run has a cost lane: as a local run decides, but from the
@@ -164,7 +143,7 @@ class FleetRunner(Runner):
             ) from None
         return client
 
-    def _fleet(self) -> None:
+    def _run_all(self) -> None:
         client = self._connect()
         messages: queue.Queue[dict[str, Any]] = queue.Queue()
         topic = f"dbregress/{self.path.name}"
@@ -373,7 +352,7 @@ class FleetRunner(Runner):
         if number < self.lab.repeats.minimum or number >= maximum:
             plan.stopped = True
             return
-        undecided, reachable = self.undecided(plan.comparison, maximum - number)
+        undecided, reachable = self._undecided(plan.comparison, maximum - number)
         name = plan.comparison.name
         if not undecided or (not reachable and number >= ESTIMATE_AFTER):
             plan.stopped = True

@@ -11,7 +11,6 @@ replay's record and files come back to the coordinator's run folder and history.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import threading
 import zlib
@@ -19,10 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.cost import store
-from dbregress.cost.lane import Lane, Replay, count_replay
-from dbregress.engines import process
+from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
-from dbregress.fleet.ship import _inside
+from dbregress.fleet.ship import inside
 from dbregress.lab import Column, Lab, load_lab
 from dbregress.store.files import write_atomic
 
@@ -92,7 +90,7 @@ class FleetLane(Lane):
                 if outcome is None:
                     continue
                 for rel, data in outcome["files"].items():
-                    write_atomic(_inside(self.run, rel), data)
+                    write_atomic(inside(self.run, rel), data)
                 self._keep(replay, outcome["record"])
         except KeyboardInterrupt as e:
             for future in futures:
@@ -103,21 +101,6 @@ class FleetLane(Lane):
                 f"{self.run / store.COST_DIR}; continue with `dbregress run --resume "
                 f"{self.run} --scheduler ADDR`"
             ) from None
-
-
-def _kill_below(root: Path) -> None:
-    """SIGKILL every process whose command line or working directory is below `root`."""
-    text = str(root)
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if text in cmdline or cwd.startswith(text):
-            process.kill(int(entry.name))
 
 
 def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -144,7 +127,7 @@ def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
         while not done.wait(1.0):
             if not _still_wanted(worker, key):
                 cancelled.set()
-                _kill_below(work)
+                kill_below(work)
                 return
 
     threading.Thread(target=watch, daemon=True).start()

@@ -91,6 +91,7 @@ class ShippingWriter(RunWriter):
         self.send(
             "step",
             job=job.name,
+            index=index,
             result=str(path.relative_to(self.path)),
             files=self._changed(job),
         )
@@ -115,7 +116,7 @@ class ShippingWriter(RunWriter):
         return out
 
 
-def _inside(root: Path, rel: str) -> Path:
+def inside(root: Path, rel: str) -> Path:
     """`rel` below `root`; a path that would leave it is refused."""
     p = PurePosixPath(rel)
     if p.is_absolute() or ".." in p.parts or not p.parts:
@@ -184,7 +185,7 @@ class Receiver:
     def _apply(self, msg: Message) -> None:
         kind = msg["kind"]
         for rel, data in msg.get("files", {}).items():
-            target = _inside(self.writer.path, rel)
+            target = inside(self.writer.path, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, data)
         if kind == "build":
@@ -198,7 +199,7 @@ class Receiver:
         elif kind == "cache":
             self.writer.note_cache_drop(msg["failure"])
         elif kind == "step":
-            path = _inside(self.writer.path, msg["result"])
+            path = inside(self.writer.path, msg["result"])
             result = StepResult.from_json(json.loads(path.read_text()), str(path))
             self.steps_received += 1
-            self.index_step(result, int(path.name[:2]))
+            self.index_step(result, msg["index"])

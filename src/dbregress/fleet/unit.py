@@ -87,7 +87,7 @@ def _warm_up(lab: Lab, payload: dict[str, Any], scratch: Path) -> None:
     quiet = ShippingWriter(scratch, lab, payload["record"], lambda m: None, "warm-up", "-")
     try:
         runner = Runner(lab, scratch.parent, writer=quiet, history=False, notify=lambda s: None)
-        runner.run_unit(jobs, runner.provision([j.column for j in jobs]))
+        runner.run_unit(jobs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -131,7 +131,7 @@ def run_unit(payload: dict[str, Any]) -> dict[str, Any]:
         runner = Runner(lab, scratch_root, writer=writer, history=False, notify=lambda s: None)
         # Cancelled: recorded as interrupted; the coordinator has stopped listening.
         with contextlib.suppress(Cancelled):
-            runner.run_unit(jobs, runner.provision([j.column for j in jobs]))
+            runner.run_unit(jobs)
         if me["stopping"]:  # the worker was told to stop: the unit runs elsewhere
             raise Reschedule()
         return {
