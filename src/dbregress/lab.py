@@ -11,7 +11,7 @@ import os
 import random
 import re
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,6 +132,15 @@ class VerdictPolicy:
     band: float = 0.05  # `same` means the ratio's interval lies within 1 ± band
     cost_band: float = 0.01  # the cost lane's `same` band (its counts are near-exact)
 
+    @classmethod
+    def of_record(cls, record: Mapping[str, Any]) -> VerdictPolicy:
+        """The policy a run is judged with: its run.json's `verdict_policy` (which also
+        holds the replay and repeat rules, not fields of this class); a setting the run
+        did not store (runs made before it was stored) takes today's default."""
+        stored = record.get("verdict_policy") or {}
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in stored.items() if k in known})
+
 
 @dataclass(frozen=True)
 class Lab:
@@ -167,11 +176,31 @@ class Lab:
 
     def counts(self) -> bool:
         """Whether this lab's runs have a cost lane."""
+        return self.why_no_count() is None
+
+    def why_no_count(self) -> str | None:
+        """Why this lab's runs have no cost lane (None: they have one), in words a
+        report and a failing gate print."""
         if self.count is not None:
-            return self.count
+            return None if self.count else "the lab file sets count = false"
         if os.environ.get("DBREGRESS_COUNT", "1").strip() in ("0", "false", "no", "off"):
-            return False
-        return shutil.which("valgrind") is not None and shutil.which("vgdb") is not None
+            return "the environment sets DBREGRESS_COUNT=0"
+        missing = [t for t in ("valgrind", "vgdb") if shutil.which(t) is None]
+        if missing:
+            return f"{' and '.join(missing)} not found on PATH (install valgrind)"
+        return None
+
+    def policy_record(self) -> dict[str, Any]:
+        """Every setting a verdict of this lab's runs depends on, as run.json stores it:
+        the verdict policy, the cost lane's replay rule and the time lane's repeat rule.
+        Reports, compare, history and bisect judge a run with what it stored."""
+        return {
+            **dataclasses.asdict(self.verdict),
+            "count_replays": self.count_replays,
+            "count_replays_max": self.count_replays_max,
+            "repeats": {"min": self.repeats.minimum, "max": self.repeats.maximum},
+            "schedule": self.schedule,
+        }
 
     @property
     def columns(self) -> tuple[Column, ...]:

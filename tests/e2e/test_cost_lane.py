@@ -58,11 +58,16 @@ steps = ["fillseq", "overwritesome", "readrandom", "fwdrange"]
 
 def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path) -> None:
     out = dbregress(
-        "run", str(aa_lab(tmp_path)), "--fail-on", "slower", cwd=tmp_path, workdir=workdir
+        "run", str(aa_lab(tmp_path)), "--fail-on", "slower:cost", cwd=tmp_path, workdir=workdir
     )
     assert out.returncode == 0, out.stderr
     assert "cost lane: 6 counting replay(s)" in out.stderr
-    assert "fail-on slower: passed" in out.stderr
+    assert "fail-on slower:cost: passed" in out.stderr and "cost lane " in out.stderr
+    # one repeat decides nothing in the time lane: a gate that names it cannot pass
+    run, _ = run_record(tmp_path)
+    both = dbregress("report", str(run), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
+    assert both.returncode == 2, both.stderr
+    assert "NOT JUDGED, time lane: every step is undecided" in both.stderr
     run, _ = run_record(tmp_path)
     for label in ("a", "b"):
         for n in (1, 2, 3):

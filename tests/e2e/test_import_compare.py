@@ -32,10 +32,10 @@ def test_import_report_compare_round_trip(tmp_path: Path) -> None:
     assert "| fillseq | ops | 323,326 |" in report.stdout  # the median of the three files
     assert (tmp_path / "results" / "this-year" / "report.md").is_file()
 
-    out = dbregress(tmp_path, "compare", "last-year", "this-year", "--fail-on", "slower")
+    out = dbregress(tmp_path, "compare", "last-year", "this-year", "--fail-on", "slower:time")
     assert out.returncode == 0, out.stderr
     assert "| fillseq | B:v7 | 1.00 = [" in out.stdout
-    assert "fail-on slower: passed" in out.stderr
+    assert "fail-on slower:time: passed" in out.stderr
     as_json = dbregress(tmp_path, "compare", "last-year", "this-year", "--format", "json")
     steps = json.loads(as_json.stdout)["comparisons"][0]["columns"][0]["steps"]
     assert [(s["step"], s["ratio"]) for s in steps] == [("fillseq", 1.0), ("readrandom", 1.0)]
@@ -48,10 +48,12 @@ def test_compare_fails_on_a_slower_step(tmp_path: Path) -> None:
     for name, files in (("fast", fast), ("slow", slow)):
         args = ("import", "sysbench", *files, "--step", "work", "--label", name, "--as", name)
         assert dbregress(tmp_path, *args).returncode == 0
-    out = dbregress(tmp_path, "compare", "fast", "slow", "--fail-on", "slower")
+    out = dbregress(tmp_path, "compare", "fast", "slow", "--fail-on", "slower:time")
     assert out.returncode == 1, out.stdout + out.stderr
     # the summary names the lane that found it
-    assert "fail-on slower: FAILED, 1 step(s) slower: sysbench/work (B:slow, time)" in out.stderr
+    assert (
+        "fail-on slower:time: FAILED, 1 step(s) slower: sysbench/work (B:slow, time)" in out.stderr
+    )
 
 
 def test_bad_input_is_named(tmp_path: Path) -> None:

@@ -99,11 +99,20 @@ def test_aa_passes_the_gate(tmp_path: Path, workdir: Path) -> None:
     # alpha 0.01 over several steps is out of reach of 5 vs 5 repeats by chance alone,
     # so this checks the wiring (no verdict without evidence), not the statistics, which
     # tests/unit/test_verdict.py checks on many simulated labs.
+    # This lab has no cost lane (the tests' DBREGRESS_COUNT=0): a gate that names both
+    # lanes cannot pass and says why; the time lane's gate passes when it decided some
+    # step, and exits 2 naming the lane when a noisy host left every step undecided.
     path = lab(tmp_path, inject=0, alpha=0.01, warmup_job=False)
     out = dbregress("run", str(path), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
-    assert out.returncode == 0, out.stderr
-    assert "fail-on slower: passed" in out.stderr
+    assert out.returncode == 2, out.stderr
+    assert "NOT JUDGED" in out.stderr and "DBREGRESS_COUNT=0" in out.stderr
     run, _ = run_record(tmp_path)
+    time = dbregress("report", str(run), "--fail-on", "slower:time", cwd=tmp_path, workdir=workdir)
+    assert time.returncode in (0, 2), time.stderr
+    if time.returncode == 0:
+        assert "fail-on slower:time: passed" in time.stderr and "time lane" in time.stderr
+    else:
+        assert "NOT JUDGED, time lane: every step is undecided" in time.stderr
     verdicts = json.loads((run / "verdicts.json").read_text())
     found = [s["verdict"] for s in verdicts["comparisons"][0]["columns"][0]["steps"]]
     assert found and "slower" not in found and "faster" not in found

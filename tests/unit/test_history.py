@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -27,6 +28,7 @@ from dbregress.cost.store import save_replay
 from dbregress.errors import DbregressError, StoreError
 from dbregress.imports.common import Measured, Repeat, write_run
 from dbregress.lab import load_lab
+from dbregress.store import history as history_module
 from dbregress.store.files import write_json
 from dbregress.store.history import (
     FILENAME,
@@ -481,15 +483,41 @@ def test_a_history_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "results"
     History(root).close()
     with sqlite3.connect(history_path(root)) as db:
-        db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     db.close()
     with pytest.raises(StoreError) as e:
         History(root)
     text = str(e.value)
-    assert str(history_path(root)) in text and "version 2" in text and "--reindex" in text
+    assert str(history_path(root)) in text and "version 99" in text and "--reindex" in text
     history_path(root).write_bytes(b"not a database at all " * 100)
     with pytest.raises(StoreError, match="not a readable run history"):
         History(root)
+
+
+def test_a_version_1_history_gains_the_method_columns_and_keeps_its_rows(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    root.mkdir()
+    lines = history_module._SCHEMA.splitlines()
+    v1 = [line for line in lines if "method" not in line]  # what version 1 created
+    v1 = [re.sub(r"^(\s+path TEXT NOT NULL),", r"\1", line) for line in v1]
+    with sqlite3.connect(history_path(root)) as db:
+        for statement in "\n".join(v1).split(";\n"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
+        db.execute(
+            "INSERT INTO runs(run_id, lab, status, kind, policy, path) "
+            "VALUES ('old', 'l', 'ok', 'native', '{}', 'old')"
+        )
+    db.close()
+    with History(root) as h:
+        (info,) = h.runs("l")
+        assert info.run_id == "old" and info.method is None
+    with sqlite3.connect(history_path(root)) as db:
+        version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        assert version == ("2",)
+        assert "method_key" in {r[1] for r in db.execute("PRAGMA table_info(time_samples)")}
+    db.close()
 
 
 def test_a_new_history_has_wal_and_its_version(tmp_path: Path) -> None:
@@ -499,7 +527,7 @@ def test_a_new_history_has_wal_and_its_version(tmp_path: Path) -> None:
     assert history_path(root).name == FILENAME
     db = sqlite3.connect(history_path(root))
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert db.execute("SELECT value FROM meta").fetchall() == [("1",)]
+    assert db.execute("SELECT value FROM meta").fetchall() == [("2",)]
     db.close()
 
 

@@ -33,12 +33,16 @@ query_seconds = 1
 """
 
 
-def nightly(tmp_path: Path, night: int, l_i0: float, host: str = "Test CPU") -> Path:
+def nightly(
+    tmp_path: Path, night: int, l_i0: float, host: str = "Test CPU", loadgen: str | None = None
+) -> Path:
     lab_path = tmp_path / "lab.toml"
     lab_path.write_text(LAB)
     lab = load_lab(lab_path)
     writer = RunWriter(tmp_path / "results", lab, {"cpu_model": host, "cores": 2})
     writer.record.update(status="ok", started_at=f"2026-11-{10 + night:02d}T02:00:00+0000")
+    if loadgen is not None:  # another loadgen binary measured this night
+        writer.record["method_identity"]["loadgen_sha256"] = loadgen
     rng = random.Random(night)
     for job in lab.jobs():
         if job.warmup:
@@ -87,3 +91,14 @@ def test_another_host_class_is_not_the_time_lanes_history(tmp_path: Path) -> Non
     elsewhere = nightly(tmp_path, 4, 80000.0, host="Other CPU")
     write_report(elsewhere)
     assert "## Against this lab's history" not in (elsewhere / "report.md").read_text()
+
+
+def test_a_new_method_is_named_instead_of_moves(tmp_path: Path) -> None:
+    for night in range(4):
+        nightly(tmp_path, night, 100000.0)
+    tonight = nightly(tmp_path, 4, 80000.0, loadgen="0123456789abcdef")
+    write_report(tonight)
+    text = (tonight / "report.md").read_text()
+    assert "The method differs from the lab's previous run: loadgen binary " in text
+    assert "-> 0123456789abcdef" in text and "too few earlier runs of this method" in text
+    assert not any("▼" in line for line in text.splitlines() if line.startswith("| l.i0 |"))

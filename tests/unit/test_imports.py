@@ -350,7 +350,9 @@ def test_compare_two_imports_of_the_same_files_is_an_aa_pair(
     assert main(["report", "b", "--results", str(tmp_path)]) == 0
     capsys.readouterr()
     results = ["--results", str(tmp_path)]
-    assert main(["compare", "a", "b", *results, "--format", "json", "--fail-on", "slower"]) == 0
+    assert (
+        main(["compare", "a", "b", *results, "--format", "json", "--fail-on", "slower:time"]) == 0
+    )
     verdicts = json.loads(capsys.readouterr().out)
     jsonschema.validate(verdicts, json.loads((SCHEMAS / "verdicts.schema.json").read_text()))
     assert verdicts["run_id"] == "a vs b" and verdicts["status"] == "ok"

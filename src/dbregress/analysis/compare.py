@@ -83,6 +83,30 @@ class RunVerdicts:
         return [k for k, c in self.qps.items() if c.verdict == "slower"]
 
 
+def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
+    """Each lane that gave no verdict a gate can rest on, with why: it did not run, or
+    it decided no step. A lane missing here judged at least one step."""
+    gaps: dict[str, str] = {}
+    if not verdicts.qps:
+        gaps["time"] = "no step has a measured repeat on both sides"
+    elif all(c.verdict == "undecided" for c in verdicts.qps.values()):
+        gaps["time"] = f"every step is undecided ({len(verdicts.qps)})"
+    if verdicts.cost is None:
+        lane = record.get("cost_lane") or {}
+        why = lane.get("why_not")
+        if why:
+            gaps["cost"] = f"the cost lane did not run: {why}"
+        elif lane.get("planned"):
+            gaps["cost"] = "the cost lane did not finish (no counting replays are stored)"
+        else:
+            gaps["cost"] = "this run has no counting replays"
+    elif not verdicts.cost.headline():
+        gaps["cost"] = "no step was counted"
+    elif all(c.verdict == "undecided" for c in verdicts.cost.headline().values()):
+        gaps["cost"] = f"every counted step is undecided ({len(verdicts.cost.headline())})"
+    return gaps
+
+
 def disturbance(result: dict[str, Any]) -> str | None:
     """Why a step's measured window was disturbed by the host, or None."""
     host = result.get("host") or {}
@@ -215,8 +239,7 @@ def compare_run(
 ) -> RunVerdicts:
     """Verdicts for every comparison of a run (pure: step results in, verdicts out)."""
     if policy is None:
-        stored = record.get("verdict_policy") or {}
-        policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+        policy = VerdictPolicy.of_record(record)
     rule = Policy(alpha=policy.alpha, band=policy.band)
     disturbed: list[Disturbed] = []
     every = [r for rs in steps_by_job.values() for r in rs]

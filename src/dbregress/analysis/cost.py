@@ -244,8 +244,7 @@ def cost_verdicts(
     if not replays:
         return None
     if policy is None:
-        stored = record.get("verdict_policy") or {}
-        policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+        policy = VerdictPolicy.of_record(record)
     metrics: dict[str, dict[Key, CostComparison]] = {}
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric)

@@ -84,8 +84,7 @@ def run_changes(
     if not _series_comparisons(record):
         return None
     if policy is None:
-        stored = record.get("verdict_policy") or {}
-        policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+        policy = VerdictPolicy.of_record(record)
     time = changepoints.find_all(
         time_samples(record, steps_by_job), better="higher", band=policy.band
     )

@@ -108,6 +108,9 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
             for lb, f in (data.record.get("inject_slowdown") or {}).items()
         },
         "failures": [],
+        # A's policy judges the pair (the base run's); compare has no counting replays.
+        "verdict_policy": a.record.get("verdict_policy") or {},
+        "cost_lane": {"planned": False, "why_not": "compare judges the time lane only"},
     }
     return record, steps
 
@@ -160,4 +163,4 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(json_report.render(record, verdicts), indent=1)
     print(text)
-    return gate(verdicts, args.fail_on)
+    return gate(verdicts, args.fail_on, record)

@@ -9,6 +9,11 @@ Each (step, column) over the runs is one series for the change-point method, eve
 one point holding its samples; one call per lane, so that its false-alarm rate holds over
 every series of the output. A change point is marked in the row of the first run of the
 new level: ▼ slower, ▲ faster, with the ratio of the new level over the old.
+
+Where the method that measured the runs changes (another loadgen binary, valgrind, libc,
+dbregress version, cost model or counting-replay profile: dbregress/method.py) a table
+shows a boundary row naming what changed, and change points are looked for only
+between runs of one method: a series is searched piece by piece, never across one.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
 from dbregress.analysis.cost import FLOOR_SD
@@ -31,6 +37,7 @@ from dbregress.store.history import (
     StepSeries,
     history_path,
     level,
+    method_segments,
     reindex,
 )
 
@@ -134,21 +141,21 @@ def _rows(group: Sequence[StepSeries]) -> list[tuple[str, Point]]:
 def changes(
     series: list[StepSeries], lane: str, policy: VerdictPolicy
 ) -> dict[tuple[str, str, str, str | None], dict[str, Change]]:
-    """series key -> run id -> the decided change point whose new level starts there."""
+    """series key -> run id -> the decided change point whose new level starts there.
+    Each series is searched in pieces of one method identity (method_segments), all
+    pieces of all series in one call, so the false-alarm rate holds over all of them."""
+    pieces = {(s.key, i): piece for s in series for i, piece in enumerate(method_segments(s))}
+    samples = {k: piece.samples() for k, piece in pieces.items()}
     if lane == "cost":
         found = changepoints.find_all(
-            {s.key: s.samples() for s in series},
-            better="lower",
-            band=policy.cost_band,
-            floor_sd=FLOOR_SD,
+            samples, better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
         )
     else:
-        found = changepoints.find_all(
-            {s.key: s.samples() for s in series}, better="higher", band=policy.band
-        )
-    out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {}
-    for s in series:
-        out[s.key] = {s.points[c.index].run_id: c for c in found[s.key].decided()}
+        found = changepoints.find_all(samples, better="higher", band=policy.band)
+    out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {s.key: {} for s in series}
+    for (key, _), piece in pieces.items():
+        for c in found[(key, _)].decided():
+            out[key][piece.points[c.index].run_id] = c
     return out
 
 
@@ -169,11 +176,21 @@ def _legend(group: Sequence[StepSeries]) -> str:
 def render_table(
     group: Sequence[StepSeries],
     marks: dict[tuple[str, str, str, str | None], dict[str, Change]],
+    methods: dict[str, Any] | None = None,
 ) -> list[str]:
+    """A row per run; before a run measured by another method than the run above it, a
+    boundary row that names what changed (`methods`: run id -> its method identity)."""
     rows = _rows(group)
     first: dict[str, float] = {}
     body = []
-    for run_id, point in rows:
+    methods = methods or {}
+    for i, (run_id, point) in enumerate(rows):
+        if i and rows[i - 1][1].method != point.method:
+            what = method.differences(methods.get(rows[i - 1][0]), methods.get(run_id))
+            body.append(
+                ["-", f"**method changed**: {'; '.join(what) or 'method key changed'}", "-"]
+                + ["-"] * len(group)
+            )
         cells = [_date(point.started), run_id, _host(point)]
         for s in group:
             p = next((x for x in s.points if x.run_id == run_id), None)
@@ -194,7 +211,12 @@ def render_table(
 
 
 def render(
-    lab: str, lane: str, series: list[StepSeries], policy: VerdictPolicy, hosts: dict[str, str]
+    lab: str,
+    lane: str,
+    series: list[StepSeries],
+    policy: VerdictPolicy,
+    hosts: dict[str, str],
+    methods: dict[str, Any] | None = None,
 ) -> str:
     marks = changes(series, lane, policy)
     lines = [
@@ -204,7 +226,9 @@ def render(
         "to the column's first run shown. A mark is a change point: the level shifts at "
         "that run and stays until the next mark (▼ slower, ▲ faster; the ratio is the new "
         "level over the old), found over the runs by the method of docs/changepoints.md at "
-        f"a false-alarm rate of {changepoints.ALPHA:.0%} over every series shown.",
+        f"a false-alarm rate of {changepoints.ALPHA:.0%} over every series shown. A "
+        "**method changed** row is a boundary: the runs below it were measured another "
+        "way (what changed is named), and no change point is looked for across it.",
         "",
     ]
     if lane == "time":
@@ -220,7 +244,7 @@ def render(
             if host is not None and host in hosts:
                 title += f" ({hosts[host]})"
         lines += [title, "", _legend(group), ""]
-        lines += render_table(group, marks)
+        lines += render_table(group, marks, methods)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -256,9 +280,8 @@ def run(args: argparse.Namespace) -> int:
     if not series:
         print(f"No {args.lane} lane samples in the {len(runs)} run(s) of {lab}.")
         return 0
-    stored = runs[-1].policy
-    known_keys = {"alpha", "band", "cost_band"}
-    policy = VerdictPolicy(**{k: v for k, v in stored.items() if k in known_keys})
+    policy = VerdictPolicy.of_record({"verdict_policy": runs[-1].policy})
     hosts = {r.host: r.hostname for r in runs if r.host is not None and r.hostname}
-    print(render(lab, args.lane, _trim(series, args.last), policy, hosts), end="")
+    methods = {r.run_id: r.method for r in runs}
+    print(render(lab, args.lane, _trim(series, args.last), policy, hosts, methods), end="")
     return 0

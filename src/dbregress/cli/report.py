@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress.analysis.compare import RunVerdicts, compare_run
+from dbregress.analysis.compare import RunVerdicts, compare_run, lane_gaps
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
@@ -19,13 +19,14 @@ from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
-from dbregress.store.run import RunData, read_run, resolve_run
+from dbregress.store.run import RunData, read_record, read_run, resolve_run
 
 FORMATS = ("md", "html", "json", "tsv", "csv")
 # slower: a step confirmed slower in either lane; slower:time and slower:cost pick one.
 FAIL_ON = ("slower", "slower:time", "slower:cost")
 LANES = {"slower": ("time", "cost"), "slower:time": ("time",), "slower:cost": ("cost",)}
 EXIT_SLOWER = 1  # --fail-on slower found a confirmed regression; errors exit 2
+EXIT_UNJUDGED = 2  # --fail-on named a lane that gave no verdict: the gate cannot pass
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
@@ -34,7 +35,8 @@ def add_fail_on(p: argparse.ArgumentParser) -> None:
         choices=FAIL_ON,
         help="exit 1 when a step is confirmed `slower` (for CI): slower in either lane, "
         "slower:time in the time lane (QPS), slower:cost in the cost lane (estimated "
-        "cycles per operation); errors exit 2",
+        "cycles per operation); exit 2 when a lane it names decided no step (the cost "
+        "lane off or not finished, every step undecided), and on errors",
     )
 
 
@@ -138,27 +140,41 @@ def write_report(
     return f"{shown}\n{where}", verdicts
 
 
-def gate(verdicts: RunVerdicts, fail_on: str | None) -> int:
-    """The exit status --fail-on asks for, with a one-line summary on stderr that names
-    the lane of each slower step."""
+def _decided(verdicts: RunVerdicts, lane: str) -> str:
+    found = verdicts.qps if lane == "time" else verdicts.cost.headline() if verdicts.cost else {}
+    undecided = sum(c.verdict == "undecided" for c in found.values())
+    return f"{lane} lane {len(found) - undecided} of {len(found)} decided"
+
+
+def gate(verdicts: RunVerdicts, fail_on: str | None, record: dict[str, Any]) -> int:
+    """The exit status --fail-on asks for, with a one-line summary on stderr: the lane of
+    each slower step (exit 1); else, when a lane it names gave no verdict, why (exit 2:
+    a gate never passes on what was not measured); else the lanes it judged (exit 0)."""
     if fail_on is None:
         return 0
     lanes = LANES[fail_on]
     slower = [(lane, key) for lane in lanes for key in verdicts.slower(lane)]
-    if not slower:
-        which = " or ".join(lanes)
+    if slower:
+        shown = ", ".join(
+            f"{comp}/{step} ({col}, {lane})" for lane, (comp, col, step) in slower[:8]
+        )
+        more = f" and {len(slower) - 8} more" if len(slower) > 8 else ""
         print(
-            f"fail-on {fail_on}: passed, no step is confirmed slower in the {which} lane",
+            f"fail-on {fail_on}: FAILED, {len(slower)} step(s) slower: {shown}{more}",
             file=sys.stderr,
         )
-        return 0
-    shown = ", ".join(f"{comp}/{step} ({col}, {lane})" for lane, (comp, col, step) in slower[:8])
-    more = f" and {len(slower) - 8} more" if len(slower) > 8 else ""
+        return EXIT_SLOWER
+    gaps = lane_gaps(verdicts, record)
+    unjudged = [f"{lane} lane: {gaps[lane]}" for lane in lanes if lane in gaps]
+    if unjudged:
+        print(f"fail-on {fail_on}: NOT JUDGED, {'; '.join(unjudged)}", file=sys.stderr)
+        return EXIT_UNJUDGED
+    judged = ", ".join(_decided(verdicts, lane) for lane in lanes)
     print(
-        f"fail-on {fail_on}: FAILED, {len(slower)} step(s) slower: {shown}{more}",
+        f"fail-on {fail_on}: passed, no step is confirmed slower ({judged})",
         file=sys.stderr,
     )
-    return EXIT_SLOWER
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,4 +184,4 @@ def run(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, ValueError) as e:
         raise DbregressError(f"{path}: cannot build the report ({type(e).__name__}: {e})") from e
     print(text)
-    return gate(verdicts, args.fail_on)
+    return gate(verdicts, args.fail_on, read_record(path))

@@ -17,7 +17,7 @@ from dbregress.explain.valgrind import require as require_valgrind
 from dbregress.fleet.coordinator import FleetRunner
 from dbregress.lab import load_lab
 from dbregress.runner import Runner
-from dbregress.store.run import resolve_run
+from dbregress.store.run import read_record, resolve_run
 
 
 def add_parser(sub: Any) -> None:
@@ -101,4 +101,4 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     if failed:
         raise failed
-    return gate(verdicts, args.fail_on)
+    return gate(verdicts, args.fail_on, read_record(runner.path))

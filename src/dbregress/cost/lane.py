@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import benchmarks, provision
+from dbregress import benchmarks, method, provision
 from dbregress.analysis.cost import COST_METRICS, spread, value_of
 from dbregress.cost import store
 from dbregress.engines import process
@@ -349,6 +349,9 @@ def count_replay(
         "column": replay.column.label,
         "replay": replay.number,
         "build": str(replay.column.build),
+        # how this replay counted (the host's loadgen, valgrind, libc, ...): history
+        # never sets counts of two methods against each other (dbregress/method.py)
+        "method_identity": method.identity(),
     }
     if replay.steps is not None:
         record["counts_only"] = sorted(replay.steps)

@@ -13,6 +13,7 @@ them out and reports show them as missing.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -26,6 +27,7 @@ from typing import Any
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
+from dbregress.lab import VerdictPolicy
 from dbregress.store.files import write_json
 from dbregress.store.records import JobId, StepResult
 from dbregress.store.run import SCHEMA_VERSION
@@ -200,7 +202,8 @@ def run_record(
         "order": None,
         "seed": None,
         "warmup_job": False,
-        "verdict_policy": {"alpha": 0.05, "band": 0.05},
+        "verdict_policy": dataclasses.asdict(VerdictPolicy()),
+        "cost_lane": {"planned": False, "why_not": "an imported run has no counting replays"},
         "inject_slowdown": {},
         "rounds": [],
         "page_cache": None,

@@ -5,7 +5,9 @@ time order, this run last: the time lane's on the same host class (QPS from anot
 machine is not the same series), the cost lane's from any host (its simulated cache is
 fixed, so counts compare across hosts). A change point found at this run by the series
 method (analysis/changepoints.py, one call per lane) means the step moved against the
-earlier runs; it needs at least MIN_EARLIER runs before this one to say so.
+earlier runs; it needs at least MIN_EARLIER runs before this one to say so. Only the
+earlier runs measured by this run's method (dbregress/method.py) take part: where the
+method changed, the section says what changed instead of reporting moves across it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
 from dbregress.analysis.cost import FLOOR_SD
 from dbregress.errors import StoreError
 from dbregress.lab import VerdictPolicy
-from dbregress.store.history import History, StepSeries, history_path, host_fingerprint
+from dbregress.store.history import (
+    History,
+    StepSeries,
+    history_path,
+    host_fingerprint,
+    method_segments,
+)
 
 MIN_EARLIER = 2
 MARKS = {"slower": "▼", "faster": "▲"}
@@ -38,16 +47,22 @@ class Moved:
 @dataclass(frozen=True)
 class HistoryMoves:
     moved: list[Moved]
-    series: int  # series with enough earlier runs to judge
+    series: int  # series with enough earlier runs of this run's method to judge
     alpha: float
+    # What differs from the method of the lab's run before this one (empty: the same)
+    method_changed: tuple[str, ...] = ()
 
 
 def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
-    return [
-        s
-        for s in series
-        if s.points and s.points[-1].run_id == run_id and len(s.points) > MIN_EARLIER
-    ]
+    """The series that end at this run, cut to the runs of this run's method."""
+    out = []
+    for s in series:
+        if not s.points or s.points[-1].run_id != run_id:
+            continue
+        last = method_segments(s)[-1]
+        if len(last.points) > MIN_EARLIER:
+            out.append(last)
+    return out
 
 
 def against_history(run_dir: Path, record: dict[str, Any]) -> HistoryMoves | None:
@@ -55,8 +70,7 @@ def against_history(run_dir: Path, record: dict[str, Any]) -> HistoryMoves | Non
     root = run_dir.parent
     if not history_path(root).is_file():
         return None
-    stored = record.get("verdict_policy") or {}
-    policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
+    policy = VerdictPolicy.of_record(record)
     run_id = str(record.get("run_id") or run_dir.name)
     lab = str(record.get("lab", ""))
     try:
@@ -66,6 +80,7 @@ def against_history(run_dir: Path, record: dict[str, Any]) -> HistoryMoves | Non
             host = host_fingerprint(record.get("host"))
             time = _mine(h.series(lab, lane="time", host=host), run_id) if host else []
             cost = _mine(h.series(lab, lane="cost"), run_id)
+            runs = [r for r in h.runs(lab) if r.kind == "native"]
     except StoreError:
         return None
     moved: list[Moved] = []
@@ -85,12 +100,31 @@ def against_history(run_dir: Path, record: dict[str, Any]) -> HistoryMoves | Non
             for c in result[k].decided():
                 if c.index == last:
                     moved.append(Moved(lane, s.comparison, s.step, s.column, c, last))
-    return HistoryMoves(moved, len(time) + len(cost), changepoints.ALPHA)
+    mine = next((i for i, r in enumerate(runs) if r.run_id == run_id), 0)
+    changed: tuple[str, ...] = ()
+    if mine > 0 and method.key(runs[mine - 1].method) != method.key(record.get("method_identity")):
+        changed = tuple(method.differences(runs[mine - 1].method, record.get("method_identity")))
+    return HistoryMoves(moved, len(time) + len(cost), changepoints.ALPHA, changed)
 
 
 def markdown(moves: HistoryMoves | None) -> list[str]:
-    if moves is None or moves.series == 0:
+    if moves is None:
         return []
+    changed = []
+    if moves.method_changed:
+        changed = [
+            "The method differs from the lab's previous run: "
+            f"{'; '.join(moves.method_changed)}. Runs measured another way are not set "
+            "against this one; "
+            + (
+                "too few earlier runs of this method to look for moves."
+                if moves.series == 0
+                else "the moves below are against the earlier runs of this method only."
+            ),
+            "",
+        ]
+    if moves.series == 0:
+        return ["## Against this lab's history", "", *changed] if changed else []
     out = [
         "## Against this lab's history",
         "",
@@ -99,6 +133,7 @@ def markdown(moves: HistoryMoves | None) -> list[str]:
         f"point at this run at a false-alarm rate of {moves.alpha:.0%} "
         "(docs/history.md).",
         "",
+        *changed,
     ]
     if not moves.moved:
         return [*out, "No step moved against the earlier runs.", ""]

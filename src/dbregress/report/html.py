@@ -335,6 +335,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "lanes": lanes_rows(m, v),
         "lanes_counts": vt.lanes_counts(v, m.comparison),
         "cost_band": v.policy.cost_band,
+        "counting": vt.counting_note(data.record, m.comparison).replace("`", ""),
         "ratio_charts": ratio_charts(m, v),
         "series": changes.html_tables(m, v),
         "series_legend": changes.legend(m, v),
@@ -419,6 +420,7 @@ def reproduce(data: RunData) -> dict[str, Any]:
         ("seed", record.get("seed")),
         ("warm-up job", record.get("warmup_job")),
         ("verdict policy", record.get("verdict_policy")),
+        ("method", record.get("method_identity")),
         ("page cache drops", record.get("page_cache")),
         ("injected slowdowns", record.get("inject_slowdown") or None),
     ]
@@ -451,7 +453,8 @@ def render(
             f"Status: {record['status']}. Host: {host.get('cpu_model', '?')}, "
             f"{host.get('cpu_count', host.get('cores', '?'))} CPUs, "
             f"kernel {host.get('kernel', '?')}. Placement: {p['mode']} (server CPUs "
-            f"{p['server_cpus']}, loadgen CPUs {p['client_cpus']})."
+            f"{p['server_cpus']}, loadgen CPUs {p['client_cpus']}). "
+            + vt.lanes_line(record, v).replace("`", "")
         ),
         "policy": vt.policy_line(v),
         "legend": vt.LEGEND.format(ci=1 - v.policy.alpha, tost=1 - 2 * v.policy.alpha).replace(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
+from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.verdict import Comparison
 from dbregress.report.verdict_tables import reading
@@ -104,7 +104,17 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
         "run_id": record["run_id"],
         "lab": record["lab"],
         "status": record["status"],
-        "policy": {"alpha": v.policy.alpha, "band": v.policy.band},
+        "policy": {
+            "alpha": v.policy.alpha,
+            "band": v.policy.band,
+            "cost_band": v.policy.cost_band,
+        },
+        # which lanes judged the run; a lane absent from "judged" says why in "not_judged"
+        "lanes": {
+            "judged": [lane for lane in ("time", "cost") if lane not in lane_gaps(v, record)],
+            "not_judged": lane_gaps(v, record),
+        },
+        "method_identity": record.get("method_identity"),
         "method": "Hodges-Lehmann ratio of log QPS over repeats, Moses interval, "
         "Mann-Whitney test with Benjamini-Hochberg across the lab, TOST equivalence",
         "cost_lane": None

@@ -294,13 +294,14 @@ def render(
     damaged: list[str] | None = None,
     explain: dict[str, Any] | None = None,
 ) -> str:
-    parts = [header(record)]
+    parts = [header(record), [vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [
             _title(m),
             throughput(m),
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
+            _counting(record, m, v),
             changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
@@ -319,11 +320,18 @@ def render(
     return _join([*parts, *extra])
 
 
+def _counting(record: dict[str, Any], m: Matrix, v: RunVerdicts) -> list[str]:
+    if v.cost is None or len(m.labels) < 2:
+        return []
+    return [vt.counting_note(record, m.comparison), ""]
+
+
 def summary_tables(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
     """The short version printed at the end of `dbregress run`."""
-    parts = []
+    parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
+        parts += [_counting(record, m, v)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
     return _join([*parts, failures(record)])

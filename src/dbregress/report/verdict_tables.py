@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
-from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.compare import RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
@@ -362,3 +362,62 @@ def _count(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def lanes_line(record: dict[str, Any], v: RunVerdicts) -> str:
+    """Which lanes judged this run, and why a lane did not: the report's first claim."""
+    gaps = lane_gaps(v, record)
+    parts = []
+    schedule = record.get("schedule") or "jobs"
+    time_what = f"time lane (QPS, {schedule} schedule)"
+    if "time" in gaps:
+        parts.append(f"{time_what}: no verdict, {gaps['time']}")
+    else:
+        undecided = sum(c.verdict == "undecided" for c in v.qps.values())
+        parts.append(f"{time_what}: {len(v.qps) - undecided} of {len(v.qps)} steps decided")
+    if v.cost is None:
+        parts.append(gaps.get("cost", "cost lane: none"))
+    else:
+        head = v.cost.headline()
+        undecided = sum(c.verdict == "undecided" for c in head.values())
+        parts.append(
+            f"cost lane (counting replays under valgrind, `same` within "
+            f"±{v.policy.cost_band:.0%}): {len(head) - undecided} of {len(head)} steps decided"
+        )
+    return "Lanes: " + "; ".join(parts) + "."
+
+
+MYSQL_CHANGES = (
+    "InnoDB native AIO off, one spin round, statistics recalculation and adaptive "
+    "flushing off, purge held off the window"
+)
+# What the counting replays change in the engines and steps they count, per engine family
+# (docs/verdicts.md, "What the counting replays change").
+COUNTING_CHANGES = {
+    "postgres": "autovacuum, timed checkpoints and parallel query off",
+    "mariadb": MYSQL_CHANGES,
+    "mysql": MYSQL_CHANGES,
+    "rocksdb": "no engine setting changed",
+}
+COUNTING_STEPS = (
+    "closed-loop write steps start from a settled engine (flushed, compacted); l.i1/l.i2 "
+    "insert and delete in lockstep; paced writers run on the query thread"
+)
+
+
+def counting_note(record: dict[str, Any], comparison: str) -> str:
+    """One line naming what the counting replays of a comparison changed."""
+    engines = sorted(
+        {
+            str(c.get("build", "")).split("@")[0]
+            for c in record.get("columns", [])
+            if c.get("comparison") == comparison
+        }
+    )
+    engine = "; ".join(
+        f"{e}: {COUNTING_CHANGES.get(e, 'no engine setting changed')}" for e in engines
+    )
+    return (
+        f"The counting replays run adjusted engines and steps, not the time lane's exactly "
+        f'({engine}; {COUNTING_STEPS}): docs/verdicts.md, "What the counting replays change".'
+    )

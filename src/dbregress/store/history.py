@@ -6,13 +6,19 @@ The run folders stay the record; the history is an index of them that can always
 rebuilt from them (`reindex`). What it holds:
 
 - runs: one row per run: lab, start and end (UTC), status, native or imported, the
-  host's fingerprint (`host_fingerprint`) and name, the folder;
+  host's fingerprint (`host_fingerprint`) and name, the folder, and its method identity
+  (`method`, JSON, and its key `method_key`: dbregress/method.py);
 - run_columns: the run's columns: comparison, build, config, position;
 - time_samples: one row per measured step result (not the warm-up job, finished ok,
   reported): the step's QPS and its per-operation costs, and why the host disturbed it
-  (NULL when it did not), as `analysis.compare.disturbance` tells;
+  (NULL when it did not), as `analysis.compare.disturbance` tells, and the key of the
+  method that measured it;
 - cost_samples: one row per step of an ok counting replay: estimated cycles and the
-  other counts per operation (analysis.cost.COST_METRICS).
+  other counts per operation (analysis.cost.COST_METRICS), and the key of the method
+  that counted it (the replay's own: on a fleet, the host's).
+
+A series never sets samples of two methods against each other: `Point.method` carries
+the key, and readers cut a series where it changes (`method_segments`).
 
 Every write is one transaction (BEGIN IMMEDIATE ... COMMIT) in write-ahead-log mode: a
 process killed at any point leaves the file readable, holding every transaction that
@@ -36,6 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, value_of
 from dbregress.cost.store import load_replays
@@ -47,7 +54,17 @@ FILENAME = "history.sqlite"
 # The version of the tables below. It changes whenever a table or the meaning of a
 # column changes; a dbregress opens only the version it was written for (the history is
 # rebuilt from the run folders, never migrated: `dbregress history LAB --reindex`).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 2 added the method identity (runs.method, runs.method_key, the samples'
+# method_key); a version 1 file gains those columns, NULL (not recorded) in its rows.
+MIGRATIONS = {
+    "1": (
+        "ALTER TABLE runs ADD COLUMN method TEXT",
+        "ALTER TABLE runs ADD COLUMN method_key TEXT",
+        "ALTER TABLE time_samples ADD COLUMN method_key TEXT",
+        "ALTER TABLE cost_samples ADD COLUMN method_key TEXT",
+    )
+}
 # How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 30.0
 
@@ -104,7 +121,9 @@ CREATE TABLE IF NOT EXISTS runs(
     hostname TEXT,
     kernel TEXT,
     policy TEXT NOT NULL,    -- the run's verdict policy, JSON
-    path TEXT NOT NULL       -- the run folder, relative to the results root when inside it
+    path TEXT NOT NULL,      -- the run folder, relative to the results root when inside it
+    method TEXT,             -- how it was measured, JSON (NULL: not recorded)
+    method_key TEXT          -- dbregress.method.key of it
 );
 CREATE INDEX IF NOT EXISTS runs_by_lab ON runs(lab, started);
 CREATE TABLE IF NOT EXISTS run_columns(
@@ -130,6 +149,7 @@ CREATE TABLE IF NOT EXISTS time_samples(
     q_unit TEXT,
     {", ".join(f"{c} REAL" for c, _ in TIME_METRICS)},
     disturbed TEXT,
+    method_key TEXT,
     PRIMARY KEY (run_id, column, step, repeat)
 );
 CREATE TABLE IF NOT EXISTS cost_samples(
@@ -142,6 +162,7 @@ CREATE TABLE IF NOT EXISTS cost_samples(
     step_no INTEGER,
     replay INTEGER NOT NULL,
     {", ".join(f"{c} REAL" for c, _ in COST_COLUMNS)},
+    method_key TEXT,
     PRIMARY KEY (run_id, column, step, replay)
 );
 """
@@ -184,6 +205,7 @@ class RunInfo:
     hostname: str | None
     path: str
     policy: Mapping[str, Any]
+    method: Mapping[str, Any] | None = None  # how it was measured (dbregress/method.py)
 
 
 @dataclass(frozen=True)
@@ -198,6 +220,7 @@ class Point:
     config: str
     samples: tuple[float, ...]  # QPS per repeat (time) or est. cycles/op per replay (cost)
     left_out: int = 0  # measured samples the host disturbed, left out
+    method: str | None = None  # key of the method that measured them (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -327,6 +350,7 @@ def _time_row(
         (result.get("q") or {}).get("unit"),
         *(_number(per_op.get(key)) for _, key in TIME_METRICS),
         disturbance(dict(result)),
+        method.key(record.get("method_identity")),
     )
 
 
@@ -338,6 +362,7 @@ def _cost_rows(
         return []
     label = str(replay["column"])
     col = _column_of(record, label)
+    how = method.key(replay.get("method_identity") or record.get("method_identity"))
     rows = []
     for step, figures in (replay.get("steps") or {}).items():
         per_op = figures.get("per_op") or {}
@@ -359,6 +384,7 @@ def _cost_rows(
                 index if isinstance(index, int) else None,
                 int(replay["replay"]),
                 *values,
+                how,
             )
         )
     return rows
@@ -366,13 +392,13 @@ def _cost_rows(
 
 _TIME_INSERT = (
     "INSERT OR REPLACE INTO time_samples(run_id, comparison, column, build, config, step, "
-    f"step_no, repeat, qps, q_unit, {', '.join(c for c, _ in TIME_METRICS)}, disturbed) "
-    f"VALUES ({', '.join('?' * (11 + len(TIME_METRICS)))})"
+    f"step_no, repeat, qps, q_unit, {', '.join(c for c, _ in TIME_METRICS)}, disturbed, "
+    f"method_key) VALUES ({', '.join('?' * (12 + len(TIME_METRICS)))})"
 )
 _COST_INSERT = (
     "INSERT OR REPLACE INTO cost_samples(run_id, comparison, column, build, config, step, "
-    f"step_no, replay, {', '.join(c for c, _ in COST_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * (8 + len(COST_COLUMNS)))})"
+    f"step_no, replay, {', '.join(c for c, _ in COST_COLUMNS)}, method_key) "
+    f"VALUES ({', '.join('?' * (9 + len(COST_COLUMNS)))})"
 )
 
 
@@ -386,6 +412,7 @@ class _Acc:
     hostname: str | None
     build: str
     config: str
+    method: str | None = None
     samples: list[float] = field(default_factory=list)
     left_out: int = 0
 
@@ -399,6 +426,7 @@ class _Acc:
             self.config,
             tuple(self.samples),
             self.left_out,
+            self.method,
         )
 
 
@@ -447,6 +475,15 @@ class History:
                 with self._transaction():
                     self._create()
             version = self._version()
+            if version in MIGRATIONS:
+                with self._transaction():
+                    for statement in MIGRATIONS[version]:
+                        self._db.execute(statement)
+                    self._db.execute(
+                        "UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                        (str(SCHEMA_VERSION),),
+                    )
+                version = self._version()
         except sqlite3.OperationalError as e:  # locked, read-only, out of space
             raise StoreError(f"cannot open the run history {self.path}: {e}") from e
         except sqlite3.DatabaseError as e:  # not an SQLite file, or a damaged one
@@ -532,13 +569,16 @@ class History:
             started = _utc(imported.get("imported_at"))
         host = record.get("host") or {}
         policy = record.get("verdict_policy") or {}
+        how = record.get("method_identity")
         self._db.execute(
             "INSERT INTO runs(run_id, lab, started, ended, status, kind, host_fingerprint, "
-            "hostname, kernel, policy, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "hostname, kernel, policy, path, method, method_key) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT(run_id) DO UPDATE SET lab = excluded.lab, started = excluded.started, "
             "ended = excluded.ended, status = excluded.status, kind = excluded.kind, "
             "host_fingerprint = excluded.host_fingerprint, hostname = excluded.hostname, "
-            "kernel = excluded.kernel, policy = excluded.policy, path = excluded.path",
+            "kernel = excluded.kernel, policy = excluded.policy, path = excluded.path, "
+            "method = excluded.method, method_key = excluded.method_key",
             (
                 run_id,
                 str(record.get("lab") or run_id),
@@ -551,6 +591,8 @@ class History:
                 host.get("kernel"),
                 json.dumps(policy, sort_keys=True),
                 self._run_path(run_dir),
+                json.dumps(how, sort_keys=True) if how else None,
+                method.key(how),
             ),
         )
         self._db.execute("DELETE FROM run_columns WHERE run_id = ?", (run_id,))
@@ -697,7 +739,7 @@ class History:
         """The lab's runs, oldest first; `host`: a fingerprint or a host name."""
         sql = (
             "SELECT run_id, lab, started, ended, status, kind, host_fingerprint, hostname, "
-            "path, policy FROM runs WHERE lab = ?"
+            "path, policy, method FROM runs WHERE lab = ?"
         )
         args: list[Any] = [lab]
         if host is not None:
@@ -706,7 +748,7 @@ class History:
         sql += " ORDER BY started IS NULL, started, run_id"
         out = []
         for row in self._db.execute(sql, args).fetchall():
-            run_id, lab_, started, ended, status, kind, fp, hostname, path, policy = row
+            run_id, lab_, started, ended, status, kind, fp, hostname, path, policy, how = row
             out.append(
                 RunInfo(
                     run_id,
@@ -719,6 +761,7 @@ class History:
                     hostname,
                     path,
                     json.loads(policy),
+                    json.loads(how) if how else None,
                 )
             )
         return out
@@ -746,7 +789,8 @@ class History:
         sql = (
             f"SELECT r.run_id, r.started, r.host_fingerprint, r.hostname, t.comparison, "
             f"t.step, t.step_no, t.column, t.build, t.config, {value}, {extra}, "
-            f"COALESCE(c.position, 0) FROM {table} t JOIN runs r ON r.run_id = t.run_id "
+            f"COALESCE(c.position, 0), t.method_key FROM {table} t "
+            "JOIN runs r ON r.run_id = t.run_id "
             "LEFT JOIN run_columns c ON c.run_id = t.run_id AND c.column = t.column "
             f"WHERE r.lab = ? AND {value} IS NOT NULL"
         )
@@ -764,7 +808,7 @@ class History:
         last = 1 << 30  # the place of a step with no number, a column with no position
         for row in self._db.execute(sql, args):
             run_id, started, fp, hostname, comp, name, no, col, build, config = row[:10]
-            v, why, position = row[10], row[11], row[12]
+            v, why, position, how = row[10], row[11], row[12], row[13]
             place = no if no is not None else last
             step_order[(comp, name)] = min(step_order.get((comp, name), last), place)
             column_order[col] = min(column_order.get(col, last), position)
@@ -772,7 +816,7 @@ class History:
             runs = cells.setdefault((comp, name, col, group), {})
             acc = runs.get(run_id)
             if acc is None:
-                acc = runs[run_id] = _Acc(run_id, started, fp, hostname, build, config)
+                acc = runs[run_id] = _Acc(run_id, started, fp, hostname, build, config, how)
             if why is not None and not disturbed:
                 acc.left_out += 1
             else:
@@ -792,6 +836,19 @@ class History:
             )
         )
         return out
+
+
+def method_segments(s: StepSeries) -> list[StepSeries]:
+    """The series cut where the method that measured it changes: each piece holds
+    consecutive runs of one method identity, oldest first. Runs that recorded none (made
+    before identities were stored) form pieces of their own."""
+    pieces: list[list[Point]] = []
+    for p in s.points:
+        if pieces and pieces[-1][-1].method == p.method:
+            pieces[-1].append(p)
+        else:
+            pieces.append([p])
+    return [StepSeries(s.lane, s.comparison, s.step, s.column, s.host, tuple(ps)) for ps in pieces]
 
 
 def level(samples: tuple[float, ...] | list[float], lane: str) -> float | None:

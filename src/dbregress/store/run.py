@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.store.files import sibling, write_atomic, write_json
@@ -83,7 +84,13 @@ class RunWriter:
             "slice_ms": lab.slice_ms,
             "seed": lab.seed,
             "warmup_job": lab.warmup_job,
-            "verdict_policy": {"alpha": lab.verdict.alpha, "band": lab.verdict.band},
+            "verdict_policy": lab.policy_record(),
+            # Which lanes this run has, and why not the cost lane when it has none: a
+            # gate on a lane that never ran fails instead of passing.
+            "cost_lane": {"planned": lab.counts(), "why_not": lab.why_no_count()},
+            # How it is measured (dbregress, loadgen, valgrind, libc, cost model, ...):
+            # the history draws a boundary where this changes (dbregress/method.py).
+            "method_identity": method.identity(),
             "inject_slowdown": {
                 c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown
             },
