@@ -19,7 +19,7 @@ step's spread is measured, never assumed:
 - clusters: a side whose sorted log counts have a gap of at least half the band and
   SPLIT_RATIO times the larger cluster's own range counts two states. Below `settled`
   (the lab's count_replays_max) replays on either side, the step is `undecided` and
-  asks for more replays of both sides (`needs_more`, which the lane's extension uses);
+  asks for more replays of both sides (`needs_more` says which steps, for the lane);
 - ratio: exp(mean log column - mean log base), column over base (above 1: more work);
 - interval: the Welch t-interval on that difference, Welch-Satterthwaite degrees of
   freedom; the (1 - 2 alpha) one for the equivalence test (TOST, Schuirmann 1987)
@@ -32,7 +32,7 @@ side's replays split into clusters and a side has fewer than `settled`; `same` w
 (1 - 2 alpha) interval lies inside 1 ± cost_band; `slower` (more cost per operation) or
 `faster` when BH rejects "no change" at alpha; else `undecided`. Assumptions: replays
 are independent (a fresh engine each) and their log counts scatter around the build's
-value with the same kind of spread on both sides. Two replays sets that each sit in one
+value with the same kind of spread on both sides. Two sets of replays that each sit in one
 state, different on the two sides, are indistinguishable from a real change from the run
 alone: only a calibration or history floor catches them, which is why those inputs
 exist (docs/verdicts.md gives the simulated rates). A cost verdict says "this build
