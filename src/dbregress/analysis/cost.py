@@ -2,12 +2,24 @@
 column, step) and count metric (docs/verdicts.md, "The cost lane").
 
 A replay's count per operation is near-deterministic: replays of one build differ by
-the engine's state at the window (what background work left), not by the host. The
-exact Mann-Whitney test cannot decide with 3 against 3 replays (its smallest two-sided
-p is 0.1), so the lane uses Welch's t-test on the logs of the counts (Welch 1947), whose
-power comes from the spread being small, with each side's variance floored at
-FLOOR_SD**2 so that replays that agree exactly do not claim infinite precision:
+the engine's state at the window (what background work left), not by the host, and that
+state can be discrete: a step's count may take one of two values 1-2% apart, each
+replay drawing one. The exact Mann-Whitney test cannot decide with 3 against 3 replays
+(its smallest two-sided p is 0.1), so the lane uses Welch's t-test on the logs of the
+counts (Welch 1947), whose power comes from the spread being small. What it takes as a
+step's spread is measured, never assumed:
 
+- noise floor: each side's variance is at least s**2, where s is the largest of the
+  run's own pooled within-build spread of that step (both sides' deviations from their
+  own means, n + m - 2 degrees of freedom), the lab's A/A calibration spread of the step
+  and the step's spread in the history of the same method, when the caller gives them
+  (`calibration`, `history`: see `replay_noise`), half the gap between clusters when a
+  side's replays split in two (a two-state count's standard deviation is at most half
+  its gap), and MIN_SD;
+- clusters: a side whose sorted log counts have a gap of at least half the band and
+  SPLIT_RATIO times the larger cluster's own range counts two states. Below `settled`
+  (the lab's count_replays_max) replays on either side, the step is `undecided` and
+  asks for more replays of both sides (`needs_more` says which steps, for the lane);
 - ratio: exp(mean log column - mean log base), column over base (above 1: more work);
 - interval: the Welch t-interval on that difference, Welch-Satterthwaite degrees of
   freedom; the (1 - 2 alpha) one for the equivalence test (TOST, Schuirmann 1987)
@@ -15,24 +27,24 @@ FLOOR_SD**2 so that replays that agree exactly do not claim infinite precision:
 - p: the two-sided Welch t-test; Benjamini-Hochberg across every key of the lab, one
   family per metric, as the time lane does.
 
-Verdicts, in this order: `undecided` when a side has fewer than two ok replays, or fewer
-than `settled` (the lab's count_replays_max) that disagree beyond the band (max/min - 1
-> cost_band: the count depends on what background work left at the window, and with
-three replays a guess would be the state of one window; the lane adds replays up to
-`settled`, and from there the Welch interval, whose variance is that disagreement,
-decides); `same` when the (1 - 2 alpha) interval lies inside 1 ± cost_band;
-`slower` (more cost per operation) or `faster` when BH rejects "no change" at alpha;
-else `undecided`. Assumptions: replays are independent (a fresh engine each), their log
-counts roughly normal around the build's value, and the spread is the same kind on both
-sides. A cost verdict says "this build spends X% more estimated cycles (instructions)
-per operation in this step", never anything about time.
+Verdicts, in this order: `undecided` when a side has fewer than two ok replays, or a
+side's replays split into clusters and a side has fewer than `settled`; `same` when the
+(1 - 2 alpha) interval lies inside 1 ± cost_band; `slower` (more cost per operation) or
+`faster` when BH rejects "no change" at alpha; else `undecided`. Assumptions: replays
+are independent (a fresh engine each) and their log counts scatter around the build's
+value with the same kind of spread on both sides. Two sets of replays that each sit in one
+state, different on the two sides, are indistinguishable from a real change from the run
+alone: only a calibration or history floor catches them, which is why those inputs
+exist (docs/verdicts.md gives the simulated rates). A cost verdict says "this build
+spends X% more estimated cycles (instructions) per operation in this step", never
+anything about time.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +55,21 @@ from dbregress.lab import VerdictPolicy
 
 Key = tuple[str, str, str]  # (comparison, column, step)
 
-# The floor of each side's standard deviation of log counts: 0.1%. Two replays of one
-# build agreed within 0.2% on 35 of 38 quickstart (step, build) pairs (docs/metrics.md),
-# so a smaller spread seen in three replays is luck, not precision.
+# The smallest spread the verdict takes (standard deviation of log counts, 0.02%): the
+# steadiest steps' replays agree within 0.002-0.03% (PostgreSQL's loads, docs/verdicts.md),
+# so three replays that agree exactly are no evidence of more precision than that, and a
+# change this small is a fiftieth of the default band. Every other floor is measured.
+MIN_SD = 0.0002
+# Clusters: a gap between a side's sorted log counts at least this many times the larger
+# cluster's own range (and at least half the band) says the count took two states.
+SPLIT_RATIO = 4.0
+# History's change-point detection (analysis/series.py) floors a cost series' spread
+# here; the verdicts of a run use the measured floor above.
 FLOOR_SD = 0.001
+
+# Per count metric, per step ("comparison/step", or a bare step name for every
+# comparison): a standard deviation of log counts per replay, measured elsewhere.
+Noise = Mapping[str, Mapping[str, float]]
 
 
 @dataclass(frozen=True)
@@ -95,6 +118,8 @@ class CostComparison:
     spread: tuple[float, float]  # max/min - 1 of each side's replays
     reason: str
     background: tuple[float | None, float | None] = (None, None)  # est. cycles/op
+    noise: float | None = None  # the sd of log counts each side's variance was floored at
+    noise_from: str = ""  # which measurement gave it (run, calibration, history, ...)
 
 
 @dataclass(frozen=True)
@@ -118,10 +143,52 @@ class _Welch:
     p: float
 
 
-def _welch(x: Sequence[float], y: Sequence[float]) -> _Welch:
-    lx, ly = [math.log(v) for v in x], [math.log(v) for v in y]
-    vx = max(statistics.variance(lx), FLOOR_SD**2)
-    vy = max(statistics.variance(ly), FLOOR_SD**2)
+def _logs(values: Sequence[float]) -> list[float]:
+    return [math.log(v) for v in values]
+
+
+def _ss(logs: Sequence[float]) -> float:
+    mean = statistics.fmean(logs)
+    return sum((v - mean) ** 2 for v in logs)
+
+
+def pooled_log_sd(groups: Iterable[Sequence[float]]) -> float | None:
+    """The pooled within-group standard deviation of log counts: each group (the replays
+    of one build in one run) deviates from its own mean, sum of squares over sum of
+    (n - 1). None without a group of two."""
+    ss = df = 0.0
+    for g in groups:
+        values = [v for v in g if v > 0 and math.isfinite(v)]
+        if len(values) >= 2:
+            ss += _ss(_logs(values))
+            df += len(values) - 1
+    return math.sqrt(ss / df) if df else None
+
+
+def cluster_gap(values: Sequence[float], band: float) -> float:
+    """The gap (in log) between two clusters of one build's replays, 0 when they do not
+    split: a gap between sorted log counts of at least band / 2 and at least SPLIT_RATIO
+    times the larger of the two clusters' ranges (two states of the count)."""
+    logs = sorted(_logs([v for v in values if v > 0 and math.isfinite(v)]))
+    best = 0.0
+    for k in range(len(logs) - 1):
+        gap = logs[k + 1] - logs[k]
+        within = max(logs[k] - logs[0], logs[-1] - logs[k + 1])
+        if gap >= band / 2 and gap > SPLIT_RATIO * within:
+            best = max(best, gap)
+    return best
+
+
+def needs_more(sides: Sequence[Sequence[float]], band: float) -> bool:
+    """Whether a step's replays call for more replays of every side (the lane's
+    extension, up to count_replays_max): some side's replays split into clusters, or
+    disagree beyond the band."""
+    return any(len(v) >= 2 and (cluster_gap(v, band) > 0 or spread(v) > band) for v in sides)
+
+
+def _welch(lx: Sequence[float], ly: Sequence[float], floor: float) -> _Welch:
+    vx = max(statistics.variance(lx), floor**2)
+    vy = max(statistics.variance(ly), floor**2)
     ax, ay = vx / len(lx), vy / len(ly)
     se = math.sqrt(ax + ay)
     df = (ax + ay) ** 2 / (ax**2 / (len(lx) - 1) + ay**2 / (len(ly) - 1))
@@ -143,12 +210,47 @@ def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+@dataclass(frozen=True)
+class _Test:
+    """One step's test before the lab-wide correction."""
+
+    welch: _Welch
+    noise: float
+    noise_from: str
+    gap: float  # the larger side's cluster gap (log), 0 without clusters
+
+
+def _test(
+    x: Sequence[float], y: Sequence[float], band: float, known: Sequence[tuple[str, float]]
+) -> _Test:
+    lx, ly = _logs(x), _logs(y)
+    gap = max(cluster_gap(x, band), cluster_gap(y, band))
+    pooled = math.sqrt((_ss(lx) + _ss(ly)) / (len(lx) + len(ly) - 2))
+    candidates = [("minimum", MIN_SD), ("this run's replays", pooled), *known]
+    if gap > 0:
+        candidates.append(("half the clusters' gap", gap / 2))
+    source, noise = max(candidates, key=lambda c: c[1])
+    return _Test(_welch(lx, ly, noise), noise, source, gap)
+
+
+def _known(
+    metric: str, key: Key, calibration: Noise | None, history: Noise | None
+) -> list[tuple[str, float]]:
+    out = []
+    for source, noise in (("the A/A calibration", calibration), ("history", history)):
+        by_step = (noise or {}).get(metric) or {}
+        sd = by_step.get(f"{key[0]}/{key[2]}", by_step.get(key[2]))
+        if sd is not None and math.isfinite(sd) and sd > 0:
+            out.append((source, float(sd)))
+    return out
+
+
 def _judge(
     metric: str,
     x: list[float],
     y: list[float],
     adjusted: float | None,
-    w: _Welch | None,
+    t: _Test | None,
     policy: VerdictPolicy,
     background: tuple[float | None, float | None],
     settled: int,
@@ -158,36 +260,35 @@ def _judge(
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     verdict = "undecided"
-    if w is None or adjusted is None:
+    if t is None or adjusted is None:
         if x and y:
             ratio = statistics.fmean(y) / statistics.fmean(x)
         why = f"fewer than 2 ok replays of {'the base' if len(x) < 2 else 'the column'}"
     else:
+        w = t.welch
         ratio, ci = math.exp(w.d), _interval(w, 1 - alpha)
         lo, hi = _interval(w, 1 - 2 * alpha)
         test = f"Welch t p={w.p:.2g} (BH-adjusted {adjusted:.2g}), df {w.df:.1f}"
         tost = f"{1 - 2 * alpha:.0%} CI {lo:.4f}-{hi:.4f}"
-        sides = [
-            side
-            for side, s, n in zip(("base", "column"), spreads, (len(x), len(y)), strict=True)
-            if s > band and n < settled
-        ]
-        if sides:
+        floor = f"noise sd {t.noise:.3%} from {t.noise_from}"
+        if t.gap > 0 and min(len(x), len(y)) < settled:
+            sides = [side for side, v in (("base", x), ("column", y)) if cluster_gap(v, band) > 0]
             why = (
-                f"the {' and '.join(sides)} replays disagree by {max(spreads):.2%} (beyond "
-                f"±{band:.0%}): the count depends on the engine's state at the window"
+                f"the {' and '.join(sides)} replays split into two clusters "
+                f"{math.expm1(t.gap):.2%} apart: the count depends on the engine's state "
+                f"at the window; both sides need {settled} replays"
             )
         elif lo >= 1 - band and hi <= 1 + band:
-            verdict, why = "same", f"{tost} inside ±{band:.0%}"
+            verdict, why = "same", f"{tost} inside ±{band:.0%}; {floor}"
         elif adjusted <= alpha:
-            verdict, why = ("slower" if w.d > 0 else "faster"), test
+            verdict, why = ("slower" if w.d > 0 else "faster"), f"{test}; {floor}"
         else:
-            why = f"{test}; {tost} not inside ±{band:.0%}"
+            why = f"{test}; {tost} not inside ±{band:.0%}; {floor}"
     return CostComparison(
         metric=metric,
         ratio=ratio,
         ci=ci,
-        p_value=w.p if w is not None else None,
+        p_value=t.welch.p if t is not None else None,
         verdict=verdict,
         replays=(len(x), len(y)),
         base=_mean(x),
@@ -195,7 +296,29 @@ def _judge(
         spread=spreads,
         reason=why,
         background=background,
+        noise=t.noise if t is not None else None,
+        noise_from=t.noise_from if t is not None else "",
     )
+
+
+def compare_counts(
+    x: Sequence[float],
+    y: Sequence[float],
+    policy: VerdictPolicy | None = None,
+    settled: int = 5,
+    known_sd: Sequence[tuple[str, float]] = (),
+    metric: str = HEADLINE,
+) -> CostComparison:
+    """One step's verdict from its base's and column's counts per operation alone (a
+    family of one: no lab-wide correction); `known_sd` adds measured floors, (source,
+    sd of log counts) pairs."""
+    policy = policy or VerdictPolicy()
+    xs, ys = list(x), list(y)
+    t = None
+    if len(xs) >= 2 and len(ys) >= 2:
+        t = _test(xs, ys, policy.cost_band, known_sd)
+    adjusted = t.welch.p if t is not None else None
+    return _judge(metric, xs, ys, adjusted, t, policy, (None, None), settled)
 
 
 def _samples(
@@ -238,9 +361,13 @@ def cost_verdicts(
     policy: VerdictPolicy | None = None,
     planned: int = 0,
     settled: int = 5,
+    calibration: Noise | None = None,
+    history: Noise | None = None,
 ) -> CostVerdicts | None:
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
-    run has no counting replays."""
+    run has no counting replays. `settled` is the lab's count_replays_max; `calibration`
+    and `history` are measured spreads of the steps (metric -> step -> sd of log counts,
+    `replay_noise` computes them), each a floor of the step's noise when given."""
     if not replays:
         return None
     if policy is None:
@@ -248,10 +375,46 @@ def cost_verdicts(
     metrics: dict[str, dict[Key, CostComparison]] = {}
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric)
-        tests = {k: _welch(x, y) for k, (x, y, _) in samples.items() if len(x) >= 2 and len(y) >= 2}
-        adjusted = dict(zip(tests, stats.bh_adjusted([t.p for t in tests.values()]), strict=True))
+        tests = {
+            k: _test(x, y, policy.cost_band, _known(metric.key, k, calibration, history))
+            for k, (x, y, _) in samples.items()
+            if len(x) >= 2 and len(y) >= 2
+        }
+        pvalues = [t.welch.p for t in tests.values()]
+        adjusted = dict(zip(tests, stats.bh_adjusted(pvalues), strict=True))
         metrics[metric.key] = {
             k: _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled)
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)
+
+
+def replay_noise(
+    runs: Iterable[tuple[dict[str, Any], list[dict[str, Any]]]],
+) -> dict[str, dict[str, float]]:
+    """Measured spread of every step for `cost_verdicts`' calibration or history floors,
+    from earlier runs' (record, replays): per metric and "comparison/step", the pooled
+    within-build standard deviation of log counts, each run's column one group (one
+    build, one run). Give it an A/A calibration run of the lab, or the earlier runs of
+    the same method identity (same loadgen, windows and valgrind) whose steps match."""
+    given = list(runs)
+    out: dict[str, dict[str, float]] = {}
+    for metric in COST_METRICS:
+        groups: dict[str, list[list[float]]] = {}
+        for record, replays in given:
+            cells: dict[tuple[str, str], list[float]] = {}
+            for r in replays:
+                if r.get("status") != "ok":
+                    continue
+                for step, figures in r["steps"].items():
+                    v = value_of(figures["per_op"], metric)
+                    if v is not None and v > 0 and math.isfinite(v):
+                        cells.setdefault((r["column"], step), []).append(v)
+            for comp in record["comparisons"]:
+                for (column, step), values in cells.items():
+                    if column in comp["labels"]:
+                        groups.setdefault(f"{comp['name']}/{step}", []).append(values)
+        found = {k: sd for k, g in groups.items() if (sd := pooled_log_sd(g)) is not None}
+        if found:
+            out[metric.key] = found
+    return out

@@ -1,21 +1,24 @@
 """The interleaved schedule's time verdicts: paired slices within a repeat, paired
-repeats across the run (docs/verdicts.md).
+repeats across the run (docs/verdicts.md, "The interleaved schedule").
 
 Within one repeat, the base's engine and a column's engine ran the step in alternating
 slices; slice k of each ran in the same turn of the cycle, so the host's drift at that
 moment hits both. A repeat's ratio is the column's Q per second over its measured slices
-against the base's over the same turns. Its interval comes from batch means: the turns
-are cut into at most BATCHES contiguous batches, each batch's log ratio is one sample,
-and the spread of those samples (not of single slices, which are autocorrelated: the
-host drifts slowly) gives the standard error (Law & Kelton, "Simulation Modeling and
-Analysis", ch. 9).
+against the base's over the same turns: one number per repeat, no interval of its own.
 
 Across repeats (each a fresh pair of engines, so independent), the verdict is a
 one-sample t-test of the repeats' log ratios against 0 (Student 1908), its p-values
 adjusted by Benjamini-Hochberg across every step and column of the lab, and TOST
-(Schuirmann 1987) with the (1 - 2 alpha) t interval against 1 ± band for `same`. The t
-test assumes the log ratios are roughly normal; it is what lets 3 repeats decide (the
-signed-rank test's smallest two-sided p with 5 repeats is 0.0625).
+(Schuirmann 1987) with the (1 - 2 alpha) t interval against 1 ± band for `same`. A
+repeat's log ratio is its engines' true ratio plus the error of its slices, so the
+spread of the repeats' log ratios already holds both the between-repeat and the
+within-repeat variance, and the t interval with n - 1 degrees of freedom accounts for
+both without a separate within-repeat error. A random-effects combination of repeats
+(DerSimonian & Laird 1986), weighting each by its own error, is anti-conservative with
+3-5 repeats (its between-repeat variance is estimated from n - 1 degrees of freedom and
+then treated as known; bench/cost_noise.py measures it). The t test assumes the log
+ratios are roughly normal; it is what lets 3 repeats decide (the signed-rank test's
+smallest two-sided p with 5 repeats is 0.0625).
 """
 
 from __future__ import annotations
@@ -31,8 +34,6 @@ from dbregress.analysis import stats
 from dbregress.analysis.verdict import Comparison, Policy, usable
 
 Key = TypeVar("Key", bound=Hashable)
-BATCHES = 10  # batch means: at most this many batches of consecutive turns per repeat
-MIN_PAIRS = 2  # fewer measured pairs than this: no batch means
 
 
 def measured_slices(slices: Sequence[Sequence[float]]) -> list[tuple[float, float] | None]:
@@ -49,32 +50,16 @@ def pair_slices(
     base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]
 ) -> dict[str, Any]:
     """A repeat's paired figures: `ratio` (other / base, Q per second over the turns
-    both measured), `log_se` (batch means' standard error of its log, None with fewer
-    than 2 batches), `pairs` and `batches`."""
+    both measured whole; None without such a turn) and `pairs` (those turns). A step of
+    one long call (l.x, a flush) runs in one slice per side, back to back: their rates
+    still pair."""
     a, b = measured_slices(base), measured_slices(other)
     pairs = [(x, y) for x, y in zip(a, b, strict=False) if x is not None and y is not None]
-    if len(pairs) < MIN_PAIRS:
-        # A step of one long call (l.x, a flush) runs in one slice per side, back to
-        # back: their rates still pair, without an interval of their own.
-        if not pairs:
-            return {"ratio": None, "log_se": None, "pairs": 0, "batches": 0}
-        ((x, y),) = pairs
-        return {"ratio": (y[1] / y[0]) / (x[1] / x[0]), "log_se": None, "pairs": 1, "batches": 1}
-
-    def log_ratio(chunk: Sequence[tuple[tuple[float, float], tuple[float, float]]]) -> float:
-        base_rate = sum(x[1] for x, _ in chunk) / sum(x[0] for x, _ in chunk)
-        other_rate = sum(y[1] for _, y in chunk) / sum(y[0] for _, y in chunk)
-        return math.log(other_rate / base_rate)
-
-    whole = log_ratio(pairs)
-    k = min(BATCHES, len(pairs))
-    edges = [round(i * len(pairs) / k) for i in range(k + 1)]
-    means = [log_ratio(pairs[edges[i] : edges[i + 1]]) for i in range(k)]
-    se = None
-    if k >= 2:
-        mean = sum(means) / k
-        se = math.sqrt(sum((m - mean) ** 2 for m in means) / (k - 1) / k)
-    return {"ratio": math.exp(whole), "log_se": se, "pairs": len(pairs), "batches": k}
+    if not pairs:
+        return {"ratio": None, "pairs": 0}
+    base_rate = sum(x[1] for x, _ in pairs) / sum(x[0] for x, _ in pairs)
+    other_rate = sum(y[1] for _, y in pairs) / sum(y[0] for _, y in pairs)
+    return {"ratio": other_rate / base_rate, "pairs": len(pairs)}
 
 
 def _pct(confidence: float) -> str:
