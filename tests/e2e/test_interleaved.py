@@ -108,7 +108,7 @@ def test_both_sides_take_turns_and_end_every_step_in_the_same_state(
             pair = rb["paired"]
             assert pair["base"] == f"{base}/r1" and pair["ratio"] and pair["pairs"] >= 1
             if ra["reported"] and step not in ("l.x", "flush_mt_l0", "cleanup"):
-                assert pair["pairs"] >= 2 and pair["log_se"] is not None, (step, pair)
+                assert pair["pairs"] >= 2, (step, pair)
     # the interleaved steps got paired verdicts
     report = json.loads(
         dbregress("report", str(run), "--format", "json", cwd=tmp_path, workdir=workdir).stdout

@@ -100,6 +100,8 @@ def write_report(
         replays,
         planned=lane.get("replays_per_column", 0),
         settled=lane.get("replays_max", 5),
+        # the step's spread over the lab's earlier runs of this method: a floor of its noise
+        history=history_moves.history_noise(path, data.record),
     )
     changes = run_changes(data.record, data.steps, replays)
     verdicts = dataclasses.replace(verdicts, cost=cost, changes=changes)

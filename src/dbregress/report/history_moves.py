@@ -149,3 +149,20 @@ def markdown(moves: HistoryMoves | None) -> list[str]:
             f"runs {c.before[0] + 1}..{c.before[1] + 1} of {m.earlier} earlier |"
         )
     return [*out, ""]
+
+
+def history_noise(run_dir: Path, record: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """The cost verdict's history floor of a run: the spread of each counted step in the
+    lab's earlier runs measured by this run's method (store.history.History.cost_noise);
+    empty when the results folder keeps no history or the run recorded no method."""
+    root = run_dir.parent
+    if not history_path(root).is_file():
+        return {}
+    run_id = str(record.get("run_id") or run_dir.name)
+    try:
+        with History(root) as h:
+            return h.cost_noise(
+                str(record.get("lab", "")), method.key(record.get("method_identity")), run_id
+            )
+    except StoreError:
+        return {}

@@ -44,7 +44,7 @@ from typing import Any, Literal, Protocol
 
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
-from dbregress.analysis.cost import COST_METRICS, value_of
+from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.cost.store import load_replays
 from dbregress.errors import StoreError
 from dbregress.store.run import read_record, read_run
@@ -764,6 +764,46 @@ class History:
                     json.loads(how) if how else None,
                 )
             )
+        return out
+
+    def cost_noise(
+        self, lab: str, method_key: str | None, but: str, last: int = 10
+    ) -> dict[str, dict[str, float]]:
+        """The measured spread of each counted step in the lab's earlier runs of one
+        method identity (the cost verdict's history floor): per metric and
+        "comparison/step", the pooled within-build standard deviation of log counts,
+        each (run, column) one group; from the `last` runs before `but` of that method.
+        Empty without a method key (a run that recorded none is not comparable)."""
+        if method_key is None:
+            return {}
+        runs = [
+            r[0]
+            for r in self._db.execute(
+                "SELECT r.run_id FROM runs r WHERE r.lab = ? AND r.run_id != ? AND "
+                "r.run_id IN (SELECT run_id FROM cost_samples WHERE method_key = ?) "
+                "ORDER BY r.started IS NULL, r.started DESC, r.run_id DESC LIMIT ?",
+                (lab, but, method_key, last),
+            )
+        ]
+        if not runs:
+            return {}
+        names = ", ".join(c for c, _ in COST_COLUMNS)
+        groups: dict[str, dict[str, dict[tuple[str, str], list[float]]]] = {}
+        rows = self._db.execute(
+            f"SELECT run_id, column, comparison, step, {names} FROM cost_samples "
+            f"WHERE method_key = ? AND run_id IN ({', '.join('?' * len(runs))})",
+            (method_key, *runs),
+        )
+        for run_id, column, comparison, step, *values in rows:
+            for (_, key), v in zip(COST_COLUMNS, values, strict=True):
+                if v is not None and v > 0:
+                    cell = groups.setdefault(key, {}).setdefault(f"{comparison}/{step}", {})
+                    cell.setdefault((run_id, column), []).append(float(v))
+        out: dict[str, dict[str, float]] = {}
+        for key, steps in groups.items():
+            found = {s: sd for s, cells in steps.items() if (sd := pooled_log_sd(cells.values()))}
+            if found:
+                out[key] = found
         return out
 
     def series(
