@@ -161,7 +161,7 @@ class FleetRunner(Runner):
             f"{identity['chosen_by']} ({shown})"
         )
         for name, fields in identity["left_out"].items():
-            notify(f"fleet: host {name} counts no replay of this run: its {fields} differ")
+            notify(f"fleet: host {name} counts no replay of this run (not the lab's {fields})")
         self.writer.set_record("count_identity", identity)
         return identity
 
