@@ -453,6 +453,16 @@ def test_a_tls_fleet_runs_a_lab_for_its_members_and_refuses_strangers(
         )
         strangers.append(again)
         _refused(again, "a worker named t1 already runs on this host")
+        # One named t1 on "another host" (its own work directory): the scheduler has a t1.
+        elsewhere = workdir / "elsewhere"
+        elsewhere.mkdir(mode=0o755)
+        twin = _cli(
+            ["worker", "--scheduler", fleet.address, "--name", "t1", *fleet.tls("t1")],
+            tmp_path,
+            elsewhere,
+        )
+        strangers.append(twin)
+        _refused(twin, "already has a worker named t1")
 
         lab = ["run", "lab.toml"]
         plain = fleet.address.replace("tls://", "tcp://")

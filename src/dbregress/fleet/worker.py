@@ -219,8 +219,8 @@ def _serve_worker(
             kwargs["protocol"] = "tls"
         try:
             started = await Worker(scheduler, **kwargs)
-        except ValueError as e:  # the scheduler's answer to the registration
-            if "name taken" in str(e):
+        except (RuntimeError, ValueError) as e:  # the scheduler's answer to the registration
+            if "name taken" in f"{e} {e.__cause__}":
                 raise LabError(
                     f"the scheduler at {scheduler} already has a worker named {name} (on "
                     "another host?): give this one another --name"
