@@ -1,7 +1,8 @@
 """A fleet on this machine: a Dask scheduler and two `dbregress worker` processes on the
 loopback, a lab with real PostgreSQL run across them, one worker killed outright in the
 middle of a unit. The unit runs again on the other worker; every job ends with its steps
-in the coordinator's run folder and history, and no process is left."""
+in the coordinator's run folder and history, and no process is left. A fleet with TLS
+runs a lab for the processes holding its certificates and refuses every other."""
 
 from __future__ import annotations
 
@@ -73,18 +74,24 @@ def _start(args: list[str], cwd: Path, workdir: Path, log: Path) -> subprocess.P
 
 
 class Fleet:
-    """A scheduler and named workers, each a process of its own, on the loopback."""
+    """A scheduler and named workers, each a process of its own, on the loopback; with
+    `certs` (a folder of `dbregress fleet-certs`), on TLS: the scheduler and the
+    coordinator use the host `coord`'s folder, each worker its own name's."""
 
-    def __init__(self, tmp_path: Path, workdir: Path) -> None:
-        self.tmp, self.workdir = tmp_path, workdir
+    def __init__(self, tmp_path: Path, workdir: Path, certs: Path | None = None) -> None:
+        self.tmp, self.workdir, self.certs = tmp_path, workdir, certs
         self.port = _free_port()
-        self.address = f"tcp://127.0.0.1:{self.port}"
+        scheme = "tls" if certs else "tcp"
+        self.address = f"{scheme}://127.0.0.1:{self.port}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.starts = 0
 
+    def tls(self, host: str) -> list[str]:
+        return ["--tls", str(self.certs / host)] if self.certs else []
+
     def start_scheduler(self) -> None:
         log = self.tmp / "scheduler.log"
-        args = ["scheduler", "--port", str(self.port), "--dashboard", "none"]
+        args = ["scheduler", "--port", str(self.port), "--dashboard", "none", *self.tls("coord")]
         self.procs["scheduler"] = _start(args, self.tmp, self.workdir, log)
         wait_for(lambda: "scheduler at" in log.read_text(), 60, "the scheduler")
 
@@ -92,7 +99,7 @@ class Fleet:
         self.starts += 1
         log = self.tmp / f"{name}-{self.starts}.log"
         args = ["worker", "--scheduler", self.address, "--name", name, "--listen", "127.0.0.1"]
-        self.procs[name] = _start(args, self.tmp, self.workdir, log)
+        self.procs[name] = _start([*args, *self.tls(name)], self.tmp, self.workdir, log)
         wait_for(lambda: f"worker {name}" in log.read_text(), 60, f"worker {name}")
 
     def kill(self, name: str) -> None:
@@ -101,7 +108,10 @@ class Fleet:
 
     def run(self, *args: str) -> subprocess.Popen[str]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dbregress.cli.main", "run", *args, "--scheduler", self.address],
+            [
+                *[sys.executable, "-m", "dbregress.cli.main", "run", *args],
+                *["--scheduler", self.address, *self.tls("coord")],
+            ],
             cwd=self.tmp,
             env=cli_env(self.workdir),
             stdout=subprocess.PIPE,
@@ -295,6 +305,13 @@ def test_the_cost_lane_spreads_its_replays_over_the_fleet(tmp_path: Path, workdi
         assert all(r["status"] == "ok" and "readrandom" in r["steps"] for r in replays)
         assert {r["host"] for r in replays} <= {"c1", "c2"}
         assert (run / "cost" / "lane.json").is_file()
+        # Every replay counted with one measurement identity, stored with the run.
+        identity = _record["count_identity"]
+        assert identity["chosen_by"] == "the coordinator's own"  # it has valgrind here
+        assert set(identity["hosts"]) == {"c1", "c2"} and identity["left_out"] == {}
+        for field in ("dbregress", "loadgen_sha256", "valgrind_version", "libc"):
+            assert identity[field] == _record["hosts"]["c1"][field]
+        assert str(identity["valgrind_version"]).startswith("valgrind-")
         verdicts = json.loads((run / "verdicts.json").read_text())
         cost = [
             s["cost"]
@@ -366,4 +383,139 @@ def test_a_worker_stopped_with_sigterm_hands_its_unit_on(tmp_path: Path, workdir
             assert record["jobs"][job]["status"] == "ok"
             assert len(step_results(run, job)) == 3
     finally:
+        fleet.stop()
+
+
+def _cli(args: list[str], cwd: Path, workdir: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "dbregress.cli.main", *args],
+        cwd=cwd,
+        env=cli_env(workdir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _refused(proc: subprocess.Popen[str], why: str) -> str:
+    _out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 2, err[-3000:]
+    error = [line for line in err.splitlines() if line.startswith("Error:")]
+    assert len(error) == 1 and why in error[0], err[-3000:]
+    return error[0]
+
+
+def test_a_tls_fleet_runs_a_lab_for_its_members_and_refuses_strangers(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """Scheduler, worker and coordinator with the fleet's certificates run a lab; a
+    coordinator without certificates, one with another CA's, and a worker whose
+    certificate another CA signed are refused at the connection, and none of the lab runs
+    for them."""
+    (tmp_path / "lab.toml").write_text(NULL_LAB)
+    made = subprocess.run(
+        [sys.executable, "-m", "dbregress.cli.main", "fleet-certs", "certs", "--hosts", "coord,t1"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    other = subprocess.run(
+        [sys.executable, "-m", "dbregress.cli.main", "fleet-certs", "other", "--hosts", "x"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 0, other.stderr
+    # A stranger who trusts the fleet's CA (it has its ca.pem) but whose own certificate
+    # another CA signed: only the scheduler's check can refuse it.
+    stranger = tmp_path / "stranger"
+    stranger.mkdir(mode=0o700)
+    shutil.copy(tmp_path / "certs" / "ca.pem", stranger / "ca.pem")
+    for name in ("cert.pem", "key.pem"):
+        shutil.copy(tmp_path / "other" / "x" / name, stranger / name)
+    (stranger / "key.pem").chmod(0o600)
+
+    fleet = Fleet(tmp_path, workdir, certs=tmp_path / "certs")
+    strangers: list[subprocess.Popen[str]] = []
+    try:
+        fleet.start_scheduler()
+        assert fleet.address.startswith("tls://")
+        fleet.start_worker("t1")
+        # A second worker named t1 on this host: one line, and the first one unharmed.
+        again = _cli(
+            ["worker", "--scheduler", fleet.address, "--name", "t1", *fleet.tls("t1")],
+            tmp_path,
+            workdir,
+        )
+        strangers.append(again)
+        _refused(again, "a worker named t1 already runs on this host")
+        # One named t1 on "another host" (its own work directory): the scheduler has a t1.
+        elsewhere = workdir / "elsewhere"
+        elsewhere.mkdir(mode=0o755)
+        twin = _cli(
+            ["worker", "--scheduler", fleet.address, "--name", "t1", *fleet.tls("t1")],
+            tmp_path,
+            elsewhere,
+        )
+        strangers.append(twin)
+        _refused(twin, "already has a worker named t1")
+
+        lab = ["run", "lab.toml"]
+        plain = fleet.address.replace("tls://", "tcp://")
+        no_certs = _cli([*lab, "--results", "r-plain", "--scheduler", plain], tmp_path, workdir)
+        other_ca = _cli(
+            [*lab, "--results", "r-other", "--scheduler", fleet.address, "--tls", "other/x"],
+            tmp_path,
+            workdir,
+        )
+        bad_worker = _cli(
+            ["worker", "--scheduler", fleet.address, "--name", "bad", "--tls", "stranger"],
+            tmp_path,
+            workdir,
+        )
+        strangers += [no_certs, other_ca, bad_worker]
+        _refused(no_certs, "cannot reach the Dask scheduler")
+        _refused(other_ca, "not signed by this host's CA")
+        _refused(bad_worker, "refused this host's certificate")
+
+        # Dask's own client with the stranger's certificate: refused by the scheduler.
+        from distributed import Client
+        from distributed.security import Security
+
+        security = Security(  # type: ignore[no-untyped-call]
+            tls_ca_file=str(stranger / "ca.pem"),
+            tls_client_cert=str(stranger / "cert.pem"),
+            tls_client_key=str(stranger / "key.pem"),
+            require_encryption=True,
+        )
+        with pytest.raises((OSError, TimeoutError)):
+            Client(fleet.address, security=security, timeout=5, set_as_default=False)  # type: ignore[no-untyped-call]
+
+        coordinator = fleet.run("lab.toml")
+        _out, err = coordinator.communicate(timeout=300)
+        assert coordinator.returncode == 0, err[-3000:]
+        assert f"fleet: 1 worker(s) at {fleet.address}" in err
+        run, record = run_record(tmp_path)
+        assert record["status"] == "ok", record["failures"]
+        assert set(record["hosts"]) == {"t1"}  # the stranger never joined
+        for job in ("na/r1", "nb/r1", "na/r2", "nb/r2"):
+            assert record["jobs"][job]["status"] == "ok"
+            assert record["jobs"][job]["host"] == "t1"
+            assert len(step_results(run, job)) == 3
+        # The refused coordinators ran nothing.
+        for results in ("r-plain", "r-other"):
+            for found in (tmp_path / results).glob("*/run.json"):
+                assert json.loads(found.read_text())["jobs"] == {}
+                assert not list(found.parent.glob("*/r*/steps/*.json"))
+        log = (tmp_path / "scheduler.log").read_text()
+        assert "name: bad" not in log and "TLS handshake failed" in log
+    finally:
+        for proc in strangers:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         fleet.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,7 +19,10 @@ from dbregress.bisect import (
     Request,
     registry_builds,
 )
+from dbregress.cli.fleet import add_tls
 from dbregress.errors import Interrupted, LabError
+from dbregress.fleet.tls import ENV as TLS_ENV
+from dbregress.fleet.tls import scheduler_address, tls_dir
 from dbregress.provision import BuildSpec
 
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
@@ -71,6 +75,7 @@ def add_parser(sub: Any) -> None:
         metavar="ADDR",
         help="measure the points on a fleet: its Dask scheduler's address (docs/fleet.md)",
     )
+    add_tls(p)
     p.set_defaults(func=run)
 
 
@@ -159,6 +164,11 @@ def resume_root(arg: str, results: Path) -> Path:
 def run(args: argparse.Namespace) -> int:
     def notify(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    if args.tls is not None:  # the bisection's fleet runs take it from there
+        os.environ[TLS_ENV] = str(args.tls)
+    if args.scheduler:  # a wrong address or missing certificates: now, not at a point
+        scheduler_address(args.scheduler, tls_dir(args.tls))
 
     if args.resume:
         given = [

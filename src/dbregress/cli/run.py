@@ -9,6 +9,7 @@ from typing import Any
 
 from dbregress import interrupts
 from dbregress.cli import progress
+from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
@@ -47,6 +48,7 @@ def add_parser(sub: Any) -> None:
         help="run the lab's jobs on a fleet: the address of its Dask scheduler "
         "(dbregress scheduler; docs/fleet.md). Without it, everything runs here",
     )
+    add_tls(p)
     add_fail_on(p)
     p.set_defaults(func=run)
 
@@ -64,7 +66,13 @@ def run(args: argparse.Namespace) -> int:
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
     if args.scheduler:
         runner: Runner = FleetRunner(
-            lab, args.results, args.scheduler, display.update, notify=display.line, resume=resume
+            lab,
+            args.results,
+            args.scheduler,
+            display.update,
+            notify=display.line,
+            resume=resume,
+            tls=args.tls,
         )
     else:
         runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)

@@ -21,6 +21,7 @@ import functools
 import itertools
 import os
 import queue
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.errors import LabError
-from dbregress.fleet.host import noisy_hosts, unlike
+from dbregress.fleet import tls as fleet_tls
+from dbregress.fleet.host import (
+    COUNT_IDENTITY,
+    can_count,
+    count_identity,
+    measurement_identity,
+    noisy_hosts,
+    unlike,
+)
 from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
 from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
@@ -86,9 +95,15 @@ class FleetRunner(Runner):
         resume: Path | None = None,
         history: bool = True,
         wait_for_workers_s: float = 60.0,
+        tls: Path | None = None,
     ) -> None:
+        """`tls`: this host's certificates (fleet/tls.py); by default $DBREGRESS_FLEET_TLS.
+        Without them the scheduler must be on loopback."""
+        self.tls = fleet_tls.tls_dir(tls)
+        self.scheduler = fleet_tls.scheduler_address(scheduler, self.tls)
+        if self.tls is not None:
+            self.security: Any = fleet_tls.security(self.tls)  # its files checked, now
         super().__init__(lab, results_root, progress, notify, resume, history)
-        self.scheduler = scheduler
         self.wait_for_workers_s = wait_for_workers_s
         self.hosts: dict[str, dict[str, Any]] = {}
         self._submitted_at: dict[str, float] = {}
@@ -96,7 +111,8 @@ class FleetRunner(Runner):
         self._timeline: list[dict[str, Any]] = list(self.writer.record.get("fleet_units", []))
 
     def _resume_command(self) -> str:
-        return f"dbregress run --resume {self.path} --scheduler {self.scheduler}"
+        tls = f" --tls {self.tls}" if self.tls is not None else ""
+        return f"dbregress run --resume {self.path} --scheduler {self.scheduler}{tls}"
 
     def counts(self) -> bool:
         """Whether the run has a cost lane: as a local run decides, but from the
@@ -118,19 +134,57 @@ class FleetRunner(Runner):
         try:
             if not self.hosts:
                 self._learn_hosts(client)
-            FleetLane(self.path, self.lab, notify, client, self._usable()).run_lane()
+            identity = self._count_identity(notify)
+            FleetLane(self.path, self.lab, notify, client, self._usable(), identity).run_lane()
         finally:
             client.close()
+
+    def _count_identity(self, notify: Callable[[str], None]) -> dict[str, Any]:
+        """The measurement identity of the lab's replays (host.py): the one a resumed run's
+        replays were counted with, else the coordinator's own if it could count, else the
+        most workers'. Stored in run.json (`count_identity`)."""
+        own: dict[str, Any] | None = self.writer.record.get("count_identity")
+        if own is None:
+            mine = {
+                **measurement_identity(),
+                "valgrind": bool(shutil.which("valgrind") and shutil.which("vgdb")),
+            }
+            if can_count(mine):
+                own = {**mine, "chosen_by": "the coordinator's own"}
+        identity = count_identity(own, self._usable())
+        shown = ", ".join(
+            f"{k} {str(identity[k])[:12] if k == 'loadgen_sha256' else identity[k]}"
+            for k in COUNT_IDENTITY
+        )
+        notify(
+            f"fleet: counting replays on {', '.join(identity['hosts'])}: measurement identity "
+            f"{identity['chosen_by']} ({shown})"
+        )
+        for name, fields in identity["left_out"].items():
+            notify(f"fleet: host {name} counts no replay of this run (not the lab's {fields})")
+        self.writer.set_record("count_identity", identity)
+        return identity
 
     def _connect(self) -> Any:
         from distributed import Client
 
+        security = None
+        if self.tls is not None:
+            fleet_tls.probe(self.scheduler, self.tls)
+            security = self.security
         try:
-            client = Client(self.scheduler, timeout=30, set_as_default=False)  # type: ignore[no-untyped-call]
+            client = Client(  # type: ignore[no-untyped-call]
+                self.scheduler, timeout=30, set_as_default=False, security=security
+            )
         except OSError as e:
+            hint = (
+                ""
+                if self.tls is not None
+                else "; a scheduler started with --tls refuses a coordinator without it"
+            )
             raise LabError(
                 f"cannot reach the Dask scheduler at {self.scheduler} ({e}); start one "
-                "with `dbregress scheduler` (docs/fleet.md)"
+                f"with `dbregress scheduler` (docs/fleet.md){hint}"
             ) from None
         try:
             client.wait_for_workers(1, timeout=self.wait_for_workers_s)

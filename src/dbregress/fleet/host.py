@@ -7,12 +7,22 @@ their workers were given a group name (`dbregress worker --group NAME`), which t
 the group. A comparison's time-lane figures come from one host (the jobs schedule), or
 from one group (the interleaved schedule, whose every round runs whole on one host, so
 each round's paired ratio is within a host and the host is a blocking factor like the
-round itself). Counts do not depend on the host, so they may come from any.
+round itself). Counts do not depend on the host's hardware, but they do depend on the software that
+counts: the loadgen binary (its own instructions are part of no count, but its requests
+are), valgrind (its simulated caches and its instrumentation) and the C library (its
+memcpy, malloc and friends run inside the engine). A comparison's counting replays
+therefore all run on workers of one *measurement identity* (`COUNT_IDENTITY`): the
+coordinator's own when it could count itself (valgrind and a built loadgen there), else
+the identity shared by the most workers with valgrind; workers of another identity get
+no replay, and a fleet with no worker of that identity is refused.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
+import platform
 import shutil
 import statistics
 import subprocess
@@ -21,12 +31,146 @@ from typing import Any
 
 from dbregress import __version__
 from dbregress.collect.host import host_facts, read_text
+from dbregress.errors import DbregressError, LabError
 from dbregress.store.calibration import load_calibration
 
 # A host whose calibrated noise (median coefficient of variation of its steadiest
 # placement) is above this many times the median of the rest of its group is left out.
 NOISY_FACTOR = 2.0
 IDENTITY = ("cpu_model", "cpu_count", "mem_gib", "machine", "kernel_release", "governor", "virt")
+# What a count depends on besides the build and the lab: replays of one comparison all
+# run where these agree.
+COUNT_IDENTITY = ("dbregress", "loadgen_sha256", "valgrind_version", "libc")
+
+
+def loadgen_sha256() -> str | None:
+    """The sha256 of the loadgen binary this host would run, or None if it has none."""
+    from dbregress.loadgen import find_binary
+
+    try:
+        path = find_binary()
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+    except (DbregressError, OSError):
+        return None
+
+
+def valgrind_version() -> str | None:
+    """`valgrind --version` (e.g. valgrind-3.22.0), or None without valgrind."""
+    tool = shutil.which("valgrind")
+    if not tool:
+        return None
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def libc_version() -> str | None:
+    """The C library's name and version (e.g. glibc 2.39)."""
+    try:
+        found = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError):
+        found = None
+    if found:
+        return found
+    name, version = platform.libc_ver()
+    return f"{name} {version}" if name else None
+
+
+@functools.cache
+def measurement_identity() -> dict[str, Any]:
+    """This host's measurement identity (COUNT_IDENTITY's fields)."""
+    return {
+        "dbregress": __version__,
+        "loadgen_sha256": loadgen_sha256(),
+        "valgrind_version": valgrind_version(),
+        "libc": libc_version(),
+    }
+
+
+def identity_key(fp: dict[str, Any]) -> str:
+    """A short name of a measurement identity (a Dask resource of its workers)."""
+    key = "|".join(str(fp.get(k)) for k in COUNT_IDENTITY)
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def can_count(fp: dict[str, Any]) -> bool:
+    return bool(fp.get("valgrind")) and fp.get("loadgen_sha256") is not None
+
+
+def _shown(field: str, value: Any) -> str:
+    if field == "loadgen_sha256" and isinstance(value, str):
+        return value[:12]
+    return str(value)
+
+
+def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The measurement identity of a lab's counting replays and the workers that have it.
+
+    `own`: the coordinator's identity if it could count itself (it is then the one), or
+    a stored one (a resumed run keeps the identity its first replays were counted with);
+    else the identity shared by the most workers that can count (valgrind and a loadgen),
+    a tie refused. Refused when no worker that can count has it, naming the fields in
+    which they differ from it."""
+    counters = {n: fp for n, fp in sorted(hosts.items()) if can_count(fp)}
+    if not counters:
+        raise LabError(
+            "the cost lane needs valgrind and a built loadgen on a worker, and no worker of "
+            "the fleet has both: run `make setup` on the benchmark hosts, or set count = false"
+        )
+    if own is not None:
+        wanted = {k: own.get(k) for k in COUNT_IDENTITY}
+        chosen_by = str(own.get("chosen_by") or "the coordinator's own")
+    else:
+        by_key: dict[str, list[str]] = {}
+        for name, fp in counters.items():
+            by_key.setdefault(identity_key(fp), []).append(name)
+        ranked = sorted(by_key.values(), key=len, reverse=True)
+        if len(ranked) > 1 and len(ranked[0]) == len(ranked[1]):
+            a, b = counters[ranked[0][0]], counters[ranked[1][0]]
+            differ = [k for k in COUNT_IDENTITY if a.get(k) != b.get(k)]
+            what = "; ".join(
+                f"{k}: {', '.join(f'{n} {_shown(k, counters[n].get(k))}' for n in counters)}"
+                for k in differ
+            )
+            raise LabError(
+                f"the fleet's workers do not agree on what counts, and as many have one "
+                f"identity as another ({what}): counts of one comparison must come from one "
+                "identity; make the hosts alike (same dbregress, loadgen, valgrind, libc) or "
+                "run the coordinator on a host that can count (its identity is then the lab's)"
+            )
+        wanted = {k: counters[ranked[0][0]].get(k) for k in COUNT_IDENTITY}
+        chosen_by = "the most workers'"
+    members = [n for n, fp in counters.items() if all(fp.get(k) == v for k, v in wanted.items())]
+    if not members:
+        what = "; ".join(
+            f"{k}: wanted {_shown(k, v)}, "
+            + ", ".join(f"{n} {_shown(k, fp.get(k))}" for n, fp in counters.items())
+            for k, v in wanted.items()
+            if any(fp.get(k) != v for fp in counters.values())
+        )
+        raise LabError(
+            f"no worker of the fleet counts as {chosen_by} identity does ({what}): counts of "
+            "one comparison must come from one identity; install the same dbregress, loadgen "
+            "build, valgrind and libc on the benchmark hosts"
+        )
+    others = {
+        n: [k for k in COUNT_IDENTITY if fp.get(k) != wanted[k]]
+        for n, fp in counters.items()
+        if n not in members
+    }
+    return {
+        **wanted,
+        "key": identity_key(wanted),
+        "chosen_by": chosen_by,
+        "hosts": members,
+        "left_out": {n: ", ".join(ks) for n, ks in others.items()},
+    }
 
 
 def virtualization() -> str:
@@ -68,6 +212,7 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> dict
         "governor": facts.get("cpu_governor"),
         "virt": virtualization(),
         "valgrind": bool(shutil.which("valgrind") and shutil.which("vgdb")),  # the cost lane
+        **measurement_identity(),
         "calibration": None,
     }
     cal = load_calibration(results_root, str(facts["hostname"])) if results_root else None
@@ -81,6 +226,7 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> dict
             "median_cv": cv,
         }
     out["group"] = group or identity_group(out)
+    out["count_key"] = identity_key(out)
     return out
 
 

@@ -1,11 +1,15 @@
-"""The cost lane on a fleet: every counting replay goes to any worker with a free CPU.
+"""The cost lane on a fleet: every counting replay goes to a worker of the lab's
+measurement identity with a free CPU.
 
-Counts do not depend on the host (the simulated caches are fixed and stored with each
-result), so a replay may run anywhere, several per host (one per CPU, as a local lane
-runs them), and never beside a time-lane unit: a unit takes all of its host's CPUs (the
-`cpus` resource). The coordinator plans the replays exactly as a local lane does (the
-windows come from its run folder), the worker fetches the build and counts, and the
-replay's record and files come back to the coordinator's run folder and history.
+Counts do not depend on the host's hardware (the simulated caches are fixed and stored
+with each result), but they do on the software that counts (host.py: dbregress, the
+loadgen binary, valgrind, libc). The replays go to the workers of one identity (the
+resource `count:<key>`, as many as the host has CPUs), several per host (one per CPU, as
+a local lane runs them), and never beside a time-lane unit: a unit takes all of its
+host's CPUs (the `cpus` resource). The coordinator plans the replays exactly as a local
+lane does (the windows come from its run folder), the worker fetches the build and
+counts, and the replay's record and files come back to the coordinator's run folder and
+history.
 """
 
 from __future__ import annotations
@@ -27,22 +31,41 @@ from dbregress.store.files import write_atomic
 CPUS = "cpus"  # a worker has as many as its host has CPUs; a replay takes one
 
 
+def count_resource(key: str) -> str:
+    """What the workers of one measurement identity have (host.identity_key)."""
+    return f"count:{key}"
+
+
+def replay_resources(identity: dict[str, Any]) -> dict[str, float]:
+    """A replay takes a CPU of a worker of the lab's measurement identity."""
+    return {CPUS: 1, count_resource(identity["key"]): 1}
+
+
 class FleetLane(Lane):
-    def __init__(self, run: Path, lab: Lab, notify: Any, client: Any, hosts: dict[str, Any]):
-        cpus = sum(int(h.get("cpu_count") or 1) for h in hosts.values())
-        super().__init__(run, lab, notify, workers=cpus)
+    def __init__(
+        self,
+        run: Path,
+        lab: Lab,
+        notify: Any,
+        client: Any,
+        hosts: dict[str, Any],
+        identity: dict[str, Any],
+    ):
+        """`identity`: the measurement identity the replays run with (host.count_identity),
+        its workers in identity["hosts"]."""
+        counting = {n: h for n, h in hosts.items() if n in identity["hosts"]}
+        cpus = sum(int(h.get("cpu_count") or 1) for h in counting.values())
+        super().__init__(run, lab, notify, workers=max(cpus, 1))
         self.client = client
-        self.hosts = hosts
+        self.hosts = counting
+        self.identity = identity
 
     def _fetch(self, column: Column) -> None:
         return None  # each worker fetches the builds of its replays
 
     def _require(self) -> None:
-        if not any(h.get("valgrind") for h in self.hosts.values()):
-            raise LabError(
-                "the cost lane needs valgrind on a worker, and no worker of the fleet has "
-                "it: run `make setup` on the benchmark hosts, or set count = false"
-            )
+        if not self.hosts:  # count_identity refuses this before; a lane never runs without
+            raise LabError("no worker of the lab's measurement identity: no replay can run")
 
     def _run_all(self, todo: list[Replay]) -> None:
         from distributed import as_completed
@@ -64,7 +87,7 @@ class FleetLane(Lane):
                 payload,
                 key=f"{self.run.name}/cost/{replay.name}",
                 pure=False,
-                resources={CPUS: 1},
+                resources=replay_resources(self.identity),
             )
             futures[future] = replay
         try:
