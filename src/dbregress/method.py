@@ -109,7 +109,7 @@ def _git_describe() -> str | None:
 
 
 @functools.cache
-def _valgrind() -> str | None:
+def valgrind_version() -> str | None:
     try:
         out = subprocess.run(
             ["valgrind", "--version"], capture_output=True, text=True, timeout=10, check=False
@@ -135,7 +135,7 @@ def identity(binary: Path | None = None) -> dict[str, Any]:
     return {
         "dbregress": _git_describe() or __version__,
         "loadgen_sha256": loadgen_sha256(binary),
-        "valgrind": _valgrind(),
+        "valgrind": valgrind_version(),
         "libc": libc(),
         "caches": " ".join(CACHES),
         "cost_model": COST_MODEL,

@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import platform
 import shutil
 import statistics
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from dbregress import __version__
+from dbregress import __version__, method
 from dbregress.collect.host import host_facts, read_text
-from dbregress.errors import DbregressError, LabError
+from dbregress.errors import LabError
 from dbregress.store.calibration import load_calibration
 
 # A host whose calibrated noise (median coefficient of variation of its steadiest
@@ -43,53 +41,16 @@ IDENTITY = ("cpu_model", "cpu_count", "mem_gib", "machine", "kernel_release", "g
 COUNT_IDENTITY = ("dbregress", "loadgen_sha256", "valgrind_version", "libc")
 
 
-def loadgen_sha256() -> str | None:
-    """The sha256 of the loadgen binary this host would run, or None if it has none."""
-    from dbregress.loadgen import find_binary
-
-    try:
-        path = find_binary()
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
-    except (DbregressError, OSError):
-        return None
-
-
-def valgrind_version() -> str | None:
-    """`valgrind --version` (e.g. valgrind-3.22.0), or None without valgrind."""
-    tool = shutil.which("valgrind")
-    if not tool:
-        return None
-    try:
-        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
-def libc_version() -> str | None:
-    """The C library's name and version (e.g. glibc 2.39)."""
-    try:
-        found = os.confstr("CS_GNU_LIBC_VERSION")
-    except (ValueError, OSError):
-        found = None
-    if found:
-        return found
-    name, version = platform.libc_ver()
-    return f"{name} {version}" if name else None
-
-
 @functools.cache
 def measurement_identity() -> dict[str, Any]:
-    """This host's measurement identity (COUNT_IDENTITY's fields)."""
+    """This host's measurement identity (COUNT_IDENTITY's fields), from the method
+    identity every run and counting replay records (dbregress/method.py)."""
+    mine = method.identity()
     return {
-        "dbregress": __version__,
-        "loadgen_sha256": loadgen_sha256(),
-        "valgrind_version": valgrind_version(),
-        "libc": libc_version(),
+        "dbregress": mine["dbregress"],
+        "loadgen_sha256": mine["loadgen_sha256"],
+        "valgrind_version": mine["valgrind"],
+        "libc": mine["libc"],
     }
 
 
