@@ -155,6 +155,7 @@ def test_figures_of_the_engine_calls_every_metric_from_the_same_scope() -> None:
     assert per["estimated_cycles"] == estimated_cycles(events, PUT) / 4
     assert per["branch_mispredictions"] == (146 + 6) / 4
     assert per["system_calls"] == 1.0  # write(2) once a put, made by RocksDB
+    assert got["reentered_per_op"] == got["nested_per_op"] == per_op(events, [0] * 14, 4.0)
     client = got["client_per_op"]
     assert isinstance(client, dict) and client["instructions"] == 92500 / 4
     assert got["objects"] == {

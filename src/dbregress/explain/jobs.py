@@ -532,8 +532,9 @@ def figures(
     engine's calls' (callgrind.EngineCalls): every event of the calls into its library,
     inclusive; `client_per_op` is the whole of the profile's threads (the loadgen's
     loop and the engine's calls together, as counted before), `entries` the engine's
-    functions the loadgen called, and `reentered_per_op` the cost of calls from the
-    engine back into the loadgen (0 unless the loadgen registers callbacks)."""
+    functions the loadgen called, `reentered_per_op` the cost of calls from the engine
+    back into the loadgen and `nested_per_op` that of the loadgen's engine calls made
+    inside them, left out (both 0 unless the loadgen registers callbacks)."""
     unit = summary.get("q_unit", "ops")
     divisor = float(close["rows"] if unit == "rows" else close["ops"])
     if divisor <= 0:
@@ -582,6 +583,7 @@ def figures(
     if engine is not None:
         out["client_per_op"] = per_op(events, profile.totals, divisor)
         out["reentered_per_op"] = per_op(events, engine.reentered, divisor)
+        out["nested_per_op"] = per_op(events, engine.nested, divisor)
         entries = sorted(engine.entries.items(), key=lambda kv: -kv[1][0])[:ENTRIES_KEPT]
         out["entries"] = [
             {
