@@ -426,7 +426,7 @@ def engine_objects(build: Build) -> Callable[[str], bool]:
     """Whether an object (as callgrind names it: the mapped file's path) is the
     embedded engine's library: the build's library file by name (or the file it links
     to), else any librocksdb* (a library loaded under another path)."""
-    names = {"librocksdb"}
+    names = set()
     if build.library is not None:
         names = {build.library.name, build.library.resolve().name}
 
