@@ -389,8 +389,9 @@ def warmed(choice: Choice) -> Choice:
 def _kept(figures: dict[str, Any]) -> dict[str, Any]:
     out = {k: figures[k] for k in KEPT if k in figures}
     out["per_op"] = figures["per_op"]
-    if "background_per_op" in figures:
-        out["background_per_op"] = figures["background_per_op"]
+    for extra in ("background_per_op", "client_per_op"):  # client: an embedded engine's
+        if extra in figures:
+            out[extra] = figures[extra]
     return out
 
 

@@ -339,12 +339,21 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             split = split_sessions(files, hooks.sessions)
         sessions, background = split or (files, [])
         profile = callgrind.merge(profiles[f] for f in sessions)
+        # An embedded engine: only its calls from the loadgen's threads count (the
+        # client's loop, timing and injected slowdown stay out), see engine_work().
+        work = engine_work(job.build, profile, plan.name) if job.embedded and split else None
         found[plan.name] = figures(
-            profile, hooks.close, stepped.summary, choice, len(files), functions=job.keep
+            profile,
+            hooks.close,
+            stepped.summary,
+            choice,
+            len(files),
+            functions=job.keep,
+            engine=work,
         )
         step = found[plan.name]
         step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
-        step["scope"] = "sessions" if split else "engine"
+        step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"
         if split:
             rest = callgrind.merge(profiles[f] for f in background)
             step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
@@ -397,7 +406,8 @@ def split_threads(
     """An embedded engine's window, a file per thread, as (the loadgen's threads: those
     that ran any of the loadgen's own code in the window, its clients among them; the
     rest: the engine's background threads, RocksDB's flushes and compactions); None
-    when that cannot be told (one file, or none with the loadgen's code)."""
+    when that cannot be told (one file, or none with the loadgen's code). Of the
+    loadgen's threads only their calls into the engine count (engine_work())."""
     mine = [
         f
         for f, p in profiles.items()
@@ -406,6 +416,39 @@ def split_threads(
     if len(profiles) < 2 or not mine:
         return None
     return mine, [f for f in profiles if f not in mine]
+
+
+# The scope of an embedded engine's figures: the loadgen's calls into its library.
+ENGINE_CALLS = "engine-calls"
+
+
+def engine_objects(build: Build) -> Callable[[str], bool]:
+    """Whether an object (as callgrind names it: the mapped file's path) is the
+    embedded engine's library: the build's library file by name (or the file it links
+    to), else any librocksdb* (a library loaded under another path)."""
+    names = set()
+    if build.library is not None:
+        names = {build.library.name, build.library.resolve().name}
+
+    def is_engine(ob: str) -> bool:
+        name = callgrind.object_name(ob)
+        return name in names or name.startswith("librocksdb")
+
+    return is_engine
+
+
+def engine_work(build: Build, profile: callgrind.Profile, step: str) -> callgrind.EngineCalls:
+    """The embedded engine's work in the loadgen's threads' profile: the calls from the
+    loadgen's object into the engine's library, inclusive (callgrind.EngineCalls)."""
+    found = callgrind.engine_calls(
+        profile, engine_objects(build), lambda ob: callgrind.object_name(ob) == LOADGEN_OBJECT
+    )
+    if not any(found.total):
+        raise callgrind.CallgrindError(
+            f"{step}: callgrind recorded no call from {LOADGEN_OBJECT} into the engine's "
+            f"library ({build.library}) in the window: nothing to count"
+        )
+    return found
 
 
 def _pid(f: Path) -> str:
@@ -470,6 +513,9 @@ def per_op(events: tuple[str, ...], costs: list[int], divisor: float) -> dict[st
     return out
 
 
+ENTRIES_KEPT = 20  # the engine's entry points (its C API functions) kept per step
+
+
 def figures(
     profile: callgrind.Profile,
     close: dict[str, Any],
@@ -477,9 +523,18 @@ def figures(
     choice: Choice,
     files: int,
     functions: bool = True,
+    engine: callgrind.EngineCalls | None = None,
 ) -> dict[str, Any]:
     """Per-operation figures of one window: per op of the step's Q unit (rows for the
-    load steps, calls otherwise), as the run's per-op metrics are."""
+    load steps, calls otherwise), as the run's per-op metrics are.
+
+    With `engine` (an embedded engine), `per_op`, `objects` and `functions` are the
+    engine's calls' (callgrind.EngineCalls): every event of the calls into its library,
+    inclusive; `client_per_op` is the whole of the profile's threads (the loadgen's
+    loop and the engine's calls together, as counted before), `entries` the engine's
+    functions the loadgen called, `reentered_per_op` the cost of calls from the engine
+    back into the loadgen and `nested_per_op` that of the loadgen's engine calls made
+    inside them, left out (both 0 unless the loadgen registers callbacks)."""
     unit = summary.get("q_unit", "ops")
     divisor = float(close["rows"] if unit == "rows" else close["ops"])
     if divisor <= 0:
@@ -491,13 +546,20 @@ def figures(
     # change between versions) count as one function.
     merged: dict[tuple[str, str], list[int]] = {}
     objects: dict[str, float] = {}
-    for (ob, fn), cost in profile.functions.items():
+    table = profile.functions if engine is None else engine.functions
+    for (ob, fn), cost in table.items():
         key = (callgrind.object_name(ob), callgrind.short_name(fn))
         callgrind.add_cost(merged, key, cost)
-        objects[key[0]] = objects.get(key[0], 0.0) + cost[0] / divisor
+    by_object = (
+        [(ob, c) for (ob, _), c in table.items()] if engine is None else engine.objects.items()
+    )
+    for ob, cost in by_object:
+        name = callgrind.object_name(ob)
+        objects[name] = objects.get(name, 0.0) + cost[0] / divisor
     kept = FUNCTIONS_KEPT if functions else 0
     top = sorted(merged.items(), key=lambda kv: -kv[1][0])[:kept]
-    return {
+    totals = profile.totals if engine is None else engine.total
+    out: dict[str, Any] = {
         "index": choice.index,
         "unit": unit,
         "ops": close["ops"],
@@ -507,7 +569,7 @@ def figures(
         "q_per_s": choice.q_per_s,
         "files": files,
         "caches": profile.caches,
-        "per_op": per_op(events, profile.totals, divisor),
+        "per_op": per_op(events, totals, divisor),
         "objects": dict(sorted(objects.items(), key=lambda kv: -kv[1])),
         "functions": [
             {
@@ -518,10 +580,25 @@ def figures(
             for (ob, fn), cost in top
         ],
     }
+    if engine is not None:
+        out["client_per_op"] = per_op(events, profile.totals, divisor)
+        out["reentered_per_op"] = per_op(events, engine.reentered, divisor)
+        out["nested_per_op"] = per_op(events, engine.nested, divisor)
+        entries = sorted(engine.entries.items(), key=lambda kv: -kv[1][0])[:ENTRIES_KEPT]
+        out["entries"] = [
+            {
+                "function": callgrind.short_name(fn),
+                "calls_per_op": engine.entry_calls.get(fn, 0) / divisor,
+                "instructions": cost[0] / divisor,
+            }
+            for fn, cost in entries
+        ]
+    return out
 
 
 def per_op_of(profile: callgrind.Profile, window: dict[str, Any]) -> dict[str, float]:
-    """Another profile of the same window (the background processes) per operation."""
+    """Another profile of the same window (the background processes or threads, each
+    counted whole) per operation."""
     return per_op(profile.events, profile.totals, window["divisor"])
 
 

@@ -102,7 +102,7 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
     rows = [
         row(label, {lb: c["per_op"].get(name) for lb, c in counts.items()}) for name, label in SHOWN
     ]
-    scoped = any(c.get("scope") == "sessions" for c in counts.values())
+    scoped = any(c.get("scope") in ("sessions", "engine-calls") for c in counts.values())
     embedded = any(entries[(comp, step, lb)].get("embedded") for lb in have)
     if scoped:
         bg = {
@@ -117,9 +117,10 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
     lines = [f"Counted over a window of {ops}."]
     if scoped and embedded:
         lines.append(
-            "The figures are the loadgen's threads (its clients, the engine's code they "
-            "call); the last row is the engine's own threads (flushes, compactions) over "
-            "the same window, whose share depends on when they ran."
+            "The figures are the loadgen's calls into the engine's library, with all "
+            "they call (the loadgen's own loop and timing left out); the last row is "
+            "the engine's own threads (flushes, compactions) over the same window, "
+            "whose share depends on when they ran."
         )
     elif scoped:
         lines.append(

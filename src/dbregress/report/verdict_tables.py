@@ -351,7 +351,8 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
         f"### Cost lane: counts per operation (vs {m.base})",
         "",
         "Foreground: the engine's work for the benchmark's sessions (server backends or "
-        "connection threads; RocksDB's client threads). spread: the largest max/min - 1 of "
+        "connection threads; for RocksDB its library's calls from the loadgen, the loadgen's "
+        "own code left out). spread: the largest max/min - 1 of "
         "either side's replays.",
         "",
         *table(header, rows),
