@@ -360,13 +360,23 @@ impl<'a> Reporter<'a> {
             bail!("a client reached the edge of a window the spec has not");
         };
         let (ops, rows) = w.counted();
+        let t_s = self.ctx().t_s(start);
+        // The engine's counters, read outside the counted calls: before the open is
+        // announced (the caller zeroes its profiler after), after the close is answered
+        // (it has read its profiler); the Q calls wait at both.
+        if edge == Edge::Open {
+            w.engine_at_open(self.engine_snapshot()?, t_s);
+        }
         output::emit(&Event::Window {
             edge: edge.word(),
-            t_s: self.ctx().t_s(start),
+            t_s,
             ops,
             rows,
         });
         self.expect(edge.word())?;
+        if edge == Edge::Close {
+            w.engine_at_close(self.engine_snapshot()?, t_s);
+        }
         w.answered(edge);
         Ok(())
     }

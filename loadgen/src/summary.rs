@@ -47,8 +47,10 @@ pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Res
         .collect();
     let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref())?;
     let done = Mark::now();
+    let window_engine_stats = ctx.window.as_ref().and_then(|w| w.engine_stats());
     let summary = Summary {
         engine_stats,
+        window_engine_stats,
         elapsed_s: elapsed.as_secs_f64(),
         q_op: plan.q_op,
         q_unit: plan.q_unit,
