@@ -39,6 +39,8 @@ from typing import Any
 from scipy import stats as sps
 
 from dbregress.analysis import stats
+from dbregress.explain import state
+from dbregress.explain.state import SideState
 from dbregress.lab import VerdictPolicy
 
 Key = tuple[str, str, str]  # (comparison, column, step)
@@ -95,6 +97,9 @@ class CostComparison:
     spread: tuple[float, float]  # max/min - 1 of each side's replays
     reason: str
     background: tuple[float | None, float | None] = (None, None)  # est. cycles/op
+    # (base, column): the counted windows' engine state against the timed window's
+    # (explain/state.py); a side whose state differs makes the verdict `undecided`
+    state: tuple[SideState | None, SideState | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -247,12 +252,16 @@ def cost_verdicts(
         stored = record.get("verdict_policy") or {}
         policy = VerdictPolicy(**stored) if stored else VerdictPolicy()
     metrics: dict[str, dict[Key, CostComparison]] = {}
+    states = state.sides(record, replays)
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric)
         tests = {k: _welch(x, y) for k, (x, y, _) in samples.items() if len(x) >= 2 and len(y) >= 2}
         adjusted = dict(zip(tests, stats.bh_adjusted([t.p for t in tests.values()]), strict=True))
         metrics[metric.key] = {
-            k: _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled)
+            k: state.withheld(
+                _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled),
+                states.get(k),
+            )
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)
