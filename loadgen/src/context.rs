@@ -4,8 +4,8 @@
 //! builds it; workloads and the reporter use it without knowing the runner.
 
 use crate::clock::StepClock;
-use crate::driver::kv::EngineSnapshot;
 use crate::driver::{Conn, DbResult, Driver, ErrorClass};
+use crate::engine_stats::EngineSnapshot;
 use crate::fault::Fault;
 use crate::gate::Gate;
 use crate::outcome::{ClientOutcome, Histograms};

@@ -5,6 +5,7 @@ mod clock;
 mod context;
 mod control;
 mod driver;
+mod engine_stats;
 mod fault;
 mod gate;
 mod insert_spec;

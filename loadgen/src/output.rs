@@ -1,7 +1,7 @@
 //! The event stream (schema/events.schema.json): JSON lines on stdout, one write and
 //! flush per line so a reader sees each event as it happens.
 
-use crate::driver::kv::EngineStats;
+use crate::engine_stats::EngineStats;
 use crate::stats::{Counts, OpKind, Percentiles};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -129,6 +129,10 @@ pub struct Summary {
     /// kv steps only: what the engine says about itself over the step.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_stats: Option<EngineStats>,
+    /// kv steps with the spec's `window` only: the same over the window's Q calls
+    /// (counters read at the open and after the close, outside the counted calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_engine_stats: Option<EngineStats>,
 }
 
 /// Wall time and this process's usage in each phase of the step.

@@ -8,7 +8,7 @@
 
 use crate::context::{Msg, StepContext};
 use crate::control::{Control, Heard, Interrupted, POLL};
-use crate::driver::kv::EngineSnapshot;
+use crate::engine_stats::EngineSnapshot;
 use crate::outcome::{ClientOutcome, StepPlan};
 use crate::output::{self, Event, ProcessUsage};
 use crate::timeline::{Mark, Timeline};
@@ -360,13 +360,23 @@ impl<'a> Reporter<'a> {
             bail!("a client reached the edge of a window the spec has not");
         };
         let (ops, rows) = w.counted();
+        let t_s = self.ctx().t_s(start);
+        // The engine's counters, read outside the counted calls: before the open is
+        // announced (the caller zeroes its profiler after), after the close is answered
+        // (it has read its profiler); the Q calls wait at both.
+        if edge == Edge::Open {
+            w.engine_at_open(self.engine_snapshot()?, t_s);
+        }
         output::emit(&Event::Window {
             edge: edge.word(),
-            t_s: self.ctx().t_s(start),
+            t_s,
             ops,
             rows,
         });
         self.expect(edge.word())?;
+        if edge == Edge::Close {
+            w.engine_at_close(self.engine_snapshot()?, t_s);
+        }
         w.answered(edge);
         Ok(())
     }

@@ -2,7 +2,7 @@
 //! (row counts, point-query rows), then print the summary of the measured window.
 
 use crate::context::StepContext;
-use crate::driver::kv::{EngineSnapshot, EngineStats};
+use crate::engine_stats::{EngineSnapshot, EngineStats};
 use crate::outcome::{ClientOutcome, StepPlan};
 use crate::output::{self, Checks, Event, OpSummary, Summary};
 use crate::reporter::Reported;
@@ -47,8 +47,10 @@ pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Res
         .collect();
     let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref())?;
     let done = Mark::now();
+    let window_engine_stats = ctx.window.as_ref().and_then(|w| w.engine_stats());
     let summary = Summary {
         engine_stats,
+        window_engine_stats,
         elapsed_s: elapsed.as_secs_f64(),
         q_op: plan.q_op,
         q_unit: plan.q_unit,

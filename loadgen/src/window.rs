@@ -9,13 +9,21 @@
 //! then the edge `open` is announced and the call waits until the caller answers; the
 //! call at index `skip_ops + ops` does the same for `close`. A step that runs for a
 //! duration ends at the close; a fixed-work step goes on with its work after it.
+//!
+//! An embedded engine's counters (RocksDB's statistics: block-cache hits and misses,
+//! ...) are read at both edges, outside the counted calls (before the open is announced,
+//! after the close is answered), and their deltas go into the summary as
+//! `window_engine_stats`: the caller checks that the window met the engine in the state
+//! the measured run had (a warm block cache, say).
 
+use crate::engine_stats::{EngineSnapshot, EngineStats};
 use crate::gate::Gate;
 use crate::stats::OpKind;
 use anyhow::{bail, Result};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// How long a call waiting for the calls before it to end sleeps between looks.
@@ -116,6 +124,16 @@ pub struct Window {
     closed: Gate<()>,
     /// The caller has answered the close (or the window will never close).
     pub over: AtomicBool,
+    /// An embedded engine's counters at the open (and when, in seconds since go), then
+    /// their deltas over the window once it closed.
+    engine: Mutex<EngineWindow>,
+}
+
+/// The engine's counters at the window's open (and when), then its deltas.
+#[derive(Default)]
+struct EngineWindow {
+    open: Option<(EngineSnapshot, f64)>,
+    stats: Option<EngineStats>,
 }
 
 impl Window {
@@ -132,7 +150,28 @@ impl Window {
             opened: Gate::new(),
             closed: Gate::new(),
             over: AtomicBool::new(false),
+            engine: Mutex::new(EngineWindow::default()),
         }
+    }
+
+    /// The engine's counters at the open, `t_s` seconds after go.
+    pub fn engine_at_open(&self, snapshot: Option<EngineSnapshot>, t_s: f64) {
+        let mut e = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        e.open = snapshot.map(|s| (s, t_s));
+    }
+
+    /// The engine's counters at the close, `t_s` seconds after go: the window's deltas.
+    pub fn engine_at_close(&self, snapshot: Option<EngineSnapshot>, t_s: f64) {
+        let mut e = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some((before, t0)), Some(after)) = (&e.open, snapshot) {
+            e.stats = Some(EngineStats::between(before, &after, (t_s - t0).max(0.0)));
+        }
+    }
+
+    /// The engine's counters' deltas over the window, once it closed (embedded only).
+    pub fn engine_stats(&self) -> Option<EngineStats> {
+        let e = self.engine.lock().unwrap_or_else(|e| e.into_inner());
+        e.stats.clone()
     }
 
     /// Before a Q call: take its index, announce an edge it reaches (`announce` returns
@@ -315,6 +354,23 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         stop.store(true, SeqCst);
         assert_eq!(t.join().unwrap(), None, "the close never came: stopped");
+    }
+
+    #[test]
+    fn engine_counters_are_the_deltas_between_the_edges() {
+        let w = window(0, 1, true);
+        let snap = |hits: f64| EngineSnapshot {
+            counters: [("rocksdb.block.cache.data.hit".to_string(), hits)].into(),
+            lsm_bytes: Some(7),
+        };
+        assert_eq!(w.engine_stats(), None, "nothing before the close");
+        w.engine_at_close(Some(snap(5.0)), 1.0);
+        assert_eq!(w.engine_stats(), None, "no open, no deltas");
+        w.engine_at_open(Some(snap(100.0)), 1.0);
+        w.engine_at_close(Some(snap(350.0)), 3.0);
+        let s = w.engine_stats().unwrap();
+        assert_eq!(s.statistics["rocksdb.block.cache.data.hit"], 250.0);
+        assert_eq!(s.lsm_bytes, Some(7));
     }
 
     #[test]

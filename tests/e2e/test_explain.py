@@ -71,7 +71,9 @@ def test_explain_a_postgres_q_step_and_a_rocksdb_step(tmp_path: Path, workdir: P
     assert set(got) == {("qr100", "pg17"), ("readrandom", "r7"), ("readrandom", "r10")}
     for (step, column), e in got.items():
         c = e["count"]
-        assert (c["ops"], c["skip_ops"], c["divisor"]) == (40, 20, 40.0), (step, column)
+        assert (c["ops"], c["divisor"]) == (40, 40.0), (step, column)
+        # at the middle of the run's measured window: past its warm-up's calls
+        assert c["skip_ops"] > 20, (step, column)
         per_op = c["per_op"]
         assert per_op["instructions"] > 1000, (step, column)
         assert 0 <= per_op["ll_read_misses"] <= per_op["d1_read_misses"] + per_op["i1_misses"]

@@ -51,6 +51,8 @@ from typing import Any
 from scipy import stats as sps
 
 from dbregress.analysis import stats
+from dbregress.explain import state
+from dbregress.explain.state import SideState
 from dbregress.lab import VerdictPolicy
 
 Key = tuple[str, str, str]  # (comparison, column, step)
@@ -120,6 +122,9 @@ class CostComparison:
     background: tuple[float | None, float | None] = (None, None)  # est. cycles/op
     noise: float | None = None  # the sd of log counts each side's variance was floored at
     noise_from: str = ""  # which measurement gave it (run, calibration, history, ...)
+    # (base, column): the counted windows' engine state against the timed window's
+    # (explain/state.py); a side whose state differs makes the verdict `undecided`
+    state: tuple[SideState | None, SideState | None] = (None, None)
 
 
 @dataclass(frozen=True)
@@ -373,6 +378,7 @@ def cost_verdicts(
     if policy is None:
         policy = VerdictPolicy.of_record(record)
     metrics: dict[str, dict[Key, CostComparison]] = {}
+    states = state.sides(record, replays)
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric)
         tests = {
@@ -383,7 +389,10 @@ def cost_verdicts(
         pvalues = [t.welch.p for t in tests.values()]
         adjusted = dict(zip(tests, stats.bh_adjusted(pvalues), strict=True))
         metrics[metric.key] = {
-            k: _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled)
+            k: state.withheld(
+                _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled),
+                states.get(k),
+            )
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)

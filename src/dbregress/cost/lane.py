@@ -52,9 +52,13 @@ Notify = Callable[[str], None]
 # The lane's windows: smaller than explain's (which reads function tables from them), so
 # a replay of the quickstart's steps takes a minute or two under callgrind (50-100 times
 # slower than native with the cache simulation on). A timed step: the Q calls of 50 ms
-# of the run (50 to 1000) after half as many warm-up calls (20 ms windows of the q-steps
-# were up to 1.7% apart between replays: their reader and paced writer interleave a
-# little differently each time); a fixed-work step (loads, overwrites): the calls of 20 ms of
+# of the run (50 to 1000; 20 ms windows of the q-steps were up to 1.7% apart between
+# replays: their reader and paced writer interleave a little differently each time),
+# centred on the middle of the time lane's measured window, after its warm-up's calls
+# and half its measured ones (half as many as the window counts instrumented, the rest
+# at valgrind's uninstrumented speed: explainer.timed_middle), so the engine's caches
+# are as warm as when it was timed; a
+# fixed-work step (loads, overwrites): the calls of 20 ms of
 # the run (50 to 2000: l.i0's are batches of rows) from a quarter of its calls on, its
 # counts repeat closely. The replays' agreement (docs/verdicts.md) says whether this is
 # enough, and a column whose replays disagree gets more of them.
@@ -68,6 +72,10 @@ KEPT = (
     *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
     "wall_s",
     "objects",  # instructions per operation by object file (the server, libc, ...)
+    # the engine's state over the counted and the timed window, and whether they differ
+    # (explain/state.py): a step with a state_mismatch gets no verdict
+    "engine_state",
+    "state_mismatch",
 )
 
 
@@ -379,8 +387,9 @@ def _before(order: list[str], step: str, wanted: set[str]) -> bool:
 
 def warmed(choice: Choice) -> Choice:
     """A fixed-work step's window with the simulated caches warmed by as many calls as
-    it counts, not by every call before it (a timed step's warm-up is the window's size
-    already)."""
+    it counts, not by every call before it (a timed step's windows() sized already:
+    up to the middle of the time lane's measured window, the last half-window of it
+    instrumented)."""
     if choice.plan.duration_s:
         return choice
     return dataclasses.replace(choice, warm_ops=min(choice.skip_ops, choice.ops))

@@ -32,8 +32,9 @@ from dbregress.collect.perfctl import PerfControl, PerfError
 from dbregress.collect.proc import tree_pids
 from dbregress.engines import process
 from dbregress.engines.base import Engine
-from dbregress.explain import callgrind, flame
+from dbregress.explain import callgrind, flame, state
 from dbregress.explain.flame import FlameError
+from dbregress.explain.state import CacheState
 from dbregress.explain.stepper import Hooks, Stepped, drive
 from dbregress.explain.threads import (
     QUIET_MYSQL,
@@ -138,6 +139,9 @@ class Choice:
     # its hold) but nothing is switched on or read: the cost lane's added replays count
     # only the steps whose replays disagree, and the others still leave the same state.
     counted: bool = True
+    # The engine's state over the timed step's measured window in the run (this
+    # column's repeats), which the counted window's is checked against (state.py).
+    timed: CacheState | None = None
 
 
 @dataclass(frozen=True)
@@ -353,6 +357,8 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         )
         step = found[plan.name]
         step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
+        window_stats = stepped.summary.get("window_engine_stats")
+        step.update(state.judged(window_stats, hooks.close["ops"], choice.timed))
         step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"
         if split:
             rest = callgrind.merge(profiles[f] for f in background)

@@ -12,6 +12,7 @@ from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
 from dbregress.collect.hostprobe import describe
+from dbregress.explain import state
 
 # A mark says what the verdict claims, never what a single number looks like.
 QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
@@ -344,6 +345,8 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
                         "not judged: background work lands differently under valgrind",
                     ]
                 )
+            if head is not None and any(side is not None for side in head.state):
+                rows.append([s, lb, "block-cache hit rate, counted / timed", *_state(head)])
     if not rows:
         return []
     header = ["step", "column", "count", m.base, "column", "ratio [CI]", "verdict", "spread", "why"]
@@ -353,10 +356,32 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
         "Foreground: the engine's work for the benchmark's sessions (server backends or "
         "connection threads; for RocksDB its library's calls from the loadgen, the loadgen's "
         "own code left out). spread: the largest max/min - 1 of "
-        "either side's replays.",
+        "either side's replays. Block-cache hit rate (RocksDB): of the data blocks the "
+        "counted windows read (mean over replays) and the timed step's measured window "
+        f"read; a side more than {state.TOLERANCE * 100:.0f} points off gets no cost "
+        "verdict (docs/verdicts.md, The counting window).",
         "",
         *table(header, rows),
     ]
+
+
+def _state(c: CostComparison) -> list[str]:
+    """The block-cache data hit rate of each side's counted windows and of its timed
+    window, and whether they met (explain/state.py)."""
+
+    def rate(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1%}"
+
+    cells = [
+        "-" if side is None else f"{rate(side.counted)} / {rate(side.timed)}" for side in c.state
+    ]
+    mismatch = [side.mismatch for side in c.state if side is not None and side.mismatch]
+    why = (
+        "a counted window missed the timed window's state: no verdict"
+        if mismatch
+        else "the counted windows met the timed window's state"
+    )
+    return [*cells, "", "", "", why]
 
 
 def _count(value: float | None) -> str:
