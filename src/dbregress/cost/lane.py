@@ -1,15 +1,16 @@
 """The cost lane of a run: for every column, `count_replays` independent counting
 replays (a fresh engine each), every reported step's window of Q operations counted
 under callgrind, per operation (explain/jobs.py does the counting; prepare.py the steps,
-so the replays run exactly the steps the time lane ran).
+so the replays run the time lane's steps, with the adjustments explain/jobs.py makes for
+counting: docs/verdicts.md, "What the counting replays change").
 
 It runs after the time lane's last job, never beside it. Counts do not depend on CPU
 contention (valgrind runs one thread at a time and counts events, not time), so the
-replays run side by side, one per CPU, unpinned. Where a column's replays disagree beyond
-the cost band in some step (its count depends on what background work left at the
-window), the column gets more replays, up to `count_replays_max`, all of the same
-procedure; with that many the verdict rests on the Welch interval, whose variance is
-that disagreement (analysis/cost.py).
+replays run side by side, one per CPU, unpinned. Where the replays of some column split
+into clusters or disagree beyond the cost band in a step (its count depends on what
+background work left at the window), every column of that comparison gets more replays
+of the step, up to `count_replays_max`, all of the same procedure; with that many the
+verdict rests on the Welch interval with its measured noise floor (analysis/cost.py).
 
 Each replay is written to cost/<column>/r<N>.json the moment it ends. Ctrl-C kills the
 replays under way (counting replays are not finished steps) and keeps the finished ones;
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, method, provision
-from dbregress.analysis.cost import COST_METRICS, spread, value_of
+from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.cost import store
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted, LabError
@@ -163,24 +164,38 @@ class Lane:
     def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
         """The replays wanted of a column and the steps the added ones count (None:
         every step): count_replays; then, up to count_replays_max, replays counting the
-        steps whose replays disagree beyond the cost band (the verdict would otherwise
-        be `undecided`; with count_replays_max replays the Welch interval carries the
-        disagreement, analysis/cost.py)."""
+        steps where the replays of any column of its comparison split into clusters or
+        disagree beyond the cost band (analysis/cost.py needs_more). Both sides of such a
+        step get the added replays: the verdict stays `undecided` until both have
+        count_replays_max, and with that many the measured floor carries the states."""
         done = [r for r in self._finished(label) if r.get("status") == "ok"]
         if len(done) < self.lab.count_replays:
             return self.lab.count_replays, None
         band = self.lab.verdict.cost_band
+        peers = {
+            c.label
+            for comp in self.lab.comparisons
+            if label in {c.label for c in comp.columns}
+            for c in comp.columns
+        }
+        finished = {
+            p: [r for r in self._finished(p) if r.get("status") == "ok"] for p in sorted(peers)
+        }
         loose = set()
         counted = set(self.lab.count_steps) or set(self.choices.get(label, {}))
         for step in counted & set(self.choices.get(label, {})):
             for metric in EXTEND_ON:
-                values = [
-                    v
-                    for r in done
-                    if step in r["steps"]
-                    and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
+                sides = [
+                    [
+                        v
+                        for r in replays
+                        if step in r["steps"]
+                        and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
+                        and v > 0
+                    ]
+                    for replays in finished.values()
                 ]
-                if len(values) >= 2 and min(values) > 0 and spread(values) > band:
+                if needs_more(sides, band):
                     loose.add(step)
         if not loose:
             return self.lab.count_replays, None
