@@ -326,22 +326,35 @@ def compare_counts(
     return _judge(metric, xs, ys, adjusted, t, policy, (None, None), settled)
 
 
-def _samples(
-    record: dict[str, Any], replays: list[dict[str, Any]], metric: CostMetric
-) -> dict[Key, tuple[list[float], list[float], tuple[float | None, float | None]]]:
-    by_cell: dict[tuple[str, str], list[float]] = {}
-    bg: dict[tuple[str, str], list[float]] = {}
-    steps: dict[str, list[str]] = {}
+def _cells(
+    replays: Iterable[dict[str, Any]], metric: CostMetric
+) -> dict[tuple[str, str], list[float]]:
+    """(column, step) -> the metric per operation of each ok replay, in replay order."""
+    cells: dict[tuple[str, str], list[float]] = {}
     for r in replays:
         if r.get("status") != "ok":
             continue
         for step, figures in r["steps"].items():
             v = value_of(figures["per_op"], metric)
             if v is not None and v > 0 and math.isfinite(v):
-                by_cell.setdefault((r["column"], step), []).append(v)
-                order = steps.setdefault(r["column"], [])
-                if step not in order:
-                    order.append(step)
+                cells.setdefault((r["column"], step), []).append(v)
+    return cells
+
+
+def _samples(
+    record: dict[str, Any], replays: list[dict[str, Any]], metric: CostMetric
+) -> dict[Key, tuple[list[float], list[float], tuple[float | None, float | None]]]:
+    by_cell = _cells(replays, metric)
+    bg: dict[tuple[str, str], list[float]] = {}
+    steps: dict[str, list[str]] = {}
+    for column, step in by_cell:
+        order = steps.setdefault(column, [])
+        if step not in order:
+            order.append(step)
+    for r in replays:
+        if r.get("status") != "ok":
+            continue
+        for step, figures in r["steps"].items():
             b = (figures.get("background_per_op") or {}).get("estimated_cycles")
             if b is not None:
                 bg.setdefault((r["column"], step), []).append(float(b))
@@ -411,14 +424,7 @@ def replay_noise(
     for metric in COST_METRICS:
         groups: dict[str, list[list[float]]] = {}
         for record, replays in given:
-            cells: dict[tuple[str, str], list[float]] = {}
-            for r in replays:
-                if r.get("status") != "ok":
-                    continue
-                for step, figures in r["steps"].items():
-                    v = value_of(figures["per_op"], metric)
-                    if v is not None and v > 0 and math.isfinite(v):
-                        cells.setdefault((r["column"], step), []).append(v)
+            cells = _cells(replays, metric)
             for comp in record["comparisons"]:
                 for (column, step), values in cells.items():
                     if column in comp["labels"]:
