@@ -65,7 +65,7 @@ def test_cost_gate_without_a_cost_lane_exits_2_with_why(capsys: pytest.CaptureFi
 
 def test_a_lane_planned_but_unfinished_and_count_false_say_so() -> None:
     v = RunVerdicts(VerdictPolicy(), _qps("same"), {}, [])
-    assert "did not finish" in lane_gaps(v, _record(planned=True, why_not=None))["cost"]
+    assert "not finished" in lane_gaps(v, _record(planned=True, why_not=None))["cost"]
     off = _record(planned=False, why_not="the lab file sets count = false")
     assert "count = false" in lane_gaps(v, off)["cost"]
     assert "no counting replays" in lane_gaps(v, RECORD)["cost"]  # an older run: no record

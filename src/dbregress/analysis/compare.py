@@ -95,9 +95,9 @@ def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
         lane = record.get("cost_lane") or {}
         why = lane.get("why_not")
         if why:
-            gaps["cost"] = f"the cost lane did not run: {why}"
+            gaps["cost"] = f"not run, {why}"
         elif lane.get("planned"):
-            gaps["cost"] = "the cost lane did not finish (no counting replays are stored)"
+            gaps["cost"] = "not finished (no counting replays are stored)"
         else:
             gaps["cost"] = "this run has no counting replays"
     elif not verdicts.cost.headline():

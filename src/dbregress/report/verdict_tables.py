@@ -402,7 +402,7 @@ def lanes_line(record: dict[str, Any], v: RunVerdicts) -> str:
         undecided = sum(c.verdict == "undecided" for c in v.qps.values())
         parts.append(f"{time_what}: {len(v.qps) - undecided} of {len(v.qps)} steps decided")
     if v.cost is None:
-        parts.append(gaps.get("cost", "cost lane: none"))
+        parts.append(f"cost lane: {gaps.get('cost', 'none')}")
     else:
         head = v.cost.headline()
         undecided = sum(c.verdict == "undecided" for c in head.values())
