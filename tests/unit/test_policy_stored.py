@@ -7,6 +7,8 @@ import json
 import random
 from pathlib import Path
 
+import jsonschema
+
 from dbregress.cli.report import write_report
 from dbregress.cost.store import save_lane, save_replay
 from dbregress.lab import VerdictPolicy, load_lab
@@ -73,3 +75,7 @@ def test_a_labs_cost_band_judges_every_report(tmp_path: Path) -> None:
     html = (run / "report.html").read_text()
     assert "the same within ±3%" in html
     assert found["step"] == "l.i0" and found["cost"]["verdict"] == "same", found["cost"]
+    assert found["cost"]["noise"]["sd"] > 0 and found["cost"]["noise"]["from"]
+    assert found["cost"]["state"] == {"base": None, "column": None}  # no engine counters
+    schema = json.loads((Path(__file__).parents[2] / "schema/verdicts.schema.json").read_text())
+    jsonschema.validate(verdicts, schema)

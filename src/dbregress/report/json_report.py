@@ -76,6 +76,16 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> dict[str, Any] | None:
         "reading": reading(v.for_comparison(key[0]).get((key[1], key[2])), head) or None,
         "counts": counts,
         "background_estimated_cycles": background,
+        # the sd of log counts each side's variance was floored at, and what measured it
+        "noise": {"sd": head.noise, "from": head.noise_from or None},
+        # each side's counted windows against its timed window (RocksDB: block-cache
+        # data hit rate); a side whose state differs gets no verdict
+        "state": {
+            side: None
+            if s is None
+            else {"counted": s.counted, "timed": s.timed, "mismatch": s.mismatch}
+            for side, s in zip(("base", "column"), head.state, strict=True)
+        },
     }
 
 
