@@ -243,10 +243,10 @@ def windows(
     """The column's windows. Every column of a step gets the base's size and, for a
     fixed-work step, the base's warm-up (the same calls: the seeds make them the same
     operations); a timed step's window lies at the middle of the base's measured window
-    in the run (timed_middle, at the base's rate, in every column: the same calls). Each column gets its own
-    q_per_s (its writers keep its own run's mix), or with `own_pace` off the base's (the
-    cost lane: both builds then count the same writes per Q call, whatever the time
-    lane's rates were)."""
+    in the run (timed_middle, at the base's rate, in every column: the same calls).
+    Each column gets its own q_per_s (its writers keep its own run's mix), or with
+    `own_pace` off the base's (the cost lane: both builds then count the same writes per
+    Q call, whatever the time lane's rates were)."""
     choices = {}
     for index, plan in enumerate(benchmarks.plans(comp), start=1):
         if plan.name not in steps:
