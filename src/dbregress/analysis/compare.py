@@ -82,15 +82,22 @@ class RunVerdicts:
             return self.cost.slower() if self.cost is not None else []
         return [k for k, c in self.qps.items() if c.verdict == "slower"]
 
+    def decided(self, lane: str) -> tuple[int, int]:
+        """(steps decided, steps judged) in one lane: its verdicts that are not
+        `undecided`, of all it gave (the cost lane's headline metric)."""
+        found = self.qps if lane == "time" else self.cost.headline() if self.cost else {}
+        return sum(c.verdict != "undecided" for c in found.values()), len(found)
+
 
 def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
     """Each lane that gave no verdict a gate can rest on, with why: it did not run, or
     it decided no step. A lane missing here judged at least one step."""
     gaps: dict[str, str] = {}
-    if not verdicts.qps:
+    time_decided, time_all = verdicts.decided("time")
+    if not time_all:
         gaps["time"] = "no step has a measured repeat on both sides"
-    elif all(c.verdict == "undecided" for c in verdicts.qps.values()):
-        gaps["time"] = f"every step is undecided ({len(verdicts.qps)})"
+    elif not time_decided:
+        gaps["time"] = f"every step is undecided ({time_all})"
     if verdicts.cost is None:
         lane = record.get("cost_lane") or {}
         why = lane.get("why_not")
@@ -100,10 +107,10 @@ def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
             gaps["cost"] = "not finished (no counting replays are stored)"
         else:
             gaps["cost"] = "this run has no counting replays"
-    elif not verdicts.cost.headline():
+    elif not verdicts.decided("cost")[1]:
         gaps["cost"] = "no step was counted"
-    elif all(c.verdict == "undecided" for c in verdicts.cost.headline().values()):
-        gaps["cost"] = f"every counted step is undecided ({len(verdicts.cost.headline())})"
+    elif not verdicts.decided("cost")[0]:
+        gaps["cost"] = f"every counted step is undecided ({verdicts.decided('cost')[1]})"
     return gaps
 
 

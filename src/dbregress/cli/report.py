@@ -143,9 +143,8 @@ def write_report(
 
 
 def _decided(verdicts: RunVerdicts, lane: str) -> str:
-    found = verdicts.qps if lane == "time" else verdicts.cost.headline() if verdicts.cost else {}
-    undecided = sum(c.verdict == "undecided" for c in found.values())
-    return f"{lane} lane {len(found) - undecided} of {len(found)} decided"
+    decided, judged = verdicts.decided(lane)
+    return f"{lane} lane {decided} of {judged} decided"
 
 
 def gate(verdicts: RunVerdicts, fail_on: str | None, record: dict[str, Any]) -> int:

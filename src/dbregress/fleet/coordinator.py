@@ -36,6 +36,7 @@ from dbregress.fleet.host import (
     count_identity,
     measurement_identity,
     noisy_hosts,
+    shown_value,
     unlike,
 )
 from dbregress.fleet.lane import CPUS, FleetLane
@@ -152,10 +153,7 @@ class FleetRunner(Runner):
             if can_count(mine):
                 own = {**mine, "chosen_by": "the coordinator's own"}
         identity = count_identity(own, self._usable())
-        shown = ", ".join(
-            f"{k} {str(identity[k])[:12] if k == 'loadgen_sha256' else identity[k]}"
-            for k in COUNT_IDENTITY
-        )
+        shown = ", ".join(f"{k} {shown_value(k, identity[k])}" for k in COUNT_IDENTITY)
         notify(
             f"fleet: counting replays on {', '.join(identity['hosts'])}: measurement identity "
             f"{identity['chosen_by']} ({shown})"

@@ -64,7 +64,8 @@ def can_count(fp: dict[str, Any]) -> bool:
     return bool(fp.get("valgrind")) and fp.get("loadgen_sha256") is not None
 
 
-def _shown(field: str, value: Any) -> str:
+def shown_value(field: str, value: Any) -> str:
+    """An identity field as messages show it (a loadgen hash cut to 12 digits)."""
     if field == "loadgen_sha256" and isinstance(value, str):
         return value[:12]
     return str(value)
@@ -96,7 +97,7 @@ def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]])
             a, b = counters[ranked[0][0]], counters[ranked[1][0]]
             differ = [k for k in COUNT_IDENTITY if a.get(k) != b.get(k)]
             what = "; ".join(
-                f"{k}: {', '.join(f'{n} {_shown(k, counters[n].get(k))}' for n in counters)}"
+                f"{k}: {', '.join(f'{n} {shown_value(k, counters[n].get(k))}' for n in counters)}"
                 for k in differ
             )
             raise LabError(
@@ -110,8 +111,8 @@ def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]])
     members = [n for n, fp in counters.items() if all(fp.get(k) == v for k, v in wanted.items())]
     if not members:
         what = "; ".join(
-            f"{k}: wanted {_shown(k, v)}, "
-            + ", ".join(f"{n} {_shown(k, fp.get(k))}" for n, fp in counters.items())
+            f"{k}: wanted {shown_value(k, v)}, "
+            + ", ".join(f"{n} {shown_value(k, fp.get(k))}" for n, fp in counters.items())
             for k, v in wanted.items()
             if any(fp.get(k) != v for fp in counters.values())
         )

@@ -399,16 +399,15 @@ def lanes_line(record: dict[str, Any], v: RunVerdicts) -> str:
     if "time" in gaps:
         parts.append(f"{time_what}: no verdict, {gaps['time']}")
     else:
-        undecided = sum(c.verdict == "undecided" for c in v.qps.values())
-        parts.append(f"{time_what}: {len(v.qps) - undecided} of {len(v.qps)} steps decided")
+        decided, judged = v.decided("time")
+        parts.append(f"{time_what}: {decided} of {judged} steps decided")
     if v.cost is None:
         parts.append(f"cost lane: {gaps.get('cost', 'none')}")
     else:
-        head = v.cost.headline()
-        undecided = sum(c.verdict == "undecided" for c in head.values())
+        decided, judged = v.decided("cost")
         parts.append(
             f"cost lane (counting replays under valgrind, `same` within "
-            f"±{v.policy.cost_band:.0%}): {len(head) - undecided} of {len(head)} steps decided"
+            f"±{v.policy.cost_band:.0%}): {decided} of {judged} steps decided"
         )
     return "Lanes: " + "; ".join(parts) + "."
 
