@@ -255,12 +255,17 @@ def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[s
 
 class Bisection:
     def __init__(
-        self, request: Request, root: Path, notify: Notify, scheduler: str | None = None
+        self,
+        request: Request,
+        root: Path,
+        notify: Notify,
+        scheduler: str | None = None,
+        tls: Path | None = None,
     ) -> None:
-        """`scheduler`: a fleet's Dask scheduler to measure the points on (docs/fleet.md);
-        the bisection itself and its state stay here."""
+        """`scheduler`: a fleet's Dask scheduler to measure the points on (docs/fleet.md),
+        `tls` this host's fleet certificates; the bisection itself and its state stay here."""
         self.request, self.root, self.notify = request, root, notify
-        self.scheduler = scheduler
+        self.scheduler, self.tls = scheduler, tls
         self.builds = list(request.builds)
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
@@ -269,9 +274,11 @@ class Bisection:
         self.root.mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def resume(cls, root: Path, notify: Notify, scheduler: str | None = None) -> Bisection:
+    def resume(
+        cls, root: Path, notify: Notify, scheduler: str | None = None, tls: Path | None = None
+    ) -> Bisection:
         request, points, skipped, current = load_state(root)
-        b = cls(request, root, notify, scheduler)
+        b = cls(request, root, notify, scheduler, tls)
         b.done = {(p.lo, p.mid, p.hi, p.attempt): p for p in points}
         b.outcome.skipped = skipped
         b.current = current
@@ -304,7 +311,13 @@ class Bisection:
             from dbregress.fleet.coordinator import FleetRunner
 
             fleet = FleetRunner(
-                lab, runs, self.scheduler, notify=self.notify, resume=again, history=False
+                lab,
+                runs,
+                self.scheduler,
+                notify=self.notify,
+                resume=again,
+                history=False,
+                tls=self.tls,
             )
             runner: Runner = fleet
         else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,6 @@ from dbregress.bisect import (
 )
 from dbregress.cli.fleet import add_tls
 from dbregress.errors import Interrupted, LabError
-from dbregress.fleet.tls import ENV as TLS_ENV
 from dbregress.fleet.tls import scheduler_address, tls_dir
 from dbregress.provision import BuildSpec
 
@@ -165,8 +163,6 @@ def run(args: argparse.Namespace) -> int:
     def notify(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    if args.tls is not None:  # the bisection's fleet runs take it from there
-        os.environ[TLS_ENV] = str(args.tls)
     if args.scheduler:  # a wrong address or missing certificates: now, not at a point
         scheduler_address(args.scheduler, tls_dir(args.tls))
 
@@ -178,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             raise LabError(f"--resume takes the bisection's own request; drop {', '.join(given)}")
         root = resume_root(args.resume, args.results)
         interrupts.install()
-        bisection = Bisection.resume(root, notify, args.scheduler)
+        bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
         request = bisection.request
     else:
         if not args.step:
@@ -186,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
         request = request_of(args)
         interrupts.install()
         root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
-        bisection = Bisection(request, root, notify, args.scheduler)
+        bisection = Bisection(request, root, notify, args.scheduler, args.tls)
     print(
         f"{'resuming ' if args.resume else ''}bisect {request.builds[0]} .. "
         f"{request.builds[-1]}: {len(request.builds)} build(s), step {request.step} "
