@@ -36,6 +36,7 @@ from typing import Any
 
 from dbregress import __version__
 from dbregress.errors import DbregressError, LoadgenError
+from dbregress.explain import valgrind
 from dbregress.explain.valgrind import CACHES
 from dbregress.loadgen import find_binary
 
@@ -113,13 +114,11 @@ def _git_describe() -> str | None:
 
 @functools.cache
 def valgrind_version() -> str | None:
+    """`valgrind --version` (explain/valgrind.py), None where valgrind is missing."""
     try:
-        out = subprocess.run(
-            ["valgrind", "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
+        return valgrind.version() or None
+    except OSError:
         return None
-    return out.stdout.strip() or None
 
 
 def libc() -> str:
