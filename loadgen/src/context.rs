@@ -5,7 +5,7 @@
 
 use crate::clock::StepClock;
 use crate::driver::{Conn, DbResult, Driver, ErrorClass};
-use crate::engine_stats::EngineSnapshot;
+use crate::engine_stats::{EngineSnapshot, BLOCK_CACHE_DATA_HIT, BLOCK_CACHE_DATA_MISS};
 use crate::fault::Fault;
 use crate::gate::Gate;
 use crate::outcome::{ClientOutcome, Histograms};
@@ -14,7 +14,7 @@ use crate::pace::{sleep_until, Pacing};
 use crate::slices::Slices;
 use crate::spec::StepSpec;
 use crate::stats::{CachePadded, OpKind, Recorder, Stats};
-use crate::window::{Edge, Slot, Window};
+use crate::window::{CacheCounts, Edge, Slot, Window};
 use crate::workload_spec::Workload;
 use anyhow::{anyhow, bail, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -166,6 +166,18 @@ impl StepContext {
             .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
     }
 
+    /// An embedded engine's block-cache data hits and misses now, for a window's probe
+    /// (until_hit_rate); None without them (a read that fails is a probe skipped: the
+    /// window then opens at its skip_ops).
+    pub fn cache_counts(&self) -> Option<CacheCounts> {
+        let snap = self.engine_snapshot().ok()??;
+        let get = |k: &str| snap.counters.get(k).copied();
+        Some((
+            get(BLOCK_CACHE_DATA_HIT)?,
+            get(BLOCK_CACHE_DATA_MISS).unwrap_or(0.0),
+        ))
+    }
+
     /// A new connection (setup, never timed); its server process is noted for `ready`.
     pub fn connect(&self) -> Result<Box<dyn Conn>> {
         let conn = self.driver.connect().map_err(|e| anyhow!(e.message))?;
@@ -286,7 +298,11 @@ impl Worker<'_> {
         let window = self.ctx.window.as_ref().filter(|w| w.q_op == op);
         let slot = match window {
             None => None,
-            Some(w) => match w.begin(&self.ctx.stop, |e| drop(self.ctx.tx.send(Msg::Window(e)))) {
+            Some(w) => match w.begin(
+                &self.ctx.stop,
+                |e| drop(self.ctx.tx.send(Msg::Window(e))),
+                || self.ctx.cache_counts(),
+            ) {
                 // A timed step's window closed: the step is over, this call does not run.
                 Some(Slot::Over) => return Ok((None, self.ctx.now())),
                 Some(slot) => Some(slot),

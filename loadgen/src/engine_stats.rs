@@ -18,6 +18,9 @@ pub const USER_BYTES: &str = "rocksdb.bytes.written";
 pub const FLUSH_BYTES: &str = "rocksdb.flush.write.bytes";
 pub const COMPACT_BYTES: &str = "rocksdb.compact.write.bytes";
 pub const STALL_MICROS: &str = "rocksdb.stall.micros";
+/// Block-cache data hits and misses: how warm the cache is (a window's probes).
+pub const BLOCK_CACHE_DATA_HIT: &str = "rocksdb.block.cache.data.hit";
+pub const BLOCK_CACHE_DATA_MISS: &str = "rocksdb.block.cache.data.miss";
 
 /// The summary's engine_stats: deltas between two snapshots over `elapsed_s`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -133,6 +133,10 @@ pub struct Summary {
     /// (counters read at the open and after the close, outside the counted calls).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_engine_stats: Option<EngineStats>,
+    /// With the spec's `window`: the Q calls before its open (skip_ops, or fewer when
+    /// a probe found the cache warm first: until_hit_rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_skip_ops: Option<u64>,
 }
 
 /// Wall time and this process's usage in each phase of the step.

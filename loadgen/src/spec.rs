@@ -288,6 +288,11 @@ impl StepSpec {
         }
         if let Some(w) = &self.window {
             w.validate(self.handshake)?;
+            // A probe moves the open from the one calling thread: no other client may
+            // have passed it; only an embedded engine's statistics say how warm it is.
+            if w.probes() && (self.clients != 1 || !matches!(self.workload, Workload::Kv(_))) {
+                bail!("window.until_hit_rate needs one client and a kv (RocksDB) step");
+            }
         }
         if let Some(s) = &self.slices {
             if self.window.is_some() {

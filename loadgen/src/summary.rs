@@ -48,9 +48,11 @@ pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Res
     let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref())?;
     let done = Mark::now();
     let window_engine_stats = ctx.window.as_ref().and_then(|w| w.engine_stats());
+    let window_skip_ops = ctx.window.as_ref().map(|w| w.skip_ops());
     let summary = Summary {
         engine_stats,
         window_engine_stats,
+        window_skip_ops,
         elapsed_s: elapsed.as_secs_f64(),
         q_op: plan.q_op,
         q_unit: plan.q_unit,

@@ -56,6 +56,18 @@ pub struct WindowSpec {
     #[serde(default)]
     #[schemars(range(min = 0))]
     pub q_per_s: f64,
+    /// 0, or warm until the engine's cache is as warm as the timed window's: every
+    /// `probe_every` Q calls before the warm edge, the embedded engine's block-cache
+    /// data hits and misses are read (between two calls, nothing in flight), and at the
+    /// first probe whose stretch since the one before hit at least this rate (0-1), the
+    /// warm edge (or, without warm_ops, the open) comes at that call. skip_ops stays the
+    /// latest it comes. One client, an engine with statistics (RocksDB) only
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 1))]
+    pub until_hit_rate: f64,
+    /// With until_hit_rate: Q calls between two probes
+    #[serde(default)]
+    pub probe_every: u64,
 }
 
 impl WindowSpec {
@@ -76,9 +88,26 @@ impl WindowSpec {
         if !(self.q_per_s >= 0.0 && self.q_per_s.is_finite()) {
             bail!("window.q_per_s must be a number >= 0, got {}", self.q_per_s);
         }
+        if !(0.0..=1.0).contains(&self.until_hit_rate) {
+            bail!(
+                "window.until_hit_rate must be a rate from 0 to 1, got {}",
+                self.until_hit_rate
+            );
+        }
+        if self.until_hit_rate > 0.0 && self.probe_every == 0 {
+            bail!("window.until_hit_rate needs probe_every (Q calls between probes) >= 1");
+        }
         Ok(())
     }
+
+    /// Whether the window may open early (until_hit_rate).
+    pub fn probes(&self) -> bool {
+        self.until_hit_rate > 0.0
+    }
 }
+
+/// Block-cache data hits and misses so far (the counters a probe reads).
+pub type CacheCounts = (f64, f64);
 
 /// Which edge of the window a call reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +156,11 @@ pub struct Window {
     /// An embedded engine's counters at the open (and when, in seconds since go), then
     /// their deltas over the window once it closed.
     engine: Mutex<EngineWindow>,
+    /// Q calls before the open: spec.skip_ops, or less once a probe found the cache
+    /// warm (until_hit_rate; one client, so only the probing call moves it).
+    skip: AtomicU64,
+    /// The counters at the last probe.
+    probed: Mutex<Option<CacheCounts>>,
 }
 
 /// The engine's counters at the window's open (and when), then its deltas.
@@ -151,7 +185,34 @@ impl Window {
             closed: Gate::new(),
             over: AtomicBool::new(false),
             engine: Mutex::new(EngineWindow::default()),
+            skip: AtomicU64::new(spec.skip_ops),
+            probed: Mutex::new(None),
         }
+    }
+
+    /// Q calls before the open: skip_ops, or fewer when a probe opened it early.
+    pub fn skip_ops(&self) -> u64 {
+        self.skip.load(SeqCst)
+    }
+
+    /// Call `i`, before it runs, with until_hit_rate: on a probe's call, read the
+    /// counters and, when the stretch since the last probe hit at least the rate, move
+    /// the warm edge (or the open) to this call.
+    fn probe(&self, i: u64, counts: impl FnOnce() -> Option<CacheCounts>) {
+        let every = self.spec.probe_every.max(1);
+        let skip = self.skip.load(SeqCst);
+        if !self.spec.probes() || !i.is_multiple_of(every) || i + self.spec.warm_ops >= skip {
+            return;
+        }
+        let Some(now) = counts() else { return };
+        let mut last = self.probed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((hits, misses)) = *last {
+            let (h, m) = (now.0 - hits, now.1 - misses);
+            if h + m > 0.0 && h / (h + m) >= self.spec.until_hit_rate {
+                self.skip.store(i + self.spec.warm_ops, SeqCst);
+            }
+        }
+        *last = Some(now);
     }
 
     /// The engine's counters at the open, `t_s` seconds after go.
@@ -177,10 +238,18 @@ impl Window {
     /// Before a Q call: take its index, announce an edge it reaches (`announce` returns
     /// once the caller was told), and wait for the window's state it needs. None when
     /// the step stopped meanwhile.
-    pub fn begin(&self, stop: &AtomicBool, announce: impl FnOnce(Edge)) -> Option<Slot> {
-        let (skip, end) = (self.spec.skip_ops, self.spec.skip_ops + self.spec.ops);
-        let warm = (self.spec.warm_ops > 0).then(|| skip - self.spec.warm_ops);
+    /// `counts` reads the engine's block-cache counters for a probe (until_hit_rate).
+    pub fn begin(
+        &self,
+        stop: &AtomicBool,
+        announce: impl FnOnce(Edge),
+        counts: impl FnOnce() -> Option<CacheCounts>,
+    ) -> Option<Slot> {
         let i = self.started.fetch_add(1, SeqCst);
+        self.probe(i, counts);
+        let skip = self.skip.load(SeqCst);
+        let end = skip + self.spec.ops;
+        let warm = (self.spec.warm_ops > 0).then(|| skip - self.spec.warm_ops);
         if i == skip || i == end || Some(i) == warm {
             let edge = if Some(i) == warm {
                 Edge::Warm
@@ -244,7 +313,7 @@ impl Window {
     /// Did a call open the window? (The reporter closes an open window at the step's
     /// end when fewer Q calls than skip_ops + ops ran.)
     pub fn was_opened(&self) -> bool {
-        self.started.load(SeqCst) > self.spec.skip_ops
+        self.started.load(SeqCst) > self.skip_ops()
     }
 
     /// Calls and rows counted inside the window so far.
@@ -272,8 +341,77 @@ mod tests {
             ops,
             warm_ops: 0,
             q_per_s: 0.0,
+            until_hit_rate: 0.0,
+            probe_every: 0,
         };
         Window::new(spec, OpKind::Get, ends_step)
+    }
+
+    #[test]
+    fn a_warm_cache_opens_the_window_at_the_first_probe_that_hits_the_rate() {
+        let mut w = window(100, 2, false);
+        w.spec.warm_ops = 3;
+        w.spec.until_hit_rate = 0.9;
+        w.spec.probe_every = 10;
+        w.spec.validate(true).unwrap();
+        let stop = AtomicBool::new(false);
+        // Cumulative (hits, misses) after call i: the first 30 calls hit half the
+        // time, the rest always.
+        let counts = |i: u64| -> CacheCounts {
+            let hits = (i.min(30) / 2 + i.saturating_sub(30)) as f64;
+            (hits, i as f64 - hits)
+        };
+        let mut seen = vec![];
+        for i in 0..60u64 {
+            let slot = w
+                .begin(
+                    &stop,
+                    |e| {
+                        seen.push((i, e));
+                        w.answered(e);
+                    },
+                    || Some(counts(i)),
+                )
+                .unwrap();
+            w.end(slot, Some(1));
+        }
+        // Probes at 0 (the baseline), 10, 20, 30 (half), 40 (all hits since 30): the
+        // warm edge at 40, the open 3 calls on.
+        assert_eq!(
+            seen,
+            [(40, Edge::Warm), (43, Edge::Open), (45, Edge::Close)]
+        );
+        assert_eq!(w.skip_ops(), 43);
+        let mut bad = w.spec;
+        bad.probe_every = 0;
+        assert!(bad.validate(true).is_err(), "a rate without a probe period");
+        bad.probe_every = 10;
+        bad.until_hit_rate = 1.5;
+        assert!(bad.validate(true).is_err(), "a rate above 1");
+    }
+
+    #[test]
+    fn a_cache_that_never_warms_opens_the_window_at_skip_ops() {
+        let mut w = window(25, 1, false);
+        w.spec.until_hit_rate = 0.99;
+        w.spec.probe_every = 5;
+        let stop = AtomicBool::new(false);
+        let mut seen = vec![];
+        for i in 0..30u64 {
+            let slot = w
+                .begin(
+                    &stop,
+                    |e| {
+                        seen.push((i, e));
+                        w.answered(e);
+                    },
+                    || Some((i as f64 / 2.0, i as f64 / 2.0)),
+                )
+                .unwrap();
+            w.end(slot, Some(1));
+        }
+        assert_eq!(seen, [(25, Edge::Open), (26, Edge::Close)]);
+        assert_eq!(w.skip_ops(), 25);
     }
 
     #[test]
@@ -284,10 +422,14 @@ mod tests {
         let mut seen = vec![];
         for i in 0..9 {
             let slot = w
-                .begin(&stop, |e| {
-                    seen.push((i, e));
-                    w.answered(e);
-                })
+                .begin(
+                    &stop,
+                    |e| {
+                        seen.push((i, e));
+                        w.answered(e);
+                    },
+                    || None,
+                )
                 .unwrap();
             w.end(slot, Some(1));
         }
@@ -305,10 +447,14 @@ mod tests {
         let mut seen = vec![];
         for _ in 0..7 {
             let slot = w
-                .begin(&stop, |e| {
-                    seen.push(e);
-                    w.answered(e);
-                })
+                .begin(
+                    &stop,
+                    |e| {
+                        seen.push(e);
+                        w.answered(e);
+                    },
+                    || None,
+                )
                 .unwrap();
             w.end(slot, Some(10));
         }
@@ -321,10 +467,10 @@ mod tests {
     fn a_timed_step_is_over_at_the_close() {
         let w = window(0, 1, true);
         let stop = AtomicBool::new(false);
-        let first = w.begin(&stop, |e| w.answered(e)).unwrap();
+        let first = w.begin(&stop, |e| w.answered(e), || None).unwrap();
         assert_eq!(first, Slot::Run { inside: true });
         w.end(first, None);
-        assert_eq!(w.begin(&stop, |e| w.answered(e)), Some(Slot::Over));
+        assert_eq!(w.begin(&stop, |e| w.answered(e), || None), Some(Slot::Over));
         assert_eq!(w.counted(), (1, 0));
     }
 
@@ -334,7 +480,7 @@ mod tests {
         let stop = Arc::new(AtomicBool::new(false));
         let (w2, stop2) = (w.clone(), stop.clone());
         // The first call announces the open, then waits, like every call inside.
-        let t = std::thread::spawn(move || w2.begin(&stop2, |_| {}));
+        let t = std::thread::spawn(move || w2.begin(&stop2, |_| {}, || None));
         std::thread::sleep(Duration::from_millis(20));
         assert!(
             !t.is_finished(),
@@ -347,9 +493,9 @@ mod tests {
         let (w3, stop3) = (w.clone(), stop.clone());
         let t = std::thread::spawn(move || {
             for _ in 0..4 {
-                let _ = w3.begin(&stop3, |_| {});
+                let _ = w3.begin(&stop3, |_| {}, || None);
             }
-            w3.begin(&stop3, |_| {})
+            w3.begin(&stop3, |_| {}, || None)
         });
         std::thread::sleep(Duration::from_millis(20));
         stop.store(true, SeqCst);

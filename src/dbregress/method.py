@@ -47,8 +47,9 @@ from dbregress.loadgen import find_binary
 # fails until the version here is raised with it.
 # v1: as of the first recorded identities. v2: a timed step's window at the middle of its
 # timed window (the block cache as warm as the time lane's), and RocksDB counted as the
-# loadgen's calls into its library only.
-COUNTING_PROFILE = "quiet-v2"
+# loadgen's calls into its library only. v3: that window opens earlier once the block
+# cache is as warm as the base's timed window had it (explain/state.py, until_rate).
+COUNTING_PROFILE = "quiet-v3"
 # The estimated-cycles model (explain/jobs.py estimated_cycles): L1 hits + 5 x
 # last-level hits + 35 x RAM accesses. tests/unit/test_method.py checks the weights.
 COST_MODEL = "l1+5ll+35ram"

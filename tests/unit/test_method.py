@@ -10,7 +10,7 @@ from pathlib import Path
 from dbregress import method
 from dbregress.benchmarks.micro_names import WRITES
 from dbregress.cost.lane import LANE_SIZING
-from dbregress.explain import jobs
+from dbregress.explain import jobs, state
 from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.explain.valgrind import CACHES
 from dbregress.store.files import write_json
@@ -20,7 +20,7 @@ from tests.unit.test_history import history_cli, make_run
 
 # The counting replays' adjustments as of COUNTING_PROFILE. When this test fails, the
 # profile changed: raise method.COUNTING_PROFILE's version and put the new digest here.
-PROFILE_DIGEST = "4697e10d690ad467"
+PROFILE_DIGEST = "b3a85d5142566275"
 
 
 def profile_digest() -> str:
@@ -31,6 +31,7 @@ def profile_digest() -> str:
         "settle_kv": list(jobs.SETTLE_KV_STEPS),
         "settle_micro": sorted(WRITES),
         "sizing": repr(LANE_SIZING),
+        "warm_until": [state.PROBE_EVERY, state.UNTIL_MARGIN],
     }
     return hashlib.sha256(json.dumps(profile, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -5,11 +5,17 @@ tolerance gets no cost verdict."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dbregress.analysis.cost import cost_verdicts
+from dbregress.cost.lane import LANE_SIZING
 from dbregress.explain import state
-from dbregress.explain.explainer import timed_middle
+from dbregress.explain.explainer import timed_middle, windows
+from dbregress.lab import Lab, load_lab
 
 
 def stats(hits: float, misses: float) -> dict[str, Any]:
@@ -87,3 +93,58 @@ def test_a_side_whose_window_missed_the_timed_state_gets_no_cost_verdict() -> No
         assert c.verdict == "undecided", c
         assert c.reason.startswith("the column's counted window's block-cache"), c.reason
         assert c.ratio is not None and c.ratio > 1.9  # still shown, not judged
+
+
+def _kv_lab(tmp_path: Path) -> Lab:
+    text = """
+name = "w"
+[[comparison]]
+name = "rocksdb"
+benchmark = "kv"
+[[comparison.column]]
+label = "a"
+build = "rocksdb@7.10.2"
+[[comparison.column]]
+label = "b"
+build = "rocksdb@10.2.1"
+[comparison.kv]
+keys = 200000
+seconds = 1
+warmup_s = 0.5
+"""
+    path = tmp_path / "lab.toml"
+    path.write_text(text)
+    return load_lab(path)
+
+
+def _timed(column: str, step: str, rate: float, hits: float, misses: float) -> dict[str, Any]:
+    return {
+        "column": column,
+        "step": step,
+        "q": {"op": "get", "count": int(rate)},
+        "ops": {"get": {"ops": int(rate * 1.5), "ops_per_s": rate}},
+        "engine_stats": stats(hits, misses),
+    }
+
+
+def test_a_window_warms_until_the_base_timed_hit_rate(tmp_path: Path) -> None:
+    comp = _kv_lab(tmp_path).comparisons[0]
+    results = [
+        _timed("a", "readrandom", 300_000.0, 299_400, 600),  # base: 99.8%
+        _timed("b", "readrandom", 270_000.0, 260_000, 10_000),  # its own timed state
+    ]
+    found = windows(comp, ["readrandom"], "b", results, sizing=LANE_SIZING, own_pace=False)
+    choice = found["readrandom"]
+    # the middle of the base's timed window stays the latest the window opens ...
+    assert choice.skip_ops == round(1.0 * 300_000) - choice.ops // 2
+    assert choice.warm_ops > 0
+    # ... and it opens once a probe's stretch hits the base's rate less the margin, in
+    # every column (the same calls), while each column is checked against its own state
+    assert choice.until_hit_rate == pytest.approx(0.998 - state.UNTIL_MARGIN)
+    assert choice.timed is not None and choice.timed.hit_rate == pytest.approx(260 / 270)
+    # an engine without the counters, or a cache the base never read: no probing
+    assert state.until_rate(None) == 0.0
+    assert state.until_rate(state.CacheState(0, 0, 10)) == 0.0
+    middle_only = dataclasses.replace(LANE_SIZING, warm_until_state=False)
+    found = windows(comp, ["readrandom"], "b", results, sizing=middle_only, own_pace=False)
+    assert found["readrandom"].until_hit_rate == 0.0

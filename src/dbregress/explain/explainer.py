@@ -125,6 +125,10 @@ class Sizing:
     # A timed step's window lies at the middle of the time lane's measured window
     # (above); False: it opens after half as many calls as it counts, all instrumented.
     timed_middle: bool = True
+    # With timed_middle: an engine that reports its cache's state (RocksDB) opens the
+    # window as soon as its block cache is as warm as the base's timed window had it
+    # (explain/state.py, until_rate); the middle stays the latest it opens.
+    warm_until_state: bool = True
 
 
 def window_for(
@@ -257,6 +261,7 @@ def windows(
             sized[who] = window_for(mine, index, plan.name, window_ops, not plan.duration_s, sizing)
         skip, ops, _ = sized[comp.base.label]
         warm = 0
+        until = 0.0
         if plan.duration_s and sizing.timed_middle:
             # Where the base's timed window was, in every column: both builds count the
             # same operations. At each column's own rate the windows of an A/A pair sat
@@ -267,10 +272,24 @@ def windows(
             # differs from its own timed window's is caught by the state check instead.
             rate = sized[comp.base.label][2]
             skip, warm = timed_middle(skip, ops, rate, comp.sizes.warmup(), plan.duration_s)
+            # Or earlier, once the cache is as warm as the base's timed window had it
+            # (the same rate for every column); the middle is the latest it opens.
+            if sizing.warm_until_state and warm:
+                base_results = [
+                    r for r in results if r["column"] == comp.base.label and r["step"] == plan.name
+                ]
+                until = state.until_rate(state.timed(base_results))
         pace = sized[label if own_pace else comp.base.label][2]
         own = [r for r in results if r["column"] == label and r["step"] == plan.name]
         choices[plan.name] = Choice(
-            index, plan, skip, ops, pace, warm_ops=warm, timed=state.timed(own)
+            index,
+            plan,
+            skip,
+            ops,
+            pace,
+            warm_ops=warm,
+            timed=state.timed(own),
+            until_hit_rate=until,
         )
     return choices
 

@@ -142,6 +142,9 @@ class Choice:
     # The engine's state over the timed step's measured window in the run (this
     # column's repeats), which the counted window's is checked against (state.py).
     timed: CacheState | None = None
+    # 0, or the window opens early, once the engine's block cache is this warm (its
+    # data hit rate between two probes; state.py): skip_ops is then the latest it opens.
+    until_hit_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -304,6 +307,10 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             "q_per_s": round(choice.q_per_s, 3),
             "warm_ops": choice.warm_ops,
         }
+        if choice.until_hit_rate > 0:
+            spec["window"].update(
+                until_hit_rate=round(choice.until_hit_rate, 5), probe_every=state.PROBE_EVERY
+            )
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
         hold = None
         if job.threaded and (client := client_binary(job.build.basedir)) is not None:
@@ -357,6 +364,8 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         )
         step = found[plan.name]
         step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
+        # where the window opened: skip_ops, or earlier once the cache was warm
+        step["skip_ops"] = int(stepped.summary.get("window_skip_ops", choice.skip_ops))
         window_stats = stepped.summary.get("window_engine_stats")
         step.update(state.judged(window_stats, hooks.close["ops"], choice.timed))
         step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"

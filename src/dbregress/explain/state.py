@@ -29,6 +29,25 @@ MISSES = "rocksdb.block.cache.data.miss"
 # rate, 0.05 = 5 points): a window of a few hundred calls samples the rate roughly, and
 # a cold cache is far off (30% against 100%).
 TOLERANCE = 0.05
+# Warming until the state matches: the counting window may open as soon as the engine's
+# block cache is about as warm as the base's timed window had it, rather than after all
+# the calls the time lane made up to the middle of its measured window. The loadgen
+# probes the hit rate every PROBE_EVERY Q calls (at valgrind's uninstrumented speed, the
+# cost of each probe is a statistics read) and opens the window at the first probe whose
+# stretch hit at least the base's timed rate less UNTIL_MARGIN. RocksDB's readrandom at
+# the quickstart's sizes reaches it after about a sixth of the calls to the middle. A
+# margin well inside TOLERANCE: a window that opens there is not withheld for its state.
+PROBE_EVERY = 1000
+UNTIL_MARGIN = 0.01
+
+
+def until_rate(base_timed: CacheState | None) -> float:
+    """The hit rate a window warms to (0: no probing; the window opens at its
+    skip_ops): the base's timed rate less UNTIL_MARGIN."""
+    rate = base_timed.hit_rate if base_timed is not None else None
+    if rate is None:
+        return 0.0
+    return max(0.0, rate - UNTIL_MARGIN)
 
 
 @dataclass(frozen=True)
