@@ -10,17 +10,29 @@ UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # libncurses5 for their mysql client), headless Chromium with a font for the test
 # that opens the HTML report as a reader would (tests/e2e/test_html_report.py), and
 # valgrind and perf for `dbregress explain` (docs/metrics.md, "Explanations").
-DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core valgrind linux-perf
+# What builds PostgreSQL from source (`postgres@src:PATH`, docs/engines.md): ccache, the
+# compiler's helpers and the libraries configure looks for, and dpkg-dev for `apt-get
+# source`, which fetches the Debian source tree the source-build tests use.
+DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core valgrind linux-perf \
+	dpkg-dev ccache bison flex libreadline-dev zlib1g-dev
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
+# Debian's PostgreSQL source tree, unpacked here by `make sources` (apt-get source), with
+# a link `postgresql-15` to it: the tree the source-build tests and labs/postgres-flavors
+# build.
+DEBIAN_SOURCES ?= /var/cache/dbregress/debian-src
+PG_SOURCE_PACKAGE := postgresql-15
+# apt's source lines: a copy of the system's first Debian entry (the release, not its
+# security updates, whose sources the registry here does not serve) as `Types: deb-src`.
+APT_SRC_LIST := /etc/apt/sources.list.d/dbregress-src.sources
 
-.PHONY: demo test setup uv python debian build tools builds schema lint rust-check pytest clean
+.PHONY: demo test setup uv python debian sources build tools builds schema lint rust-check pytest clean
 
 demo: setup builds
 	$(UV) run dbregress run labs/quickstart.toml
 
 test: setup lint rust-check pytest
 
-setup: python debian build tools
+setup: python debian sources build tools
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || \
@@ -37,6 +49,18 @@ debian:
 		echo "installing Debian packages:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+# Debian's source package of PostgreSQL, unpacked once under $(DEBIAN_SOURCES).
+sources: debian
+	@if ! ls -d $(DEBIAN_SOURCES)/$(PG_SOURCE_PACKAGE)-*/configure >/dev/null 2>&1; then \
+		if [ ! -f $(APT_SRC_LIST) ]; then \
+			awk '/^$$/{exit} {sub(/^Types: deb$$/, "Types: deb-src"); print}' /etc/apt/sources.list.d/debian.sources > $(APT_SRC_LIST); \
+			apt-get update -qq; \
+		fi; \
+		mkdir -p $(DEBIAN_SOURCES) && cd $(DEBIAN_SOURCES) && apt-get source -qq $(PG_SOURCE_PACKAGE) >/dev/null 2>&1 && \
+		echo "unpacked $$(ls -d $(DEBIAN_SOURCES)/$(PG_SOURCE_PACKAGE)-*/)"; \
+	fi
+	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(PG_SOURCE_PACKAGE)-*/ | sort -V | tail -1 | tr -d /)" $(PG_SOURCE_PACKAGE)
 
 build:
 	cargo build --release --locked --quiet

@@ -147,10 +147,27 @@ def registry_builds(good: str, bad: str) -> tuple[str, ...]:
     return tuple(f"{g.engine}@{v}" for v in versions)
 
 
+def source_builds(
+    engine: str, path: str, good: str, bad: str, flavor: str, first_parent: bool = True
+) -> tuple[str, ...]:
+    """--src PATH GOOD BAD: a build spec per commit from good to bad, in order (each
+    built from the tree at that commit in `flavor` when the bisection measures it)."""
+    from dbregress.provision import source
+
+    tree = Path(path).expanduser().resolve()
+    source.require_tree(engine, tree)
+    source.recipe(engine, flavor)  # an unknown flavor: now, not at the first point
+    commits = source.commits_between(tree, good, bad, first_parent)
+    return tuple(f"{engine}@src:{tree}#{c.id}+{flavor}" for c in commits)
+
+
 def label_of(index: int, spec: str) -> str:
     """A column label for the index-th build of the list (labels must be unique and
-    short: a path becomes its last part)."""
+    short: a path becomes its last part, a source tree's commit its first 12 digits)."""
     tail = spec.split("@", 1)[-1].rstrip("/").rsplit("/", 1)[-1]
+    if "#" in tail:  # a commit of a source tree: its id and flavor say which
+        ref, _, flavor = tail.partition("#")[2].partition("+")
+        tail = f"{ref[:12]}-{flavor}" if flavor else ref[:12]
     clean = re.sub(r"[^A-Za-z0-9._-]", "-", tail)[:40].strip("-._") or "build"
     return f"b{index:02d}-{clean}"
 

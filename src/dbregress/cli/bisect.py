@@ -17,6 +17,7 @@ from dbregress.bisect import (
     Outcome,
     Request,
     registry_builds,
+    source_builds,
 )
 from dbregress.cli.fleet import add_tls
 from dbregress.errors import Interrupted, LabError
@@ -41,6 +42,20 @@ def add_parser(sub: Any) -> None:
         "--builds",
         help="comma-separated ordered builds instead of the registry's versions, good first "
         "(e.g. mysql@/src/a,mysql@/src/b,mysql@/src/c)",
+    )
+    p.add_argument(
+        "--src",
+        metavar="PATH",
+        help="bisect the commits of a source tree: GOOD and BAD are commits (ids, tags, "
+        "branches) of the git checkout at PATH, and each commit measured is built first "
+        "(docs/bisect.md); a commit that does not build is skipped",
+    )
+    p.add_argument("--engine", default="postgres", help="with --src: the tree's engine")
+    p.add_argument("--flavor", default="rel", help="with --src: every build's flavor")
+    p.add_argument(
+        "--all-commits",
+        action="store_true",
+        help="with --src: every commit between GOOD and BAD, not only the first-parent line",
     )
     p.add_argument("--step", help="the step to bisect (e.g. revrange, qp100)")
     p.add_argument(
@@ -95,7 +110,13 @@ def _sizes(items: list[str]) -> dict[str, Any]:
 
 
 def request_of(args: argparse.Namespace) -> Request:
-    if args.builds:
+    if args.src:
+        if args.builds or not (args.good and args.bad):
+            raise LabError("--src PATH takes two commits: dbregress bisect --src PATH GOOD BAD")
+        builds = source_builds(
+            args.engine, args.src, args.good, args.bad, args.flavor, not args.all_commits
+        )
+    elif args.builds:
         if args.good or args.bad:
             raise LabError("give GOOD BAD or --builds, not both")
         builds = tuple(b.strip() for b in args.builds.split(",") if b.strip())
@@ -139,9 +160,27 @@ def render(o: Outcome) -> str:
     lines.append("")
     if o.first_bad:
         lines.append(f"first bad build: {o.first_bad} (last good: {o.last_good}), {o.direction}")
+        commit = commit_of(o.first_bad)
+        if commit is not None:
+            lines.append(f"first bad commit: {commit}")
     elif o.stopped:
         lines.append(f"stopped: {o.stopped}")
     return "\n".join(lines)
+
+
+def commit_of(spec: str) -> str | None:
+    """A source build's commit as `git log` shows it (id, author date, subject); None
+    for any other build."""
+    parsed = BuildSpec.parse(spec)
+    if not parsed.is_source:
+        return None
+    from dbregress.provision import source
+
+    src = source.SourceSpec.parse(parsed)
+    if src.ref is None:
+        return None
+    subject, date = source.subject_and_date(src.path, src.ref)
+    return f"{src.ref[:12]} {subject} ({date})"
 
 
 def resume_root(arg: str, results: Path) -> Path:

@@ -1,7 +1,8 @@
 """Where builds come from: a spec like `postgres@17.2.0` becomes a `Build` on disk.
 
 Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
-local.py), and a user's own build directory (`@/path`, local.py), for PostgreSQL,
+local.py), a user's own build directory (`@/path`, local.py) and a source tree that
+dbregress builds in a named flavor (`@src:PATH[#REF][+FLAVOR]`, source.py), for PostgreSQL,
 MariaDB and MySQL (with Percona and FB MySQL: user builds only; MySQL-family specifics
 are in mysql.py) and RocksDB (a library, not a server: rocksdb.py provisions its shared
 library from the same three sources). Fetched builds live in a cache keyed by the spec
@@ -36,6 +37,11 @@ class BuildSpec:
     def is_system(self) -> bool:
         return self.version == "system"
 
+    @property
+    def is_source(self) -> bool:
+        """A source tree to build (`src:PATH[#REF][+FLAVOR]`, provision/source.py)."""
+        return self.version.startswith("src:")
+
     def __str__(self) -> str:
         return f"{self.engine}@{self.version}"
 
@@ -46,12 +52,17 @@ class BuildSpec:
             raise BuildNotFound(
                 f"build {text!r} is not of the form ENGINE@VERSION "
                 "(e.g. postgres@17.2.0, postgres@system, mariadb@11.4.5, "
-                "mysql@/path/to/basedir, rocksdb@10.2.1, rocksdb@/path/to/librocksdb.so)"
+                "mysql@/path/to/basedir, rocksdb@10.2.1, rocksdb@/path/to/librocksdb.so, "
+                "postgres@src:/path/to/tree#commit+flavor)"
             )
         if engine not in ENGINES:
             raise BuildNotFound(
                 f"unknown engine {engine!r} in {text!r}; known: {', '.join(ENGINES)}"
             )
+        if version.startswith("src:"):
+            from dbregress.provision import source  # it imports this module
+
+            return source.canonical(BuildSpec(engine, version))
         if version.startswith("~") or version.startswith("."):
             version = str(Path(os.path.expanduser(version)).resolve())
         elif _is_library_name(version):
@@ -93,10 +104,12 @@ def fetch(spec: BuildSpec) -> Build:
     Central (maven.py). The Build's identity records the source, coordinates or path, the
     binary's version string and, for downloads, the artifact's sha256.
     """
-    from dbregress.provision import local, maven, rocksdb  # here: they import this module
+    from dbregress.provision import local, maven, rocksdb, source  # they import this module
 
     if spec.engine not in ENGINES:
         raise BuildNotFound(f"unknown engine {spec.engine!r}; known: {', '.join(ENGINES)}")
+    if spec.is_source:
+        return source.fetch(spec)
     if spec.engine == "rocksdb":
         return rocksdb.fetch(spec)
     if spec.engine == "null":

@@ -1,0 +1,97 @@
+"""PostgreSQL built from Debian's source package (`make sources` unpacks it) in two
+flavors, a second request of one of them a cache hit, and a small lab run on both builds
+with both lanes. The first run of this test compiles PostgreSQL twice (minutes, with
+ccache less); later runs find both builds in the cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dbregress import provision
+from dbregress.provision import BuildSpec
+from tests.e2e.conftest import cli_env, dbregress, run_record
+
+pytestmark = pytest.mark.engine
+
+DEBIAN_SOURCES = Path(os.environ.get("DEBIAN_SOURCES", "/var/cache/dbregress/debian-src"))
+FLAVORS = ("rel", "rel_o2nofp")
+
+
+def debian_postgres_tree() -> Path:
+    trees = sorted(DEBIAN_SOURCES.glob("postgresql-15-*/configure"))
+    assert trees, f"no PostgreSQL source tree under {DEBIAN_SOURCES}: run `make sources`"
+    return trees[-1].parent
+
+
+def test_postgres_from_debian_source_in_two_flavors(tmp_path: Path, workdir: Path) -> None:
+    tree = debian_postgres_tree()
+    specs = [f"postgres@src:{tree}+{flavor}" for flavor in FLAVORS]
+    fetched = subprocess.run(
+        [sys.executable, "-m", "dbregress.cli.main", "fetch", *specs],
+        cwd=tmp_path,
+        env=cli_env(workdir),
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
+    assert fetched.returncode == 0, fetched.stderr
+    builds = [provision.fetch(BuildSpec.parse(s)) for s in specs]
+    for build, flavor in zip(builds, FLAVORS, strict=True):
+        assert build.version_string.startswith("postgres (PostgreSQL) 15."), build
+        assert build.identity["flavor"] == flavor and build.identity["tree"] == str(tree)
+        assert build.identity["cache_hit"] == "yes"
+    assert builds[0].basedir != builds[1].basedir
+    # a second request: a cache hit in seconds, no compiler run (its log untouched)
+    log = Path(json.loads((builds[1].basedir / "dbregress-build.json").read_text())["log"])
+    before = log.stat().st_mtime_ns
+    t0 = time.monotonic()
+    again = provision.fetch(BuildSpec.parse(specs[1]))
+    assert time.monotonic() - t0 < 30 and again.basedir == builds[1].basedir
+    assert log.stat().st_mtime_ns == before
+
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        f"""name = "flavors"
+placement = "same"
+repeats = 2
+warmup_job = false
+count = true
+count_replays = 2
+benchmark = "insert"
+[[column]]
+label = "rel"
+build = "{specs[0]}"
+config = "ci"
+[[column]]
+label = "rel_o2nofp"
+build = "{specs[1]}"
+config = "ci"
+[insert]
+load_rows = 5000
+write_rows = 1000
+query_seconds = 0.3
+warmup_s = 0.2
+cleanup_wait_s = 0
+"""
+    )
+    out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    run, record = run_record(tmp_path)
+    assert record["status"] == "ok"
+    assert {b["flavor"] for b in record["builds"].values()} == set(FLAVORS)
+    assert all(b["source"] == "src" and b["tree"] == str(tree) for b in record["builds"].values())
+    verdicts = json.loads((run / "verdicts.json").read_text())
+    (column,) = verdicts["comparisons"][0]["columns"]
+    steps = column["steps"]
+    assert len(steps) == 10
+    # both lanes judged every step (a verdict, decided or not, from real measurements)
+    assert all(s["ratio"] is not None for s in steps)
+    assert all(s["cost"] is not None and s["cost"]["ratio"] is not None for s in steps)
+    assert sum(s["cost"]["verdict"] != "undecided" for s in steps) >= 5

@@ -1,0 +1,180 @@
+"""Source builds (`ENGINE@src:PATH[#REF][+FLAVOR]`): the spec, the flavors, the cache
+key, and one clear line for each kind of bad input. The tree here is a stand-in whose
+configure and make only write a `bin/postgres` that prints a version (the pipeline's
+mechanics: out of tree, DESTDIR install, cache hit, nothing cached after a failure);
+tests/e2e/test_source_build.py builds Debian's PostgreSQL for real."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.provision import BuildSpec, fetch, source
+
+CONFIGURE = """#!/bin/sh
+# a stand-in for PostgreSQL's configure: records its options, writes a Makefile
+{fail}
+prefix=
+for a in "$@"; do case "$a" in --prefix=*) prefix="${{a#--prefix=}}";; esac; done
+here=$(dirname "$0")
+cat > Makefile <<MK
+all:
+\tcp $here/VERSION built-version
+install:
+\tmkdir -p \\$(DESTDIR)$prefix/bin
+\tprintf '#!/bin/sh\\\\necho "postgres (PostgreSQL) %s"\\\\n' "\\$\\$(cat built-version)" \\
+\t  > \\$(DESTDIR)$prefix/bin/postgres
+\tchmod +x \\$(DESTDIR)$prefix/bin/postgres
+\techo "CFLAGS=$CFLAGS" > \\$(DESTDIR)$prefix/flags
+MK
+"""
+
+
+def make_tree(path: Path, version: str = "15.99", fail: str = "") -> Path:
+    (path / "src/backend/main").mkdir(parents=True)
+    (path / "src/backend/main/main.c").write_text("int main(void) { return 0; }\n")
+    (path / "VERSION").write_text(version + "\n")
+    configure = path / "configure"
+    configure.write_text(CONFIGURE.format(fail=fail))
+    configure.chmod(configure.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+    }
+    done = subprocess.run(
+        ["git", "-C", str(repo), *args], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DBREGRESS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no ccache: the stand-in has no compiler
+    return tmp_path / "cache"
+
+
+def test_the_spec_names_tree_ref_and_flavor(tmp_path: Path) -> None:
+    spec = BuildSpec.parse(f"postgres@src:{tmp_path}/pg#v15.2+rel_o2nofp")
+    assert spec.is_source and not spec.is_path
+    src = source.SourceSpec.parse(spec)
+    assert (src.path, src.ref, src.flavor) == (tmp_path / "pg", "v15.2", "rel_o2nofp")
+    # the flavor defaults to rel and is written out; a ref may hold a slash
+    assert str(BuildSpec.parse(f"postgres@src:{tmp_path}/pg")) == f"postgres@src:{tmp_path}/pg+rel"
+    plain = source.SourceSpec.parse(BuildSpec.parse(f"postgres@src:{tmp_path}/pg#origin/main"))
+    assert (plain.ref, plain.flavor) == ("origin/main", "rel")
+    assert set(source.flavors("postgres")) >= {"rel", "rel_o2nofp", "rel_native_lto", "debug"}
+
+
+def test_a_tree_builds_once_and_then_is_a_cache_hit(tmp_path: Path, cache: Path) -> None:
+    tree = make_tree(tmp_path / "pg")
+    build = fetch(BuildSpec.parse(f"postgres@src:{tree}+rel_o2nofp"))
+    assert build.version_string == "postgres (PostgreSQL) 15.99"
+    assert build.identity["cache_hit"] == "no" and build.identity["flavor"] == "rel_o2nofp"
+    assert (build.basedir / "flags").read_text().strip() == "CFLAGS=-O2 -fno-omit-frame-pointer"
+    assert build.basedir.parent == cache / "postgres"
+    again = fetch(BuildSpec.parse(f"postgres@src:{tree}+rel_o2nofp"))
+    assert again.basedir == build.basedir and again.identity["cache_hit"] == "yes"
+    # another flavor, or a changed tree, is another build
+    other = fetch(BuildSpec.parse(f"postgres@src:{tree}+rel"))
+    assert other.basedir != build.basedir
+    (tree / "VERSION").write_text("15.100\n")
+    changed = fetch(BuildSpec.parse(f"postgres@src:{tree}+rel"))
+    assert changed.basedir != other.basedir and changed.version_string.endswith("15.100")
+    assert not (cache / "postgres" / "src-work").exists() or not any(
+        (cache / "postgres" / "src-work").iterdir()
+    )
+
+
+def test_a_commit_builds_from_git_archive_without_touching_the_checkout(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "pg", "15.1")
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "first")
+    first = git(tree, "rev-parse", "HEAD")
+    (tree / "VERSION").write_text("15.2\n")
+    git(tree, "commit", "-qam", "second")
+    (tree / "VERSION").write_text("15.3-dirty\n")  # uncommitted: not in either commit
+    status = git(tree, "status", "--porcelain")
+    build = fetch(BuildSpec.parse(f"postgres@src:{tree}#{first[:8]}"))
+    assert build.version_string.endswith("15.1")
+    assert build.identity["commit"] == first and build.identity["subject"] == "first"
+    head = fetch(BuildSpec.parse(f"postgres@src:{tree}#HEAD"))
+    assert head.version_string.endswith("15.2")
+    as_is = fetch(BuildSpec.parse(f"postgres@src:{tree}"))
+    assert as_is.version_string.endswith("15.3-dirty")
+    assert git(tree, "status", "--porcelain") == status
+    assert git(tree, "worktree", "list").count("\n") == 0
+
+
+def test_bad_input_gets_one_line_naming_what_to_fix(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def error(spec: str) -> str:
+        with pytest.raises((BuildNotFound, ProvisionError)) as e:
+            fetch(BuildSpec.parse(spec))
+        assert "\n" not in str(e.value)
+        return str(e.value)
+
+    (tmp_path / "empty").mkdir()
+    assert "not a PostgreSQL source tree" in error(f"postgres@src:{tmp_path}/empty")
+    assert "no such directory" in error(f"postgres@src:{tmp_path}/nowhere")
+    tree = make_tree(tmp_path / "pg")
+    assert "unknown flavor 'fast'" in error(f"postgres@src:{tree}+fast")
+    assert "not a git checkout" in error(f"postgres@src:{tree}#abc123")
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "one")
+    assert "unknown commit 'nosuch'" in error(f"postgres@src:{tree}#nosuch")
+    assert "not supported yet" in error(f"mariadb@src:{tree}")
+    monkeypatch.setenv("CC", "no-such-cc")
+    assert "needs a C compiler" in error(f"postgres@src:{tree}")
+    monkeypatch.delenv("CC")
+    # a missing build dependency: configure's own error line, and the log's path
+    broken = make_tree(
+        tmp_path / "broken",
+        fail='echo "configure: error: readline library not found" >&2; exit 1',
+    )
+    why = error(f"postgres@src:{broken}")
+    assert "configure failed" in why and "readline library not found" in why
+    assert ".log" in why
+    # nothing half-built is cached
+    assert not [p for p in (cache / "postgres").iterdir() if p.name.startswith("src-tree")]
+
+
+def test_a_bisection_over_a_tree_walks_its_commits_good_to_bad(tmp_path: Path) -> None:
+    from dbregress.bisect import label_of, source_builds
+    from dbregress.cli.bisect import commit_of
+
+    tree = make_tree(tmp_path / "pg", "15.0")
+    git(tree, "init", "-q", "-b", "main")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "c0")
+    ids = [git(tree, "rev-parse", "HEAD")]
+    for i in range(1, 5):
+        (tree / "VERSION").write_text(f"15.{i}\n")
+        git(tree, "commit", "-qam", f"c{i}")
+        ids.append(git(tree, "rev-parse", "HEAD"))
+    builds = source_builds("postgres", str(tree), ids[0][:10], "main", "rel_o2nofp")
+    assert builds == tuple(f"postgres@src:{tree}#{c}+rel_o2nofp" for c in ids)
+    assert label_of(3, builds[3]) == f"b03-{ids[3][:12]}-rel_o2nofp"
+    shown = commit_of(builds[2])
+    assert shown is not None and shown.startswith(f"{ids[2][:12]} c2 (")
+    with pytest.raises(BuildNotFound, match="not an ancestor"):
+        source_builds("postgres", str(tree), "main", ids[0], "rel")
+    with pytest.raises(BuildNotFound, match="unknown flavor"):
+        source_builds("postgres", str(tree), ids[0], "main", "fast")
+    with pytest.raises(BuildNotFound, match="unknown commit 'v99'"):
+        source_builds("postgres", str(tree), "v99", "main", "rel")
