@@ -233,6 +233,7 @@ def _build(
     logs = cache_root() / spec.engine / "logs"
     make_dirs(logs)
     log = logs / f"{final.name}.log"
+    log.write_text("")  # this attempt's output only: its error line is the one reported
     started = time.monotonic()
     try:
         tree = src.path
