@@ -178,3 +178,11 @@ def test_a_bisection_over_a_tree_walks_its_commits_good_to_bad(tmp_path: Path) -
         source_builds("postgres", str(tree), ids[0], "main", "fast")
     with pytest.raises(BuildNotFound, match="unknown commit 'v99'"):
         source_builds("postgres", str(tree), "v99", "main", "rel")
+
+
+def test_the_path_shows_a_commit_by_its_id_and_flavor(tmp_path: Path) -> None:
+    from dbregress.cli.bisect import shown
+
+    sha = "9afa91e1d06048c9195f12dd1720971bc5c5edf1"
+    assert shown(f"postgres@src:{tmp_path}#{sha}+rel") == "9afa91e1d060+rel"
+    assert shown("postgres@17.2.0") == "postgres@17.2.0"

@@ -154,7 +154,9 @@ def render(o: Outcome) -> str:
         if v.ci is not None:
             ratio += f" [{v.ci[0]:.4f}, {v.ci[1]:.4f}]"
         then = p.decision or "measured again"
-        lines.append(f"| {p.run} | {p.mid} | {p.lo} | {v.word} | {ratio} | {then} |")
+        for build in (p.mid, p.lo, p.hi):
+            then = then.replace(build, shown(build))
+        lines.append(f"| {p.run} | {shown(p.mid)} | {shown(p.lo)} | {v.word} | {ratio} | {then} |")
     for build, why in o.skipped.items():
         lines.append(f"\nskipped {build}: {why}")
     lines.append("")
@@ -166,6 +168,18 @@ def render(o: Outcome) -> str:
     elif o.stopped:
         lines.append(f"stopped: {o.stopped}")
     return "\n".join(lines)
+
+
+def shown(spec: str) -> str:
+    """A build as the path's table shows it: a source build by its commit and flavor
+    (the tree is the same for all), any other by its spec."""
+    parsed = BuildSpec.parse(spec)
+    if not parsed.is_source:
+        return spec
+    from dbregress.provision import source
+
+    src = source.SourceSpec.parse(parsed)
+    return f"{src.ref[:12] if src.ref else 'tree'}+{src.flavor}"
 
 
 def commit_of(spec: str) -> str | None:
