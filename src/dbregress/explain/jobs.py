@@ -307,7 +307,9 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
             "q_per_s": round(choice.q_per_s, 3),
             "warm_ops": choice.warm_ops,
         }
-        if choice.until_hit_rate > 0:
+        # The loadgen probes from the one calling thread: a step of several clients
+        # keeps its window at skip_ops (the middle).
+        if choice.until_hit_rate > 0 and spec.get("clients", 1) == 1:
             spec["window"].update(
                 until_hit_rate=round(choice.until_hit_rate, 5), probe_every=state.PROBE_EVERY
             )
