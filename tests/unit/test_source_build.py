@@ -150,6 +150,13 @@ def test_bad_input_gets_one_line_naming_what_to_fix(
     why = error(f"postgres@src:{broken}")
     assert "configure failed" in why and "readline library not found" in why
     assert ".log" in why
+    # a compile error: the compiler's first error line, not make's last word
+    log = tmp_path / "build.log"
+    log.write_text(
+        "cc -c misc.c\nmisc.c:989:1: error: unknown type name 'this'\n"
+        "misc.c:989:11: error: expected ';'\nmake: *** [GNUmakefile:11: all] Error 2\n"
+    )
+    assert source._last_error(log) == "misc.c:989:1: error: unknown type name 'this'"
     # nothing half-built is cached
     assert not [p for p in (cache / "postgres").iterdir() if p.name.startswith("src-tree")]
 

@@ -12,7 +12,7 @@ core, through ccache when it is installed, its cache kept beside the builds), in
 with DESTDIR into a temporary directory and is renamed into the build cache under a key
 of engine, tree, flavor, recipe and compiler version (cache.py): a second request is a
 cache hit that runs no compiler, and a failed build leaves nothing under the key. Its
-output goes to a log file; a failure names the log and the last error line. The Build's
+output goes to a log file; a failure names the log and the first error line. The Build's
 identity records the tree, the commit, the flavor's recipe, the compiler and the time
 the build took.
 """
@@ -311,11 +311,15 @@ def _step(
 
 
 def _last_error(log: Path) -> str:
-    """The last line of the log that says what went wrong (configure's `error:`, the
-    compiler's `error:`), else its last line."""
+    """The line of the log that says what went wrong: the first `error:` (configure's,
+    or the compiler's first, the cause of those after it), else the last line that
+    mentions an error (make's `*** ... Error 2`), else the last line."""
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    for line in lines:
+        if "error:" in line.lower():
+            return line[-300:]
     for line in reversed(lines):
-        if "error:" in line.lower() or "error " in line.lower():
+        if "error" in line.lower():
             return line[-300:]
     return lines[-1][-300:] if lines else "no output"
 
