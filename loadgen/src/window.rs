@@ -199,9 +199,10 @@ impl Window {
     /// counters and, when the stretch since the last probe hit at least the rate, move
     /// the warm edge (or the open) to this call.
     fn probe(&self, i: u64, counts: impl FnOnce() -> Option<CacheCounts>) {
-        let every = self.spec.probe_every.max(1);
-        let skip = self.skip.load(SeqCst);
-        if !self.spec.probes() || !i.is_multiple_of(every) || i + self.spec.warm_ops >= skip {
+        if !self.spec.probes() || !i.is_multiple_of(self.spec.probe_every.max(1)) {
+            return; // every other call: one comparison, no atomic read
+        }
+        if i + self.spec.warm_ops >= self.skip.load(SeqCst) {
             return;
         }
         let Some(now) = counts() else { return };
@@ -347,6 +348,21 @@ mod tests {
         Window::new(spec, OpKind::Get, ends_step)
     }
 
+    /// `calls` Q calls on one client, each probe reading `counts(i)`: the edges seen.
+    fn run_probed(w: &Window, calls: u64, counts: impl Fn(u64) -> CacheCounts) -> Vec<(u64, Edge)> {
+        let stop = AtomicBool::new(false);
+        let mut seen = vec![];
+        for i in 0..calls {
+            let announce = |e| {
+                seen.push((i, e));
+                w.answered(e);
+            };
+            let slot = w.begin(&stop, announce, || Some(counts(i))).unwrap();
+            w.end(slot, Some(1));
+        }
+        seen
+    }
+
     #[test]
     fn a_warm_cache_opens_the_window_at_the_first_probe_that_hits_the_rate() {
         let mut w = window(100, 2, false);
@@ -354,27 +370,12 @@ mod tests {
         w.spec.until_hit_rate = 0.9;
         w.spec.probe_every = 10;
         w.spec.validate(true).unwrap();
-        let stop = AtomicBool::new(false);
         // Cumulative (hits, misses) after call i: the first 30 calls hit half the
         // time, the rest always.
-        let counts = |i: u64| -> CacheCounts {
+        let seen = run_probed(&w, 60, |i| {
             let hits = (i.min(30) / 2 + i.saturating_sub(30)) as f64;
             (hits, i as f64 - hits)
-        };
-        let mut seen = vec![];
-        for i in 0..60u64 {
-            let slot = w
-                .begin(
-                    &stop,
-                    |e| {
-                        seen.push((i, e));
-                        w.answered(e);
-                    },
-                    || Some(counts(i)),
-                )
-                .unwrap();
-            w.end(slot, Some(1));
-        }
+        });
         // Probes at 0 (the baseline), 10, 20, 30 (half), 40 (all hits since 30): the
         // warm edge at 40, the open 3 calls on.
         assert_eq!(
@@ -395,21 +396,7 @@ mod tests {
         let mut w = window(25, 1, false);
         w.spec.until_hit_rate = 0.99;
         w.spec.probe_every = 5;
-        let stop = AtomicBool::new(false);
-        let mut seen = vec![];
-        for i in 0..30u64 {
-            let slot = w
-                .begin(
-                    &stop,
-                    |e| {
-                        seen.push((i, e));
-                        w.answered(e);
-                    },
-                    || Some((i as f64 / 2.0, i as f64 / 2.0)),
-                )
-                .unwrap();
-            w.end(slot, Some(1));
-        }
+        let seen = run_probed(&w, 30, |i| (i as f64 / 2.0, i as f64 / 2.0));
         assert_eq!(seen, [(25, Edge::Open), (26, Edge::Close)]);
         assert_eq!(w.skip_ops(), 25);
     }

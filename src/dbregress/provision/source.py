@@ -35,6 +35,7 @@ from typing import Any
 from dbregress.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec
 from dbregress.provision.cache import cache_root, install, make_dirs, read_spec
+from dbregress.provision.local import postgres_version
 
 PREFIX = "src:"
 DEFAULT_FLAVOR = "rel"
@@ -150,8 +151,7 @@ def resolve_commit(path: Path, ref: str) -> tuple[str, str]:
             "(a commit id, tag or branch that `git rev-parse` knows)"
         )
     commit = done.stdout.strip()
-    subject = _run(["git", "-C", str(path), "log", "-1", "--format=%s", commit]).stdout.strip()
-    return commit, subject
+    return commit, subject_and_date(path, commit)[0]
 
 
 def tree_digest(path: Path) -> str:
@@ -191,8 +191,6 @@ def fetch(spec: BuildSpec) -> Build:
     final = cache_root() / spec.engine / key
     hit = read_spec(final) is not None
     record = install(final, lambda tmp: _build(spec, src, how, cc, tmp, final, commit))
-    from dbregress.provision.local import postgres_version
-
     version = postgres_version(final)
     identity = {
         "source": "src",
@@ -211,10 +209,6 @@ def fetch(spec: BuildSpec) -> Build:
         "version_string": version,
     }
     return Build(spec, final, version, identity)
-
-
-def _ccache() -> str | None:
-    return shutil.which("ccache")
 
 
 def _build(
@@ -244,7 +238,7 @@ def _build(
         build = work / "build"
         build.mkdir()
         env = dict(os.environ)
-        ccache = _ccache()
+        ccache = shutil.which("ccache")
         env["CC"] = f"{ccache} {cc}" if ccache else cc
         if ccache:
             env["CCACHE_DIR"] = str(cache_root() / "ccache")
@@ -275,7 +269,7 @@ def _build(
         "spec": str(spec),
         "source": "src",
         "build_s": f"{time.monotonic() - started:.1f}",
-        "ccache": "yes" if _ccache() else "no",
+        "ccache": "yes" if ccache else "no",
         "log": str(log),
     }
 
