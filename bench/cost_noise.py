@@ -60,7 +60,8 @@ def lab(
     x = [base(rng) for _ in range(most)]
     y = [column(rng) for _ in range(most)]
     n = start
-    if start < most and needs_more([x[:start], y[:start]], policy.cost_band):
+    first = (x[:start], y[:start])
+    if start < most and needs_more(first, policy.cost_band, [first], policy.alpha):
         n = most
     floors = [("the A/A calibration", known)] if known else []
     return compare_counts(x[:n], y[:n], policy, settled=most, known_sd=floors).verdict
@@ -86,7 +87,8 @@ def _pattern_verdicts(gap: float, start: int) -> tuple[tuple[tuple[bool, ...], s
     for low in itertools.product((False, True), repeat=10):
         values = [math.exp(-gap * s + rng.gauss(0, WITHIN)) for s in low]
         x, y = values[:5], values[5:]
-        n = 5 if start < 5 and needs_more([x[:start], y[:start]], 0.01) else start
+        first = (x[:start], y[:start])
+        n = 5 if start < 5 and needs_more(first, 0.01, [first]) else start
         out.append((low, compare_counts(x[:n], y[:n], settled=5).verdict))
     return tuple(out)
 

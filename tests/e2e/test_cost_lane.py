@@ -28,8 +28,9 @@ pytestmark = pytest.mark.engine
 SCHEMA = Path(__file__).parents[2] / "schema" / "verdicts.schema.json"
 
 
-def aa_lab(tmp_path: Path, replays: int = 3, most: int = 3, extra: str = "") -> Path:
-    """RocksDB 10.2 against itself, one repeat each in the time lane, and a cost lane."""
+def aa_lab(tmp_path: Path, replays: int = 3, most: int = 5, extra: str = "") -> Path:
+    """RocksDB 10.2 against itself, one repeat each in the time lane, and a cost lane
+    (three replays a column, five for a step whose replays split or leave it undecided)."""
     text = f"""\
 name = "cost-aa"
 placement = "same"
@@ -96,10 +97,12 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
     assert len(costs) == 4 and all(c is not None for c in costs)
     found = [c["verdict"] for c in costs]
     assert "slower" not in found and "faster" not in found, costs
-    assert found.count("same") >= 0.9 * len(found), costs
+    # an undecided step got two more replays a side (glibc malloc's state moves
+    # fwdrange's count by up to 0.9% between replays), and then decided
+    assert found.count("same") == len(found), costs
     for c in costs:
         assert c["metric"] == "estimated_cycles"
-        assert c["replays"] == {"base": 3, "column": 3}
+        assert c["replays"]["base"] == c["replays"]["column"] in (3, 5), c
         assert 0.99 <= c["ratio"] <= 1.01, c
         assert set(c["counts"]) >= {"instructions", "l1_misses", "ll_misses", "system_calls"}
 
@@ -112,7 +115,7 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
     rows = list(csv.DictReader(io.StringIO(table.stdout)))
     b = [r for r in rows if r["column"] == "b"]
     assert b and all(r["cost_estimated_cycles_verdict"] in ("same", "undecided") for r in b)
-    assert all(r["cost_replays_column"] == "3" for r in b)
+    assert all(r["cost_replays_column"] in ("3", "5") for r in b)
     html = (run / "report.html").read_text()
     assert "Both lanes (vs a)" in html and "cost: est. cycles/op" in html
 
@@ -120,7 +123,7 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
 def test_ctrl_c_in_the_cost_lane_keeps_finished_replays(
     tmp_path: Path, workdir: Path, launched: list
 ) -> None:
-    lab = aa_lab(tmp_path, replays=2)
+    lab = aa_lab(tmp_path, replays=2, most=3)
     proc = start_dbregress(launched, "run", str(lab), cwd=tmp_path, workdir=workdir)
     results = tmp_path / "results"
 

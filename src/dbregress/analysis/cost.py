@@ -184,11 +184,27 @@ def cluster_gap(values: Sequence[float], band: float) -> float:
     return best
 
 
-def needs_more(sides: Sequence[Sequence[float]], band: float) -> bool:
+def needs_more(
+    sides: Sequence[Sequence[float]],
+    band: float,
+    pairs: Sequence[tuple[Sequence[float], Sequence[float]]] = (),
+    alpha: float = VerdictPolicy.alpha,
+) -> bool:
     """Whether a step's replays call for more replays of every side (the lane's
     extension, up to count_replays_max): some side's replays split into clusters, or
-    disagree beyond the band."""
-    return any(len(v) >= 2 and (cluster_gap(v, band) > 0 or spread(v) > band) for v in sides)
+    disagree beyond the band, or a (base, column) pair of `pairs` would be `undecided`
+    (its interval neither inside the band nor clear of "no change"): an undecided step
+    gets more replays, never a guess. The second look is part of the procedure whose
+    A/A false-verdict rate tests/unit/test_cost_verdict.py computes exactly."""
+    if any(len(v) >= 2 and (cluster_gap(v, band) > 0 or spread(v) > band) for v in sides):
+        return True
+    policy = VerdictPolicy(alpha=alpha, cost_band=band)
+    return any(
+        len(x) >= 2
+        and len(y) >= 2
+        and compare_counts(x, y, policy, settled=0).verdict == "undecided"
+        for x, y in pairs
+    )
 
 
 def _welch(lx: Sequence[float], ly: Sequence[float], floor: float) -> _Welch:

@@ -165,9 +165,11 @@ class Lane:
         """The replays wanted of a column and the steps the added ones count (None:
         every step): count_replays; then, up to count_replays_max, replays counting the
         steps where the replays of any column of its comparison split into clusters or
-        disagree beyond the cost band (analysis/cost.py needs_more). Both sides of such a
-        step get the added replays: the verdict stays `undecided` until both have
-        count_replays_max, and with that many the measured floor carries the states."""
+        disagree beyond the cost band, or where a column against its base would be
+        `undecided` once both have count_replays (analysis/cost.py needs_more). Both
+        sides of such a step get the added replays: the verdict stays `undecided` until
+        both have count_replays_max, and with that many the measured floor carries the
+        states."""
         done = [r for r in self._finished(label) if r.get("status") == "ok"]
         if len(done) < self.lab.count_replays:
             return self.lab.count_replays, None
@@ -181,21 +183,34 @@ class Lane:
         finished = {
             p: [r for r in self._finished(p) if r.get("status") == "ok"] for p in sorted(peers)
         }
+        # (base, column) of every comparison this column is in
+        pairs = [
+            (comp.columns[0].label, c.label)
+            for comp in self.lab.comparisons
+            if label in {c.label for c in comp.columns}
+            for c in comp.columns[1:]
+        ]
         loose = set()
         counted = set(self.lab.count_steps) or set(self.choices.get(label, {}))
         for step in counted & set(self.choices.get(label, {})):
             for metric in EXTEND_ON:
-                sides = [
-                    [
+                sides = {
+                    p: [
                         v
                         for r in replays
                         if step in r["steps"]
                         and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
                         and v > 0
                     ]
-                    for replays in finished.values()
+                    for p, replays in finished.items()
+                }
+                judged = [
+                    (sides[b], sides[c])
+                    for b, c in pairs
+                    if min(len(sides[b]), len(sides[c])) >= self.lab.count_replays
                 ]
-                if needs_more(sides, band):
+                alpha = self.lab.verdict.alpha
+                if needs_more(list(sides.values()), band, judged, alpha):
                     loose.add(step)
         if not loose:
             return self.lab.count_replays, None
