@@ -24,8 +24,14 @@ PG_SOURCE_PACKAGE := postgresql-15
 # apt's source lines: a copy of the system's first Debian entry (the release, not its
 # security updates, whose sources the registry here does not serve) as `Types: deb-src`.
 APT_SRC_LIST := /etc/apt/sources.list.d/dbregress-src.sources
+# Debian's MariaDB 10.11 source tree and what its cmake build needs (the system's
+# libraries for what MariaDB would otherwise download: PCRE2 and fmt): `make
+# mariadb-source`, for bench/mariadb_src.py and `mariadb@src:` labs; not part of `make
+# test` (a cold MariaDB build takes tens of minutes on 2 vCPUs).
+MARIADB_SOURCE_PACKAGE := mariadb
+MARIADB_BUILD_PACKAGES := cmake libssl-dev libncurses-dev libpcre2-dev libfmt-dev
 
-.PHONY: demo test setup uv python debian sources build tools builds schema lint rust-check pytest clean
+.PHONY: demo test unit setup uv python debian sources mariadb-source build tools builds schema lint rust-check pytest clean
 
 demo: setup builds
 	$(UV) run dbregress run labs/quickstart.toml
@@ -62,6 +68,16 @@ sources: debian
 	fi
 	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(PG_SOURCE_PACKAGE)-*/ | sort -V | tail -1 | tr -d /)" $(PG_SOURCE_PACKAGE)
 
+mariadb-source: sources
+	@missing=""; for p in $(MARIADB_BUILD_PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get install -y -qq$$missing >/dev/null; fi
+	@if ! ls -d $(DEBIAN_SOURCES)/$(MARIADB_SOURCE_PACKAGE)-*/CMakeLists.txt >/dev/null 2>&1; then \
+		cd $(DEBIAN_SOURCES) && apt-get source -qq $(MARIADB_SOURCE_PACKAGE) >/dev/null 2>&1 && \
+		echo "unpacked $$(ls -d $(DEBIAN_SOURCES)/$(MARIADB_SOURCE_PACKAGE)-*/)"; \
+	fi
+	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(MARIADB_SOURCE_PACKAGE)-*/ | sort -V | tail -1 | tr -d /)" $(MARIADB_SOURCE_PACKAGE)
+
 build:
 	cargo build --release --locked --quiet
 
@@ -91,6 +107,11 @@ rust-check:
 
 pytest: python build
 	$(UV) run pytest -q
+
+# The fast loop: every test that starts no database engine (tests/unit, and the e2e
+# tests not marked `engine`), about a minute and a half on 2 vCPUs.
+unit: python build
+	$(UV) run pytest -q -m "not engine"
 
 clean:
 	rm -rf target .venv .mypy_cache .ruff_cache .pytest_cache

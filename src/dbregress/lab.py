@@ -27,6 +27,7 @@ from dbregress.benchmark_sizes import (
     read_micro,
 )
 from dbregress.lab_columns import Column, check_label, read_columns
+from dbregress.lab_flavors import attach, read_flavors
 from dbregress.store.records import JobId
 from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
@@ -253,6 +254,12 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
     else:
         comparisons = [_comparison_body(top, top)]
+    flavors = read_flavors(top)
+    within = "comparison[{}]." if "comparison" in data else ""
+    comparisons = [
+        dataclasses.replace(c, columns=attach(top, c.columns, flavors, within.format(i)))
+        for i, c in enumerate(comparisons)
+    ]
     _check_unique(top, comparisons)
     lab = Lab(
         name=name,

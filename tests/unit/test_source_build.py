@@ -6,14 +6,17 @@ tests/e2e/test_source_build.py builds Debian's PostgreSQL for real."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.errors import BuildNotFound, LabError, ProvisionError
+from dbregress.lab import load_lab
 from dbregress.provision import BuildSpec, fetch, source
 
 CONFIGURE = """#!/bin/sh
@@ -138,7 +141,10 @@ def test_bad_input_gets_one_line_naming_what_to_fix(
     git(tree, "add", "-A")
     git(tree, "commit", "-qm", "one")
     assert "unknown commit 'nosuch'" in error(f"postgres@src:{tree}#nosuch")
-    assert "not supported yet" in error(f"mariadb@src:{tree}")
+    assert "not supported yet" in error(f"rocksdb@src:{tree}")
+    assert "not a MySQL-family (MariaDB, MySQL, Percona) source tree" in error(
+        f"mariadb@src:{tree}"
+    )
     monkeypatch.setenv("CC", "no-such-cc")
     assert "needs a C compiler" in error(f"postgres@src:{tree}")
     monkeypatch.delenv("CC")
@@ -193,3 +199,135 @@ def test_the_path_shows_a_commit_by_its_id_and_flavor(tmp_path: Path) -> None:
     sha = "9afa91e1d06048c9195f12dd1720971bc5c5edf1"
     assert shown(f"postgres@src:{tmp_path}#{sha}+rel") == "9afa91e1d060+rel"
     assert shown("postgres@17.2.0") == "postgres@17.2.0"
+
+
+# A stand-in for cmake: records its options, writes a Makefile whose install puts a
+# server that prints the tree's version line under the prefix.
+CMAKE = """#!/bin/sh
+tree="$1"; shift
+prefix=
+for a in "$@"; do
+  case "$a" in -DCMAKE_INSTALL_PREFIX=*) prefix="${a#-DCMAKE_INSTALL_PREFIX=}";; esac
+done
+printf '%s\\n' "$@" > cmake-args
+cat > Makefile <<MK
+all:
+\ttrue
+install:
+\tmkdir -p \\$(DESTDIR)$prefix/bin
+\tprintf '#!/bin/sh\\\\necho "%s"\\\\n' "\\$\\$(cat $tree/VERSION)" > \\$(DESTDIR)$prefix/bin/mysqld
+\tchmod +x \\$(DESTDIR)$prefix/bin/mysqld
+\tcp cmake-args \\$(DESTDIR)$prefix/cmake-args
+MK
+"""
+
+
+def make_cmake_tree(path: Path, bin_dir: Path, line: str) -> Path:
+    (path / "sql").mkdir(parents=True)
+    (path / "sql/mysqld.cc").write_text("int main() { return 0; }\n")
+    (path / "CMakeLists.txt").write_text("project(stand_in)\n")
+    (path / "VERSION").write_text(line + "\n")
+    bin_dir.mkdir(exist_ok=True)
+    cmake = bin_dir / "cmake"
+    cmake.write_text(CMAKE)
+    cmake.chmod(cmake.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def test_a_mysql_family_tree_builds_with_cmake_in_its_flavor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mariadb@src: and mysql@src: build with one cmake recipe: the flavor's build type
+    and flags for C and C++, the family's common options, the prefix in the cache; the
+    server's own version line names the build, and mariadb@ refuses a MySQL server."""
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    line = "mysqld  Ver 10.11.99-MariaDB for debian-linux-gnu on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mariadb", bin_dir, line)
+    build = fetch(BuildSpec.parse(f"mariadb@src:{tree}+rel_o2nofp"))
+    assert "10.11.99-MariaDB" in build.version_string and build.identity["flavor"] == "rel_o2nofp"
+    args = (build.basedir / "cmake-args").read_text().splitlines()
+    assert "-DCMAKE_BUILD_TYPE=Release" in args
+    flags = "-O2 -DNDEBUG -fno-omit-frame-pointer"
+    assert f"-DCMAKE_C_FLAGS_RELEASE={flags}" in args
+    assert f"-DCMAKE_CXX_FLAGS_RELEASE={flags}" in args
+    assert f"-DCMAKE_INSTALL_PREFIX={build.basedir}" in args
+    assert set(source.CMAKE_COMMON) <= set(args)
+    debug = fetch(BuildSpec.parse(f"mariadb@src:{tree}+debug"))
+    assert "-DCMAKE_BUILD_TYPE=Debug" in (debug.basedir / "cmake-args").read_text().splitlines()
+    mysql = make_cmake_tree(
+        tmp_path / "mysql", bin_dir, "mysqld  Ver 8.0.99 for Linux on x86_64 (Source distribution)"
+    )
+    (mysql / "boost").mkdir()
+    built = fetch(BuildSpec.parse(f"mysql@src:{mysql}"))
+    assert "8.0.99" in built.version_string
+    assert f"-DWITH_BOOST={mysql / 'boost'}" in (built.basedir / "cmake-args").read_text()
+    with pytest.raises(BuildNotFound, match="not MariaDB"):
+        fetch(BuildSpec.parse(f"mariadb@src:{mysql}+rel_o2nofp"))
+    with pytest.raises(BuildNotFound, match="unknown flavor 'fast' for mysql"):
+        fetch(BuildSpec.parse(f"mysql@src:{mysql}+fast"))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setenv("CC", "/usr/bin/gcc")
+    with pytest.raises(BuildNotFound, match="needs cmake"):
+        fetch(BuildSpec.parse(f"mysql@src:{mysql}+rel_native_lto"))
+
+
+def lab_with(tmp_path: Path, build: str, flavors: str) -> Path:
+    lab = tmp_path / "lab.toml"
+    lab.write_text(
+        f'name = "flavors"\nbenchmark = "insert"\n{flavors}\n'
+        f'[[column]]\nlabel = "a"\nbuild = "{build}"\n'
+    )
+    return lab
+
+
+def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Path) -> None:
+    """[flavors.postgres.NAME] in the lab: its flags and the patches whose version range
+    holds the tree's version (PACKAGE_VERSION in configure) build a copy of the tree,
+    never the user's; the recipe is part of the build's identity and key."""
+    tree = make_tree(tmp_path / "pg", version="15.99")
+    with open(tree / "configure", "a") as f:
+        f.write("PACKAGE_VERSION='15.99'\n")
+    (tmp_path / "new.patch").write_text(
+        "--- a/VERSION\n+++ b/VERSION\n@@ -1 +1 @@\n-15.99\n+15.98\n"
+    )
+    (tmp_path / "old.patch").write_text("--- a/NOPE\n+++ b/NOPE\n@@ -1 +1 @@\n-x\n+y\n")
+    flavors = (
+        '[flavors.postgres.mine]\ncflags = "-O1"\npatches = [\n'
+        '  { file = "new.patch", versions = ">=15.0, <16" },\n'
+        '  { file = "old.patch", versions = "<12" },\n]\n'
+    )
+    lab = load_lab(lab_with(tmp_path, f"postgres@src:{tree}+mine", flavors))
+    spec = lab.comparisons[0].columns[0].build
+    assert json.loads(spec.recipe)["cflags"] == "-O1"
+    build = fetch(spec)
+    assert "15.98" in build.version_string  # the patch changed the copy's VERSION
+    assert (tree / "VERSION").read_text() == "15.99\n"  # and not the user's tree
+    assert (build.basedir / "flags").read_text().strip() == "CFLAGS=-O1"
+    assert build.identity["patches"] == "new.patch" and build.identity["flavor"] == "mine"
+    assert source.in_range((8, 0, 19), ">=8.0, <8.0.20")
+    assert not source.in_range((8, 0, 20), ">=8.0, <8.0.20")
+
+
+@pytest.mark.parametrize(
+    ("flavors", "build_flavor", "says"),
+    [
+        ("", "fast", "unknown flavor 'fast' for postgres; known: debug, rel"),
+        ('[flavors.postgres.rel]\ncflags = "-O3"\n', "rel", "is a shipped flavor"),
+        ('[flavors.oracle.x]\ncflags = "-O3"\n', "rel", "known: postgres, mysql"),
+        ('[flavors.postgres.x]\npatches = [{ file = "none.patch" }]\n', "x", "no patch file"),
+        (
+            '[flavors.postgres.x]\npatches = [{ file = "lab.toml", versions = "~8" }]\n',
+            "x",
+            "is not a bound",
+        ),
+        ('[flavors.postgres.x]\ncflag = "-O3"\n', "x", "unknown key 'cflag'"),
+    ],
+)
+def test_a_lab_flavor_mistake_names_the_key(
+    tmp_path: Path, flavors: str, build_flavor: str, says: str
+) -> None:
+    tree = make_tree(tmp_path / "pg")
+    with pytest.raises(LabError, match=re.escape(says)) as e:
+        load_lab(lab_with(tmp_path, f"postgres@src:{tree}+{build_flavor}", flavors))
+    assert "lab.toml:" in str(e.value)

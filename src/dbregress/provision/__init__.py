@@ -28,6 +28,9 @@ class BuildSpec:
 
     engine: str
     version: str  # "17.2.0", "system", or an absolute path
+    # A source build's flavor defined in the lab file (its recipe as JSON, written by
+    # source.user_flavors); empty: the flavor is one flavors.toml ships.
+    recipe: str = ""
 
     @property
     def is_path(self) -> bool:

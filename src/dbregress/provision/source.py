@@ -1,20 +1,24 @@
-"""Builds from a source tree: `postgres@src:PATH[#REF][+FLAVOR]`.
+"""Builds from a source tree: `postgres@src:PATH[#REF][+FLAVOR]`, `mariadb@src:...`,
+`mysql@src:...`.
 
-PATH is a PostgreSQL source tree: a git checkout or an unpacked tarball (Debian's
-`apt-get source postgresql-15` gives one). REF, a commit, tag or branch of a git
-checkout, builds that commit: its files are taken with `git archive` into a directory
-of dbregress's own, so the user's checkout, index and worktree list are never touched.
-Without REF the tree is built as it is on disk, uncommitted changes included. FLAVOR
-names a compile recipe of flavors.toml (default `rel`).
+PATH is a PostgreSQL source tree (configure) or a MySQL-family one (cmake: MariaDB,
+MySQL, Percona Server, FB MySQL): a git checkout or an unpacked tarball (Debian's
+`apt-get source postgresql-15` or `apt-get source mariadb` gives one). `mariadb@src:`
+insists that the server it builds is MariaDB; `mysql@src:` takes any of the family.
+REF, a commit, tag or branch of a git checkout, builds that commit: its files are taken
+with `git archive` into a directory of dbregress's own, so the user's checkout, index
+and worktree list are never touched. Without REF the tree is built as it is on disk,
+uncommitted changes included. FLAVOR names a compile recipe of flavors.toml (default
+`rel`), per engine family.
 
-The build runs out of tree (configure in a build directory of its own, `make` on every
-core, through ccache when it is installed, its cache kept beside the builds), installs
-with DESTDIR into a temporary directory and is renamed into the build cache under a key
-of engine, tree, flavor, recipe and compiler version (cache.py): a second request is a
-cache hit that runs no compiler, and a failed build leaves nothing under the key. Its
-output goes to a log file; a failure names the log and the first error line. The Build's
-identity records the tree, the commit, the flavor's recipe, the compiler and the time
-the build took.
+The build runs out of tree (configure or cmake in a build directory of its own, `make`
+on every core, through ccache when it is installed, its cache kept beside the builds),
+installs with DESTDIR into a temporary directory and is renamed into the build cache
+under a key of engine, tree, flavor, recipe and compiler version (cache.py): a second
+request is a cache hit that runs no compiler, and a failed build leaves nothing under
+the key. Its output goes to a log file; a failure names the log and the first error
+line. The Build's identity records the tree, the commit, the flavor's recipe, the
+compiler and the time the build took.
 """
 
 from __future__ import annotations
@@ -33,17 +37,24 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.errors import BuildNotFound, ProvisionError
-from dbregress.provision import Build, BuildSpec
+from dbregress.provision import Build, BuildSpec, mysql
 from dbregress.provision.cache import cache_root, install, make_dirs, read_spec
 from dbregress.provision.local import postgres_version
 
 PREFIX = "src:"
 DEFAULT_FLAVOR = "rel"
-# Engines whose trees this module builds (the MySQL family and RocksDB: not yet).
-BUILDERS = ("postgres",)
-_FLAVOR = re.compile(r"^[A-Za-z0-9_]+$")
-# Files of a PostgreSQL source tree.
-POSTGRES_TREE = ("configure", "src/backend/main/main.c")
+# Engines whose trees this module builds (RocksDB: not yet), and the family whose
+# flavors (flavors.toml) and recipe each uses.
+FAMILY = {"postgres": "postgres", "mariadb": "mysql", "mysql": "mysql"}
+BUILDERS = tuple(FAMILY)
+FLAVOR_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+# Files that make a directory a family's source tree, and what the family is called.
+TREE_FILES = {
+    "postgres": ("configure", "src/backend/main/main.c"),
+    "mysql": ("CMakeLists.txt", "sql/mysqld.cc"),
+}
+TREE_NAMES = {"postgres": "PostgreSQL", "mysql": "MySQL-family (MariaDB, MySQL, Percona)"}
+TREE_TOP = {"postgres": "`configure`", "mysql": "the top `CMakeLists.txt`"}
 # Directories left out of a tree's content hash: version control and build leftovers.
 SKIP_DIRS = {".git", ".hg", ".svn", "autom4te.cache"}
 
@@ -62,7 +73,7 @@ class SourceSpec:
         text = spec.version.removeprefix(PREFIX)
         flavor = DEFAULT_FLAVOR
         head, plus, tail = text.rpartition("+")
-        if plus and "/" not in tail and _FLAVOR.match(tail):
+        if plus and "/" not in tail and FLAVOR_NAME.match(tail):
             text, flavor = head, tail
         path_text, hash_, ref = text.partition("#")
         if not path_text:
@@ -79,13 +90,97 @@ class SourceSpec:
 
 def canonical(spec: BuildSpec) -> BuildSpec:
     """The spec with its path absolute and its flavor written out."""
-    return BuildSpec(spec.engine, str(SourceSpec.parse(spec)))
+    return BuildSpec(spec.engine, str(SourceSpec.parse(spec)), spec.recipe)
+
+
+# What a flavor's recipe may say, per family (flavors.toml and the lab file's
+# [flavors.<family>.<name>] tables): compilers, flags, configure or cmake options and
+# patches by version range.
+RECIPE_KEYS = {
+    "postgres": ("cc", "cflags", "ldflags", "configure", "patches"),
+    "mysql": ("cc", "cxx", "build_type", "cflags", "ldflags", "cmake", "patches"),
+}
+_RANGE = re.compile(r"^\s*(>=|<=|==|=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
+
+
+def family_of(engine: str) -> str | None:
+    return FAMILY.get(engine)
+
+
+def check_range(text: str) -> str | None:
+    """None when `text` is a version range like ">=8.0.0, <8.0.20" (empty: every
+    version), else what is wrong with it."""
+    for part in filter(None, (s.strip() for s in text.split(","))):
+        if not _RANGE.match(part):
+            return (
+                f'{part!r} is not a bound; write bounds like ">=8.0.0, <8.0.20" '
+                "(>=, >, <=, <, == and a version)"
+            )
+    return None
+
+
+def in_range(version: tuple[int, ...], text: str) -> bool:
+    """Whether `version` satisfies every bound of the range `text`."""
+    for part in filter(None, (s.strip() for s in text.split(","))):
+        m = _RANGE.match(part)
+        if m is None:
+            raise ValueError(check_range(text))
+        op, bound = m.group(1), tuple(int(x) for x in m.group(2).split("."))
+        width = max(len(version), len(bound))
+        v = version + (0,) * (width - len(version))
+        b = bound + (0,) * (width - len(bound))
+        ok = {
+            ">=": v >= b,
+            ">": v > b,
+            "<=": v <= b,
+            "<": v < b,
+            "==": v == b,
+            "=": v == b,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def patch_entry(file: Path, versions: str) -> dict[str, str]:
+    """A recipe's patch: its path, the versions of the tree it applies to and its
+    content's digest (part of the build's cache key: an edited patch is another build)."""
+    return {
+        "file": str(file),
+        "versions": versions,
+        "sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
+    }
+
+
+def tree_version(engine: str, tree: Path) -> tuple[int, ...] | None:
+    """The version of the source in `tree`: PostgreSQL's configure (PACKAGE_VERSION),
+    the MySQL family's VERSION (MariaDB, MySQL 5.x) or MYSQL_VERSION (MySQL 8) file.
+    None when the tree does not say."""
+    if FAMILY.get(engine) == "postgres":
+        configure = tree / "configure"
+        text = configure.read_text(errors="replace") if configure.is_file() else ""
+        m = re.search(r"^PACKAGE_VERSION='(\d+(?:\.\d+)*)", text, re.MULTILINE)
+        return tuple(int(x) for x in m.group(1).split(".")) if m else None
+    for name in ("MYSQL_VERSION", "VERSION"):
+        f = tree / name
+        if not f.is_file():
+            continue
+        parts = dict(
+            re.findall(
+                r"^MYSQL_VERSION_(MAJOR|MINOR|PATCH)\s*=\s*(\d+)",
+                f.read_text(errors="replace"),
+                re.MULTILINE,
+            )
+        )
+        if len(parts) == 3:
+            return int(parts["MAJOR"]), int(parts["MINOR"]), int(parts["PATCH"])
+    return None
 
 
 def flavors(engine: str) -> dict[str, dict[str, Any]]:
-    """The flavors shipped for `engine` (flavors.toml)."""
+    """The flavors shipped for `engine`'s family (flavors.toml)."""
     text = resources.files("dbregress.provision").joinpath("flavors.toml").read_text()
-    return dict(tomllib.loads(text).get(engine, {}))
+    return dict(tomllib.loads(text).get(FAMILY.get(engine, engine), {}))
 
 
 def recipe(engine: str, flavor: str) -> dict[str, Any]:
@@ -96,6 +191,13 @@ def recipe(engine: str, flavor: str) -> dict[str, Any]:
             "(docs/engines.md, Builds from source)"
         )
     r = known[flavor]
+    if FAMILY.get(engine) == "mysql":
+        return {
+            "build_type": str(r.get("build_type", "Release")),
+            "cflags": str(r.get("cflags", "-O2")),
+            "ldflags": str(r.get("ldflags", "")),
+            "cmake": [str(o) for o in r.get("cmake", [])],
+        }
     return {
         "cflags": str(r.get("cflags", "-O2")),
         "ldflags": str(r.get("ldflags", "")),
@@ -107,17 +209,41 @@ def _run(args: list[str], cwd: Path | None = None, **kw: Any) -> subprocess.Comp
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, **kw)
 
 
-def compiler() -> tuple[str, str]:
-    """(the C compiler, its version line); BuildNotFound when there is none."""
-    cc = os.environ.get("CC") or "gcc"
+def compiler(named: str = "") -> tuple[str, str]:
+    """(the C compiler, its version line): the flavor's `cc`, else $CC, else gcc;
+    BuildNotFound when there is none."""
+    cc = named or os.environ.get("CC") or "gcc"
     path = shutil.which(cc)
     if path is None:
         raise BuildNotFound(
             f"building from source needs a C compiler; {cc!r} is not on PATH "
-            "(apt-get install gcc, or set CC)"
+            f"(apt-get install {'gcc, or set CC' if not named else cc + ', or change the flavor'})"
         )
     done = _run([path, "--version"])
     return path, (done.stdout.splitlines() or [cc])[0].strip()
+
+
+def cmake_tools(named: str = "") -> None:
+    """What a MySQL-family build needs beyond a C compiler: cmake, a C++ compiler (the
+    flavor's `cxx`, else $CXX, else g++) and bison; BuildNotFound naming the missing
+    ones."""
+    cxx = named or os.environ.get("CXX") or "g++"
+    missing = [tool for tool in ("cmake", cxx, "bison") if shutil.which(tool) is None]
+    if missing:
+        raise BuildNotFound(
+            f"building the MySQL family from source needs {', '.join(missing)} on PATH "
+            "(apt-get install cmake g++ bison; `make mariadb-source` installs them with "
+            "the libraries MariaDB's cmake looks for)"
+        )
+
+
+def _mysql_version(spec: BuildSpec, basedir: Path) -> str:
+    line, version = mysql.server_version(basedir, str(spec))
+    if spec.engine == "mariadb" and not version.is_mariadb:
+        raise BuildNotFound(
+            f"{spec}: the tree built {version}, not MariaDB ({line!r}); write mysql@src:..."
+        )
+    return line
 
 
 def require_tree(engine: str, path: Path) -> None:
@@ -129,11 +255,12 @@ def require_tree(engine: str, path: Path) -> None:
         )
     if not path.is_dir():
         raise BuildNotFound(f"{engine}@src:{path}: no such directory")
-    missing = [f for f in POSTGRES_TREE if not (path / f).is_file()]
+    family = FAMILY[engine]
+    missing = [f for f in TREE_FILES[family] if not (path / f).is_file()]
     if missing:
         raise BuildNotFound(
-            f"{engine}@src:{path}: not a PostgreSQL source tree (no {', '.join(missing)}); "
-            "give the top of the tree (where `configure` is)"
+            f"{engine}@src:{path}: not a {TREE_NAMES[family]} source tree "
+            f"(no {', '.join(missing)}); give the top of the tree (where {TREE_TOP[family]} is)"
         )
 
 
@@ -176,8 +303,10 @@ def fetch(spec: BuildSpec) -> Build:
     """Build `spec` (or find it in the cache)."""
     src = SourceSpec.parse(spec)
     require_tree(spec.engine, src.path)
-    how = recipe(spec.engine, src.flavor)
-    cc, cc_version = compiler()
+    how = json.loads(spec.recipe) if spec.recipe else recipe(spec.engine, src.flavor)
+    cc, cc_version = compiler(how.get("cc", ""))
+    if FAMILY[spec.engine] == "mysql":
+        cmake_tools(how.get("cxx", ""))
     if src.ref is not None:
         commit, subject = resolve_commit(src.path, src.ref)
         tree = commit
@@ -191,7 +320,10 @@ def fetch(spec: BuildSpec) -> Build:
     final = cache_root() / spec.engine / key
     hit = read_spec(final) is not None
     record = install(final, lambda tmp: _build(spec, src, how, cc, tmp, final, commit))
-    version = postgres_version(final)
+    if FAMILY[spec.engine] == "mysql":
+        version = _mysql_version(spec, final)
+    else:
+        version = postgres_version(final)
     identity = {
         "source": "src",
         "tree": str(src.path),
@@ -204,6 +336,7 @@ def fetch(spec: BuildSpec) -> Build:
         "compiler": cc_version,
         "build_s": record.get("build_s", ""),
         "ccache": record.get("ccache", ""),
+        "patches": record.get("patches", ""),
         "cache_hit": "yes" if hit else "no",
         "path": str(final),
         "version_string": version,
@@ -235,28 +368,35 @@ def _build(
             tree = work / "src"
             tree.mkdir()
             _export(src.path, commit, tree, log)
+        chosen = _patches(spec, how, tree)
+        if chosen and not commit:  # patch a copy: the user's tree stays as it is
+            tree = work / "src"
+            shutil.copytree(
+                src.path, tree, symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS)
+            )
+        for patch in chosen:
+            name = Path(patch["file"]).name
+            args = ["patch", "-p1", "--batch", "--forward", "-i", patch["file"]]
+            _step(f"patch {name}", args, tree, dict(os.environ), log, spec)
         build = work / "build"
         build.mkdir()
         env = dict(os.environ)
         ccache = shutil.which("ccache")
-        env["CC"] = f"{ccache} {cc}" if ccache else cc
         if ccache:
             env["CCACHE_DIR"] = str(cache_root() / "ccache")
             env["CCACHE_BASEDIR"] = str(work.parent)
-        env["CFLAGS"] = how["cflags"]
-        if how["ldflags"]:
-            env["LDFLAGS"] = how["ldflags"]
         jobs = str(os.cpu_count() or 1)
-        configure = [
-            str(tree / "configure"),
-            f"--prefix={final}",
-            "--without-icu",
-            "--disable-nls",
-            *how["configure"],
-        ]
+        if FAMILY[spec.engine] == "mysql":
+            what, configure = "cmake", _cmake(tree, final, how, cc, ccache)
+        else:
+            env["CC"] = f"{ccache} {cc}" if ccache else cc
+            env["CFLAGS"] = how["cflags"]
+            if how["ldflags"]:
+                env["LDFLAGS"] = how["ldflags"]
+            what, configure = "configure", _configure(tree, final, how)
         with open(log, "a") as out:
-            out.write(f"# {spec}: {' '.join(configure)}\n# CC={env['CC']} CFLAGS={how['cflags']}\n")
-        _step("configure", configure, build, env, log, spec)
+            out.write(f"# {spec}: {' '.join(configure)}\n# CC={env.get('CC', cc)}\n")
+        _step(what, configure, build, env, log, spec)
         _step("make", ["make", f"-j{jobs}"], build, env, log, spec)
         _step("make install", ["make", "install", f"DESTDIR={tmp}"], build, env, log, spec)
         staged = tmp / str(final).lstrip("/")
@@ -270,8 +410,104 @@ def _build(
         "source": "src",
         "build_s": f"{time.monotonic() - started:.1f}",
         "ccache": "yes" if ccache else "no",
+        "patches": ", ".join(Path(p["file"]).name for p in chosen),
         "log": str(log),
     }
+
+
+def _configure(tree: Path, final: Path, how: dict[str, Any]) -> list[str]:
+    """PostgreSQL's configure: the flavor's options; no ICU and no NLS (fewer build
+    dependencies, neither on a benchmark's path)."""
+    return [
+        str(tree / "configure"),
+        f"--prefix={final}",
+        "--without-icu",
+        "--disable-nls",
+        *how["configure"],
+    ]
+
+
+# The MySQL family's cmake options every flavor gets: a server and its client tools,
+# nothing a benchmark does not start (no dynamic plugins, unit tests, embedded server,
+# Galera, backup tool, router or X plugin), the system's libraries instead of downloads
+# (this machine reaches no project site). MariaDB's and MySQL's cmake each ignore the
+# other's options, so one list builds MariaDB, MySQL and Percona trees.
+CMAKE_COMMON = (
+    "-DWITHOUT_DYNAMIC_PLUGINS=ON",
+    "-DWITH_UNIT_TESTS=OFF",
+    "-DWITH_EMBEDDED_SERVER=OFF",
+    "-DWITH_WSREP=OFF",
+    "-DWITH_MARIABACKUP=OFF",
+    "-DWITH_SSL=system",
+    "-DWITH_ZLIB=system",
+    "-DWITH_PCRE=system",
+    "-DWITH_LIBFMT=system",
+    "-DWITH_NUMA=OFF",
+    "-DPLUGIN_ROCKSDB=NO",
+    "-DPLUGIN_MROONGA=NO",
+    "-DPLUGIN_SPIDER=NO",
+    "-DPLUGIN_CONNECT=NO",
+    "-DPLUGIN_S3=NO",
+    "-DPLUGIN_COLUMNSTORE=NO",
+    "-DPLUGIN_OQGRAPH=NO",
+    "-DWITH_ROUTER=OFF",
+    "-DWITH_MYSQLX=OFF",
+    "-DDOWNLOAD_BOOST=0",
+)
+
+
+def _cmake(tree: Path, final: Path, how: dict[str, Any], cc: str, ccache: str | None) -> list[str]:
+    """cmake for a MySQL-family tree: the flavor's build type, with its flags as that
+    build type's flags for C and C++ (replacing cmake's -O3 or -O2 -g), ccache as the
+    compiler launcher. A MySQL tarball that bundles Boost (`boost/` at the top) builds
+    with it."""
+    flags = how["cflags"]
+    kind = how["build_type"]
+    upper = kind.upper()
+    cxx = shutil.which(how.get("cxx") or os.environ.get("CXX") or "g++") or "g++"
+    args = [
+        "cmake",
+        str(tree),
+        f"-DCMAKE_BUILD_TYPE={kind}",
+        f"-DCMAKE_INSTALL_PREFIX={final}",
+        f"-DCMAKE_C_COMPILER={cc}",
+        f"-DCMAKE_CXX_COMPILER={cxx}",
+        f"-DCMAKE_C_FLAGS_{upper}={flags}",
+        f"-DCMAKE_CXX_FLAGS_{upper}={flags}",
+        *CMAKE_COMMON,
+    ]
+    if how["ldflags"]:
+        args += [f"-DCMAKE_{k}_LINKER_FLAGS={how['ldflags']}" for k in ("EXE", "SHARED")]
+    if ccache:
+        args += [f"-DCMAKE_{lang}_COMPILER_LAUNCHER={ccache}" for lang in ("C", "CXX")]
+    if (tree / "boost").is_dir():
+        args.append(f"-DWITH_BOOST={tree / 'boost'}")
+    return [*args, *how["cmake"]]
+
+
+def _patches(spec: BuildSpec, how: dict[str, Any], tree: Path) -> list[dict[str, str]]:
+    """The recipe's patches whose version range holds the tree's version; a patch whose
+    file changed since the lab named it is an error (the build's key holds its digest)."""
+    patches = list(how.get("patches", []))
+    if not patches:
+        return []
+    version = tree_version(spec.engine, tree)
+    ranged = [p for p in patches if p.get("versions", "").strip()]
+    if ranged and version is None:
+        raise ProvisionError(
+            f"{spec}: the flavor's patches apply by version, but the tree does not say its "
+            "version (no PACKAGE_VERSION in configure, no VERSION or MYSQL_VERSION file)"
+        )
+    chosen = []
+    for p in patches:
+        f = Path(p["file"])
+        if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != p["sha256"]:
+            raise ProvisionError(
+                f"{spec}: patch {f} is missing or changed since the lab was read; run again"
+            )
+        if version is None or in_range(version, p.get("versions", "")):
+            chosen.append(p)
+    return chosen
 
 
 def _export(repo: Path, commit: str, into: Path, log: Path) -> None:

@@ -1,0 +1,119 @@
+"""The lab file's own compile flavors for source builds, beside the shipped ones:
+
+    [flavors.mysql.rel_o3_clang]        # family: postgres or mysql (MariaDB, MySQL, ...)
+    cc = "clang"
+    cxx = "clang++"
+    cflags = "-O3 -DNDEBUG"
+    cmake = ["-DWITH_JEMALLOC=no"]
+    patches = [{ file = "patches/gcc13.patch", versions = "<8.0.30" }]
+
+A column names one as `mysql@src:/path/to/tree+rel_o3_clang`. The recipe travels with
+the column's build spec (BuildSpec.recipe), so every lane and every fleet worker that
+reads the lab builds the same thing; the recipe, the patches' digests and the compiler's
+version are the build's cache key. Patch paths are relative to the lab file."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from dbregress.lab_columns import Column
+from dbregress.provision import BuildSpec, source
+from dbregress.tomlreader import TableReader, short
+
+Flavors = dict[str, dict[str, str]]  # family -> flavor name -> recipe (JSON)
+
+
+def read_flavors(top: TableReader) -> Flavors:
+    raw = top.get("flavors", dict, {})
+    out: Flavors = {}
+    families = top.child("flavors", raw)
+    for family in raw:
+        if family not in source.RECIPE_KEYS:
+            raise families.fail(
+                family,
+                f"flavors are per engine family; known: {', '.join(source.RECIPE_KEYS)} "
+                "(mysql covers mariadb@src: and mysql@src:)",
+            )
+        names = families.child(family, families.get(family, dict))
+        shipped = source.flavors(family)
+        for name in names.data:
+            if name in shipped:
+                raise names.fail(
+                    name, f"{short(name)} is a shipped flavor; give yours another name"
+                )
+            if not source.FLAVOR_NAME.match(name):
+                raise names.fail(name, "a flavor's name is letters, digits and '_'")
+            r = names.child(name, names.get(name, dict))
+            out.setdefault(family, {})[name] = json.dumps(
+                _recipe(r, family, top.path.parent), sort_keys=True
+            )
+    return out
+
+
+def _recipe(r: TableReader, family: str, base: Path) -> dict[str, Any]:
+    how: dict[str, Any] = {
+        "cflags": r.get("cflags", str, "-O2"),
+        "ldflags": r.get("ldflags", str, ""),
+    }
+    options = "configure" if family == "postgres" else "cmake"
+    listed = r.get(options, list, [])
+    if not all(isinstance(o, str) for o in listed):
+        raise r.fail(options, "must be a list of strings")
+    how[options] = list(listed)
+    if family == "mysql":
+        how["build_type"] = r.get("build_type", str, "Release")
+    for compiler in ("cc", "cxx") if family == "mysql" else ("cc",):
+        if compiler in r.data:
+            how[compiler] = r.get(compiler, str)
+    patches = r.get("patches", list, [])
+    if patches:
+        how["patches"] = [_patch(r, i, p, base) for i, p in enumerate(patches)]
+    r.reject_unknown()
+    return how
+
+
+def _patch(r: TableReader, i: int, item: Any, base: Path) -> dict[str, str]:
+    if not isinstance(item, dict):
+        raise r.fail("patches", 'each patch is a table: { file = "x.patch", versions = "<8.0.20" }')
+    p = r.child(f"patches[{i}]", item)
+    file = Path(p.require("file", str))
+    file = file if file.is_absolute() else (base / file).resolve()
+    if not file.is_file():
+        raise p.fail("file", f"no patch file {file}")
+    versions = p.get("versions", str, "")
+    wrong = source.check_range(versions)
+    if wrong:
+        raise p.fail("versions", wrong)
+    p.reject_unknown()
+    return source.patch_entry(file, versions)
+
+
+def attach(
+    top: TableReader, columns: tuple[Column, ...], flavors: Flavors, where: str
+) -> tuple[Column, ...]:
+    """The columns with each source build's lab-defined flavor attached; a source
+    build whose flavor is neither shipped nor defined in the lab names both lists."""
+    out = []
+    for j, column in enumerate(columns):
+        spec = column.build
+        family = source.family_of(spec.engine) if spec.is_source else None
+        if family is None:
+            out.append(column)
+            continue
+        flavor = source.SourceSpec.parse(spec).flavor
+        mine = flavors.get(family, {})
+        if flavor in mine:
+            spec = BuildSpec(spec.engine, spec.version, mine[flavor])
+            column = dataclasses.replace(column, build=spec)
+        elif flavor not in source.flavors(family):
+            known = sorted({*source.flavors(family), *mine})
+            raise top.child(f"{where}column[{j}]", {}).fail(
+                "build",
+                f"unknown flavor {short(flavor)} for {spec.engine}; known: {', '.join(known)} "
+                f"(shipped, or [flavors.{family}.NAME] in the lab file)",
+            )
+        out.append(column)
+    return tuple(out)
