@@ -163,6 +163,13 @@ def test_bad_input_gets_one_line_naming_what_to_fix(
         "misc.c:989:11: error: expected ';'\nmake: *** [GNUmakefile:11: all] Error 2\n"
     )
     assert source._last_error(log) == "misc.c:989:1: error: unknown type name 'this'"
+    log.write_text(
+        "-- Looking for SSL\nCMake Error at cmake/ssl.cmake:360 (MESSAGE):\n"
+        "  Cannot find appropriate system libraries for WITH_SSL=system.\n"
+        "-- Configuring incomplete, errors occurred!\n"
+    )
+    why = source._last_error(log)
+    assert why.startswith("CMake Error at cmake/ssl.cmake:360") and "WITH_SSL=system" in why
     # nothing half-built is cached
     assert not [p for p in (cache / "postgres").iterdir() if p.name.startswith("src-tree")]
 

@@ -542,10 +542,14 @@ def _step(
 
 def _last_error(log: Path) -> str:
     """The line of the log that says what went wrong: the first `error:` (configure's,
-    or the compiler's first, the cause of those after it), else the last line that
-    mentions an error (make's `*** ... Error 2`), else the last line."""
+    or the compiler's first, the cause of those after it) or cmake's first `CMake Error`
+    with its message, else the last line that mentions an error (make's `*** ... Error
+    2`), else the last line."""
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
-    for line in lines:
+    for i, line in enumerate(lines):
+        if line.startswith("CMake Error") and i + 1 < len(lines):
+            # cmake's message is on the lines after its `CMake Error at FILE:LINE`
+            return f"{line} {lines[i + 1]}"[-300:]
         if "error:" in line.lower():
             return line[-300:]
     for line in reversed(lines):
