@@ -43,6 +43,7 @@ from dbregress.cost.lane import run_lane
 from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import BuildNotFound, DbregressError, LabError, ProvisionError
 from dbregress.lab import Lab, parse_lab
+from dbregress.provision import source
 from dbregress.runner import Runner
 from dbregress.store.files import write_atomic
 from dbregress.store.run import read_run
@@ -83,6 +84,12 @@ class Request:
     sizes: dict[str, Any] = field(default_factory=dict)
     replays: int = 3  # counting replays per column at a point's first attempt
     attempts: int = ATTEMPTS
+    # Releases, then commits: the source tree whose commits between the two adjacent
+    # releases the registry bisection ends on are bisected next (their release tags),
+    # in this flavor, first-parent unless all_commits.
+    then_src: str | None = None
+    then_flavor: str = "rel"
+    then_all_commits: bool = False
 
 
 @dataclass
@@ -152,13 +159,65 @@ def source_builds(
 ) -> tuple[str, ...]:
     """--src PATH GOOD BAD: a build spec per commit from good to bad, in order (each
     built from the tree at that commit in `flavor` when the bisection measures it)."""
-    from dbregress.provision import source
-
     tree = Path(path).expanduser().resolve()
     source.require_tree(engine, tree)
     source.recipe(engine, flavor)  # an unknown flavor: now, not at the first point
     commits = source.commits_between(tree, good, bad, first_parent)
     return tuple(f"{engine}@src:{tree}#{c.id}+{flavor}" for c in commits)
+
+
+# The tags a project gives its releases, per engine: PostgreSQL's REL_17_2 (REL9_6_10
+# before 10), MariaDB's mariadb-10.11.5, MySQL's mysql-8.0.28, RocksDB's v9.10.0.
+def release_tags(engine: str, version: str) -> list[str]:
+    """The tags release `version` may have in the engine's repository, likeliest first."""
+    parts = [int(x) for x in re.findall(r"\d+", version.split("-")[0])]
+    if not parts:
+        return []
+    dotted = ".".join(map(str, parts))
+    if engine == "postgres":
+        if parts[0] >= 10:
+            # Maven's 17.2.0 is PostgreSQL 17.2
+            major, minor = parts[0], parts[1] if len(parts) > 1 else 0
+            return [f"REL_{major}_{minor}"]
+        return ["REL" + "_".join(map(str, parts[:3]))]
+    if engine == "mariadb":
+        return [f"mariadb-{dotted}"]
+    if engine == "mysql":
+        return [f"mysql-{dotted}", f"Percona-Server-{dotted}"]
+    if engine == "rocksdb":
+        return [f"v{dotted}", f"rocksdb-{dotted}"]
+    return []
+
+
+def release_commit(engine: str, tree: Path, spec: str) -> str:
+    """The tag of a registry build's release in the git checkout at `tree`; BisectError
+    naming the tags tried when the tree has none of them."""
+    version = provision.BuildSpec.parse(spec).version
+    tried = release_tags(engine, version)
+    for tag in tried:
+        try:
+            source.resolve_commit(tree, tag)
+        except BuildNotFound:
+            continue
+        return tag
+    raise BisectError(
+        f"{spec}: no release tag for it in {tree} (tried {', '.join(tried) or 'none'}); "
+        f"bisect the commits yourself: dbregress bisect --src {tree} GOOD BAD"
+    )
+
+
+def commits_after(request: Request, outcome: Outcome) -> tuple[str, ...] | None:
+    """Releases, then commits: the source builds between the two adjacent releases the
+    registry bisection ended on, or None when there is no second phase."""
+    if not request.then_src or not outcome.first_bad or not outcome.last_good:
+        return None
+    engine = provision.BuildSpec.parse(outcome.first_bad).engine
+    tree = Path(request.then_src)
+    good = release_commit(engine, tree, outcome.last_good)
+    bad = release_commit(engine, tree, outcome.first_bad)
+    return source_builds(
+        engine, str(tree), good, bad, request.then_flavor, not request.then_all_commits
+    )
 
 
 def label_of(index: int, spec: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from dbregress import bisect
 from dbregress.errors import BuildNotFound, LabError, ProvisionError
 from dbregress.lab import load_lab
 from dbregress.provision import BuildSpec, fetch, source
@@ -338,3 +339,39 @@ def test_a_lab_flavor_mistake_names_the_key(
     with pytest.raises(LabError, match=re.escape(says)) as e:
         load_lab(lab_with(tmp_path, f"postgres@src:{tree}+{build_flavor}", flavors))
     assert "lab.toml:" in str(e.value)
+
+
+def test_releases_then_commits_finds_the_release_tags_in_the_tree(tmp_path: Path) -> None:
+    """After a registry bisection ends on two adjacent releases, the commits between
+    their release tags in the user's tree are the second phase's builds."""
+    assert bisect.release_tags("postgres", "17.2.0") == ["REL_17_2"]
+    assert bisect.release_tags("postgres", "9.6.10") == ["REL9_6_10"]
+    assert bisect.release_tags("mariadb", "10.11.5") == ["mariadb-10.11.5"]
+    assert bisect.release_tags("rocksdb", "9.10.0")[0] == "v9.10.0"
+    tree = make_tree(tmp_path / "pg")
+    git(tree, "init", "-q")
+    for n, tag in enumerate(["REL_15_1", "", "", "REL_15_2"]):
+        (tree / "misc.c").write_text(f"/* {n} */\n")
+        git(tree, "add", "-A")
+        git(tree, "commit", "-qm", f"commit {n}")
+        if tag:
+            git(tree, "tag", tag)
+    request = bisect.Request(
+        builds=("postgres@15.1.0", "postgres@15.2.0"),
+        benchmark="insert",
+        step="qp100",
+        then_src=str(tree),
+        then_flavor="rel_o2nofp",
+    )
+    ended = bisect.Outcome(
+        builds=list(request.builds), first_bad="postgres@15.2.0", last_good="postgres@15.1.0"
+    )
+    builds = bisect.commits_after(request, ended)
+    assert builds is not None and len(builds) == 4
+    assert all(b.startswith(f"postgres@src:{tree}#") and b.endswith("+rel_o2nofp") for b in builds)
+    assert builds[0].split("#")[1].split("+")[0] == git(tree, "rev-parse", "REL_15_1")
+    undecided = bisect.Outcome(builds=list(request.builds), stopped="undecided")
+    assert bisect.commits_after(request, undecided) is None
+    missing = bisect.Outcome(builds=[], first_bad="postgres@16.1.0", last_good="postgres@15.1.0")
+    with pytest.raises(bisect.BisectError, match=r"no release tag for it in .* \(tried REL_16_1\)"):
+        bisect.commits_after(request, missing)

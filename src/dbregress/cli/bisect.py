@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -16,13 +17,14 @@ from dbregress.bisect import (
     Bisection,
     Outcome,
     Request,
+    commits_after,
     registry_builds,
     source_builds,
 )
 from dbregress.cli.fleet import add_tls
 from dbregress.errors import Interrupted, LabError
 from dbregress.fleet.tls import scheduler_address, tls_dir
-from dbregress.provision import BuildSpec
+from dbregress.provision import BuildSpec, source
 
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
 
@@ -48,7 +50,9 @@ def add_parser(sub: Any) -> None:
         metavar="PATH",
         help="bisect the commits of a source tree: GOOD and BAD are commits (ids, tags, "
         "branches) of the git checkout at PATH, and each commit measured is built first "
-        "(docs/bisect.md); a commit that does not build is skipped",
+        "(docs/bisect.md); a commit that does not build is skipped. With GOOD and BAD "
+        "registry builds (ENGINE@VERSION): bisect the releases first, then the commits "
+        "between the two adjacent releases (by their release tags in PATH)",
     )
     p.add_argument("--engine", default="postgres", help="with --src: the tree's engine")
     p.add_argument("--flavor", default="rel", help="with --src: every build's flavor")
@@ -110,7 +114,20 @@ def _sizes(items: list[str]) -> dict[str, Any]:
 
 
 def request_of(args: argparse.Namespace) -> Request:
-    if args.src:
+    then: dict[str, Any] = {}
+    if args.src and args.good and args.bad and "@" in args.good and "@" in args.bad:
+        # releases first, then the commits between the adjacent two
+        builds = registry_builds(args.good, args.bad)
+        tree = Path(args.src).expanduser().resolve()
+        engine = BuildSpec.parse(args.good).engine
+        source.require_tree(engine, tree)
+        source.recipe(engine, args.flavor)  # an unknown flavor: now, not after phase one
+        then = {
+            "then_src": str(tree),
+            "then_flavor": args.flavor,
+            "then_all_commits": args.all_commits,
+        }
+    elif args.src:
         if args.builds or not (args.good and args.bad):
             raise LabError("--src PATH takes two commits: dbregress bisect --src PATH GOOD BAD")
         builds = source_builds(
@@ -141,6 +158,7 @@ def request_of(args: argparse.Namespace) -> Request:
         lane=args.lane,
         sizes=_sizes(args.size),
         replays=args.replays,
+        **then,
     )
 
 
@@ -176,8 +194,6 @@ def shown(spec: str) -> str:
     parsed = BuildSpec.parse(spec)
     if not parsed.is_source:
         return spec
-    from dbregress.provision import source
-
     src = source.SourceSpec.parse(parsed)
     return f"{src.ref[:12] if src.ref else 'tree'}+{src.flavor}"
 
@@ -188,8 +204,6 @@ def commit_of(spec: str) -> str | None:
     parsed = BuildSpec.parse(spec)
     if not parsed.is_source:
         return None
-    from dbregress.provision import source
-
     src = source.SourceSpec.parse(parsed)
     if src.ref is None:
         return None
@@ -252,4 +266,37 @@ def run(args: argparse.Namespace) -> int:
     print(render(outcome))
     if outcome.stopped and outcome.direction is not None:
         raise BisectError(f"the bisection stopped undecided; its runs are in {root}")
+    commits = commits_after(request, outcome)
+    if commits is not None:
+        outcome = _commits(request, commits, root / "commits", notify, args)
     return 0
+
+
+def _commits(
+    request: Request, builds: tuple[str, ...], root: Path, notify: Any, args: argparse.Namespace
+) -> Outcome:
+    """The second phase of releases-then-commits: the commits between the two adjacent
+    releases, measured as the releases were (resumed when its folder holds a state)."""
+    if (root / "bisect.json").is_file():
+        bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
+    else:
+        follow = dataclasses.replace(request, builds=builds, then_src=None)
+        bisection = Bisection(follow, root, notify, args.scheduler, args.tls)
+    print(
+        f"\nthen the commits: {builds[0].split('#')[-1][:12]} .. "
+        f"{builds[-1].split('#')[-1][:12]} in {request.then_src}: {len(builds)} build(s); "
+        f"runs in {root}",
+        file=sys.stderr,
+    )
+    try:
+        outcome = bisection.run()
+    except (Interrupted, KeyboardInterrupt):
+        raise Interrupted(
+            f"bisection interrupted; every finished run is kept: continue it with "
+            f"`dbregress bisect --resume {root.parent}`"
+        ) from None
+    print()
+    print(render(outcome))
+    if outcome.stopped and outcome.direction is not None:
+        raise BisectError(f"the bisection of the commits stopped undecided; its runs are in {root}")
+    return outcome
