@@ -99,6 +99,7 @@ lint: python
 	$(UV) run ruff check src tests bench tools
 	$(UV) run ruff format --check src tests bench tools
 	$(UV) run mypy --strict src
+	$(UV) run python tools/import_graph.py
 
 rust-check:
 	cargo fmt --all --check

@@ -1,8 +1,15 @@
 """Which source files import which, for src/dbregress (Python) and loadgen/src (Rust),
-and the cycles among them. `make test` fails on a cycle (tests/unit/test_import_graph.py):
-imports point down, so a module can be read, tested and replaced from the bottom up.
+the cycles among them, and the layers of src/dbregress. `make test` fails on a cycle
+between files or between packages, or on an import that goes up a layer
+(tests/unit/test_import_graph.py): imports point down, so a module can be read, tested
+and replaced from the bottom up.
 
-    python3 tools/import_graph.py     # prints each cycle; exit 1 if there is one
+    python3 tools/import_graph.py     # prints each cycle and upward import; exit 1 if any
+
+The layers of src/dbregress are LAYERS below, top first. A package or a top-level
+module is one unit; a unit may import its own files, units of lower layers, and units
+of its own layer as long as no cycle forms between units. docs/architecture.md draws
+them.
 
 Python: every `import` and `from ... import` anywhere in a file (inside functions too),
 except under `if TYPE_CHECKING:`. Rust: every `crate::`, `super::` and `self::` path and
@@ -19,6 +26,33 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 Graph = dict[Path, set[Path]]
+
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("commands", ("cli",)),
+    ("workflows", ("bisect",)),
+    ("lanes, fleet, reports", ("cost", "explain", "fleet", "report")),
+    (
+        "execution, storage, analysis",
+        (
+            "runner",
+            "prepare",
+            "step",
+            "loadgen",
+            "method",
+            "store",
+            "analysis",
+            "imports",
+            "follow",
+        ),
+    ),
+    ("benchmarks", ("benchmarks",)),
+    ("the lab", ("lab", "lab_columns", "lab_flavors", "benchmark_sizes", "micro_names")),
+    (
+        "engines, builds, collectors, configs",
+        ("engines", "provision", "collect", "configs", "spec_schema"),
+    ),
+    ("model", ("errors", "records", "tomlreader", "interrupts", "__init__")),
+)
 
 
 def python_graph(src: Path) -> Graph:
@@ -134,12 +168,52 @@ def all_cycles(root: Path = ROOT) -> list[list[Path]]:
     return cycles(python_graph(root / "src")) + cycles(rust_graph(root / "loadgen" / "src"))
 
 
+def unit_of(path: Path, package: Path) -> str:
+    """The unit a file of `package` belongs to: its subpackage or top-level module."""
+    return path.relative_to(package).with_suffix("").parts[0]
+
+
+def layer_problems(
+    root: Path = ROOT, layers: tuple[tuple[str, tuple[str, ...]], ...] = LAYERS
+) -> tuple[list[str], list[str], list[list[str]]]:
+    """(upward imports as "file -> file", units in no layer, cycles between units)."""
+    package = root / "src" / "dbregress"
+    graph = python_graph(root / "src")
+    level = {u: i for i, (_, units) in enumerate(layers) for u in units}
+    up: list[str] = []
+    unknown: set[str] = set()
+    units: Graph = {}
+    for a, targets in sorted(graph.items()):
+        ua = unit_of(a, package)
+        units.setdefault(Path(ua), set())
+        if ua not in level:
+            unknown.add(ua)
+        for b in sorted(targets):
+            ub = unit_of(b, package)
+            if ub != ua:
+                units[Path(ua)].add(Path(ub))
+            if ua in level and ub in level and level[ub] < level[ua]:
+                up.append(f"{a.relative_to(root)} -> {b.relative_to(root)}")
+    between = [[str(u) for u in c] for c in cycles(units)]
+    return up, sorted(unknown), between
+
+
 def main() -> int:
     found = all_cycles()
     for component in found:
         print("cycle:", " <-> ".join(str(p.relative_to(ROOT)) for p in component))
-    print(f"{len(found)} import cycle(s)")
-    return 1 if found else 0
+    up, unknown, between = layer_problems()
+    for edge in up:
+        print("upward import:", edge)
+    for unit in unknown:
+        print("in no layer:", unit, "(add it to LAYERS in tools/import_graph.py)")
+    for component in between:
+        print("cycle between packages:", " <-> ".join(component))
+    print(
+        f"{len(found)} import cycle(s) between files, {len(between)} between packages, "
+        f"{len(up)} upward import(s), {len(unknown)} unit(s) in no layer"
+    )
+    return 1 if found or up or unknown or between else 0
 
 
 if __name__ == "__main__":

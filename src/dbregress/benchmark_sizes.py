@@ -128,7 +128,7 @@ def _seconds(r: TableReader, key: str) -> float | None:
 
 
 def read_micro(r: TableReader) -> MicroSizes:
-    from dbregress.benchmarks.micro_names import GROUPS
+    from dbregress.micro_names import GROUPS
 
     d = MicroSizes()
     known = [n for names in GROUPS.values() for n in names]

@@ -40,12 +40,12 @@ from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.cost.lane import run_lane
-from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import BuildNotFound, DbregressError, LabError, ProvisionError
 from dbregress.lab import Lab, parse_lab
 from dbregress.provision import source
 from dbregress.runner import Runner
 from dbregress.store.files import write_atomic
+from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]

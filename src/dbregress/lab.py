@@ -28,7 +28,7 @@ from dbregress.benchmark_sizes import (
 )
 from dbregress.lab_columns import Column, check_label, read_columns
 from dbregress.lab_flavors import attach, read_flavors
-from dbregress.store.records import JobId
+from dbregress.records import JobId
 from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
 # The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import __version__
+from dbregress.collect import valgrind
+from dbregress.collect.valgrind import CACHES
 from dbregress.errors import DbregressError, LoadgenError
-from dbregress.explain import valgrind
-from dbregress.explain.valgrind import CACHES
 from dbregress.loadgen import find_binary
 
 # The counting replays' adjustments (engine settings that keep timed background work out
@@ -48,7 +48,7 @@ from dbregress.loadgen import find_binary
 # v1: as of the first recorded identities. v2: a timed step's window at the middle of its
 # timed window (the block cache as warm as the time lane's), and RocksDB counted as the
 # loadgen's calls into its library only. v3: that window opens earlier once the block
-# cache is as warm as the base's timed window had it (explain/state.py, until_rate).
+# cache is as warm as the base's timed window had it (analysis/state.py, until_rate).
 COUNTING_PROFILE = "quiet-v3"
 # The estimated-cycles model (explain/jobs.py estimated_cycles): L1 hits + 5 x
 # last-level hits + 35 x RAM accesses. tests/unit/test_method.py checks the weights.
@@ -115,7 +115,7 @@ def _git_describe() -> str | None:
 
 @functools.cache
 def valgrind_version() -> str | None:
-    """`valgrind --version` (explain/valgrind.py), None where valgrind is missing."""
+    """`valgrind --version` (collect/valgrind.py), None where valgrind is missing."""
     try:
         return valgrind.version() or None
     except OSError:

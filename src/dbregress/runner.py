@@ -39,9 +39,9 @@ from dbregress.errors import (
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Comparison, Job, Lab
 from dbregress.provision import Build
+from dbregress.records import JobId, StepError, StepResult
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History, index_into
-from dbregress.store.records import JobId, StepError, StepResult
 from dbregress.store.run import RunWriter, read_run
 
 # Adding rounds stops early, before a lab's maximum, once no undecided step is within

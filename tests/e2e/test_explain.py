@@ -148,7 +148,7 @@ def test_an_injected_slowdown_is_named_client_cpu(tmp_path: Path, workdir: Path)
     host may leave it undecided, client CPU per operation never is)."""
     from dbregress.analysis.compare import compare_run
     from dbregress.explain import cause
-    from dbregress.explain.report import evidence
+    from dbregress.report.explanations import evidence
     from dbregress.store.run import read_run
 
     (tmp_path / "lab.toml").write_text(KNOWN)

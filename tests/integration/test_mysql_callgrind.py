@@ -24,12 +24,14 @@ import pytest
 from dbregress import provision
 from dbregress.benchmarks import micro
 from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect import valgrind
 from dbregress.collect.proc import tree_pids
+from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.mysql import MysqlEngine
 from dbregress.errors import LoadgenError
-from dbregress.explain import callgrind, valgrind
+from dbregress.explain import callgrind
 from dbregress.explain.jobs import window_files
 from dbregress.explain.stepper import Hooks, drive
 from dbregress.explain.threads import (
@@ -40,7 +42,6 @@ from dbregress.explain.threads import (
     function_name,
     split_connection_threads,
 )
-from dbregress.explain.valgrind import Callgrind
 from dbregress.loadgen import Loadgen, find_binary
 from dbregress.provision import BuildSpec
 

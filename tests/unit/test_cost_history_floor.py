@@ -8,9 +8,9 @@ import random
 from pathlib import Path
 
 from dbregress import method
-from dbregress.cost.store import save_replay
 from dbregress.store.files import write_json
 from dbregress.store.history import History, reindex
+from dbregress.store.replays import save_replay
 from dbregress.store.run import read_record
 from tests.unit.test_history import make_run, replay
 

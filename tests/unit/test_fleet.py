@@ -14,7 +14,7 @@ from dbregress.errors import StoreError
 from dbregress.fleet.host import identity_group, noisy_hosts, unlike
 from dbregress.fleet.ship import Receiver, ShippingWriter
 from dbregress.lab import load_lab
-from dbregress.store.records import StepResult
+from dbregress.records import StepResult
 from dbregress.store.run import RunWriter
 from tests.step_records import native
 

@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 
 from dbregress import configs
 from dbregress.benchmark_sizes import INSERT_STEPS, KV_STEPS
-from dbregress.benchmarks.micro_names import GROUPS
 from dbregress.engines.base import Sizes
 from dbregress.errors import DbregressError
 from dbregress.lab import Lab, load_lab
 from dbregress.lab_columns import LABEL_RE
+from dbregress.micro_names import GROUPS
 
 MICRO_NAMES = [name for names in GROUPS.values() for name in names]
 SQL_BUILDS = [

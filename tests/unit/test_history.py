@@ -24,7 +24,6 @@ import jsonschema
 import pytest
 
 from dbregress.cli import history as cli
-from dbregress.cost.store import save_replay
 from dbregress.errors import DbregressError, StoreError
 from dbregress.imports.common import Measured, Repeat, write_run
 from dbregress.lab import load_lab
@@ -38,6 +37,7 @@ from dbregress.store.history import (
     reindex,
     run_folders,
 )
+from dbregress.store.replays import save_replay
 from dbregress.store.run import RunWriter, read_run
 
 LAB = """\

@@ -33,3 +33,32 @@ def test_a_cycle_is_found(tmp_path: Path) -> None:
     )
     found = [sorted(p.name for p in c) for c in import_graph.all_cycles(tmp_path)]
     assert sorted(found) == [["a.py", "b.py"], ["spec.rs", "x.rs"]]
+
+
+def test_the_layers_hold() -> None:
+    """No import goes up a layer of tools/import_graph.py's LAYERS (imports inside
+    functions included), every unit is in a layer, and no packages import each other
+    round a cycle."""
+    up, unknown, between = import_graph.layer_problems(ROOT)
+    assert not up, "upward imports (move the shared part down): " + "; ".join(up)
+    assert not unknown, f"units in no layer (add them to LAYERS): {unknown}"
+    assert not between, f"cycles between packages: {between}"
+
+
+def test_an_upward_import_and_a_cycle_between_packages_are_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "src" / "dbregress"
+    for sub in ("top", "low", "left", "right"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "top" / "a.py").write_text("from dbregress.low import b\n")
+    (pkg / "low" / "b.py").write_text("def f():\n    from dbregress.top.a import x\n")
+    (pkg / "left" / "c.py").write_text("from dbregress.right import d\n")
+    (pkg / "right" / "d.py").write_text("from dbregress.left.e import y\n")
+    (pkg / "left" / "e.py").write_text("")
+    (pkg / "stray.py").write_text("")
+    layers = (("top", ("top",)), ("middle", ("left", "right")), ("low", ("low", "__init__")))
+    up, unknown, between = import_graph.layer_problems(tmp_path, layers)
+    assert up == ["src/dbregress/low/b.py -> src/dbregress/top/a.py"]
+    assert unknown == ["stray"]
+    assert sorted(between) == [["left", "right"], ["low", "top"]]  # the upward one too

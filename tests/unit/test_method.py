@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 
 from dbregress import method
-from dbregress.benchmarks.micro_names import WRITES
+from dbregress.analysis import state
+from dbregress.collect.valgrind import CACHES
 from dbregress.cost.lane import LANE_SIZING
-from dbregress.explain import jobs, state
+from dbregress.explain import jobs
 from dbregress.explain.threads import QUIET_MYSQL
-from dbregress.explain.valgrind import CACHES
+from dbregress.micro_names import WRITES
 from dbregress.store.files import write_json
 from dbregress.store.history import History, reindex
 from dbregress.store.run import read_record

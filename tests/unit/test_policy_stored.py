@@ -10,8 +10,8 @@ from pathlib import Path
 import jsonschema
 
 from dbregress.cli.report import write_report
-from dbregress.cost.store import save_lane, save_replay
 from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.store.replays import save_lane, save_replay
 from dbregress.store.run import RunWriter, read_record
 from tests.step_records import native
 from tests.unit.test_history import replay

@@ -10,7 +10,7 @@ import pytest
 
 from dbregress.errors import StoreError
 from dbregress.imports.common import Measured, step_result
-from dbregress.store.records import JobId, NotAStepResult, StepError, StepResult
+from dbregress.records import JobId, NotAStepResult, StepError, StepResult
 from dbregress.store.run import read_run
 from tests.step_records import QUIET, native
 from tests.unit.test_report import fixture_run

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from dbregress.analysis import state
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.cost.lane import LANE_SIZING
-from dbregress.explain import state
 from dbregress.explain.explainer import timed_middle, windows
 from dbregress.lab import Lab, load_lab
 

@@ -20,7 +20,7 @@ from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.paired import paired_all
 from dbregress.analysis.verdict import Comparison, Policy, compare_all
 from dbregress.lab import VerdictPolicy
-from dbregress.store.records import JobId
+from dbregress.records import JobId
 
 Key = tuple[str, str, str]  # (comparison, column, step)
 

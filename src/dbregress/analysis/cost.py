@@ -50,9 +50,8 @@ from typing import Any
 
 from scipy import stats as sps
 
-from dbregress.analysis import stats
-from dbregress.explain import state
-from dbregress.explain.state import SideState
+from dbregress.analysis import state, stats
+from dbregress.analysis.state import SideState
 from dbregress.lab import VerdictPolicy
 
 Key = tuple[str, str, str]  # (comparison, column, step)
@@ -123,7 +122,7 @@ class CostComparison:
     noise: float | None = None  # the sd of log counts each side's variance was floored at
     noise_from: str = ""  # which measurement gave it (run, calibration, history, ...)
     # (base, column): the counted windows' engine state against the timed window's
-    # (explain/state.py); a side whose state differs makes the verdict `undecided`
+    # (analysis/state.py); a side whose state differs makes the verdict `undecided`
     state: tuple[SideState | None, SideState | None] = (None, None)
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dbregress.benchmarks.micro_names import PRE, READS, WRITES, loadgen_step
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab import MicroSizes
+from dbregress.micro_names import PRE, READS, WRITES, loadgen_step
 
 LAST = ("delete", "insert")  # they change the table's size, so they run at the very end
 

@@ -20,9 +20,9 @@ from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
 from dbregress.cli.report import FORMATS, add_fail_on, gate
 from dbregress.errors import DbregressError
+from dbregress.records import JobId, StepResult
 from dbregress.report import json_report, markdown
 from dbregress.report import verdict_tables as vt
-from dbregress.store.records import JobId, StepResult
 from dbregress.store.run import RunData, read_run, resolve_run
 
 Steps = dict[str, list[dict[str, Any]]]

@@ -11,7 +11,7 @@ from typing import Any
 
 from dbregress import interrupts
 from dbregress.explain.explainer import Request, explain
-from dbregress.explain.report import causes_text
+from dbregress.report.explanations import causes_text
 from dbregress.store.run import resolve_run
 
 

@@ -13,12 +13,12 @@ from dbregress.analysis.compare import RunVerdicts, compare_run, lane_gaps
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
-from dbregress.cost.store import load_lane, load_replays
 from dbregress.errors import DbregressError
 from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
+from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import RunData, read_record, read_run, resolve_run
 
 FORMATS = ("md", "html", "json", "tsv", "csv")

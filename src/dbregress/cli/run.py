@@ -11,10 +11,10 @@ from dbregress import interrupts
 from dbregress.cli import progress
 from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
+from dbregress.collect.valgrind import require as require_valgrind
 from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import Request, explain, require_explainable
-from dbregress.explain.valgrind import require as require_valgrind
 from dbregress.fleet.coordinator import FleetRunner
 from dbregress.lab import load_lab
 from dbregress.runner import Runner

@@ -34,10 +34,10 @@ from typing import Any
 
 from dbregress import benchmarks, method, provision
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
-from dbregress.cost import store
+from dbregress.collect import valgrind
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted, LabError
-from dbregress.explain import jobs, valgrind
+from dbregress.explain import jobs
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.threads import QUIET_MYSQL
@@ -45,6 +45,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
 from dbregress.runner import run_work_dir
+from dbregress.store import replays as replay_store
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run
 
@@ -74,7 +75,7 @@ KEPT = (
     "wall_s",
     "objects",  # instructions per operation by object file (the server, libc, ...)
     # the engine's state over the counted and the timed window, and whether they differ
-    # (explain/state.py): a step with a state_mismatch gets no verdict
+    # (analysis/state.py): a step with a state_mismatch gets no verdict
     "engine_state",
     "state_mismatch",
 )
@@ -159,7 +160,7 @@ class Lane:
         self.builds[column.label] = provision.fetch(column.build)
 
     def _finished(self, label: str) -> list[dict[str, Any]]:
-        return [r for r in store.load_replays(self.run) if r["column"] == label]
+        return [r for r in replay_store.load_replays(self.run) if r["column"] == label]
 
     def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
         """The replays wanted of a column and the steps the added ones count (None:
@@ -260,7 +261,7 @@ class Lane:
                 )
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
-        store.save_lane(
+        replay_store.save_lane(
             self.run,
             {
                 "kind": "cost-lane",
@@ -297,7 +298,7 @@ class Lane:
                 name = e.args[0] if e.args else "SIGINT"
                 raise Interrupted(
                     f"interrupted ({name}) in the cost lane; finished replays are in "
-                    f"{self.run / store.COST_DIR}; continue with `dbregress run --resume "
+                    f"{self.run / replay_store.COST_DIR}; continue with `dbregress run --resume "
                     f"{self.run}`"
                 ) from None
 
@@ -311,7 +312,7 @@ class Lane:
         label = replay.column.label
         column = [c.label for c in self.lab.columns].index(label)
         work = self.root / f"{column}.{replay.number}"
-        out = self.run / store.COST_DIR / label / f"r{replay.number}"
+        out = self.run / replay_store.COST_DIR / label / f"r{replay.number}"
         record = count_replay(
             self.lab, replay, self.builds[label], self.choices[label], work, out, self.cancelled
         )
@@ -321,7 +322,7 @@ class Lane:
     def _keep(self, replay: Replay, record: dict[str, Any]) -> None:
         """A finished replay's record: stored, indexed, told."""
         label = replay.column.label
-        store.save_replay(self.run, label, replay.number, record)
+        replay_store.save_replay(self.run, label, replay.number, record)
         index_into(
             self.run.parent,
             lambda h: h.index_replay(self.run, record),

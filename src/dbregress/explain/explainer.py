@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, provision
+from dbregress.analysis import state
 from dbregress.analysis.compare import compare_run, measured, usable
-from dbregress.collect import pmu
+from dbregress.collect import pmu, valgrind
 from dbregress.errors import DbregressError
-from dbregress.explain import flame, jobs, state, valgrind
+from dbregress.explain import flame, jobs
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
 from dbregress.lab import Comparison, Lab, load_lab
@@ -127,7 +128,7 @@ class Sizing:
     timed_middle: bool = True
     # With timed_middle: an engine that reports its cache's state (RocksDB) opens the
     # window as soon as its block cache is as warm as the base's timed window had it
-    # (explain/state.py, until_rate); the middle stays the latest it opens.
+    # (analysis/state.py, until_rate); the middle stays the latest it opens.
     warm_until_state: bool = True
 
 

@@ -25,16 +25,17 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks, prepare
-from dbregress.benchmarks.micro_names import WRITES
+from dbregress.analysis import state
+from dbregress.analysis.state import CacheState
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import pmu
 from dbregress.collect.perfctl import PerfControl, PerfError
 from dbregress.collect.proc import tree_pids
+from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import Engine
-from dbregress.explain import callgrind, flame, state
+from dbregress.explain import callgrind, flame
 from dbregress.explain.flame import FlameError
-from dbregress.explain.state import CacheState
 from dbregress.explain.stepper import Hooks, Stepped, drive
 from dbregress.explain.threads import (
     QUIET_MYSQL,
@@ -42,9 +43,9 @@ from dbregress.explain.threads import (
     client_binary,
     split_connection_threads,
 )
-from dbregress.explain.valgrind import Callgrind
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.loadgen import Loadgen
+from dbregress.micro_names import WRITES
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
 from dbregress.runner import make_engine

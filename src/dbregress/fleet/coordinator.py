@@ -44,8 +44,8 @@ from dbregress.fleet.ship import Receiver
 from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
 from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Lab
+from dbregress.records import StepResult
 from dbregress.runner import ESTIMATE_AFTER, ProgressFn, Runner, _few
-from dbregress.store.records import StepResult
 
 RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
 

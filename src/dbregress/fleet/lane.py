@@ -21,11 +21,11 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from dbregress.cost import store
 from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
 from dbregress.fleet.ship import inside
 from dbregress.lab import Column, Lab, load_lab
+from dbregress.store import replays as replay_store
 from dbregress.store.files import write_atomic
 
 CPUS = "cpus"  # a worker has as many as its host has CPUs; a replay takes one
@@ -121,7 +121,7 @@ class FleetLane(Lane):
             name = e.args[0] if e.args else "SIGINT"
             raise Interrupted(
                 f"interrupted ({name}) in the cost lane; finished replays are in "
-                f"{self.run / store.COST_DIR}; continue with `dbregress run --resume "
+                f"{self.run / replay_store.COST_DIR}; continue with `dbregress run --resume "
                 f"{self.run} --scheduler ADDR`"
             ) from None
 
@@ -168,7 +168,7 @@ def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
         if record is None:
             return None
         record["host"] = me["name"]
-        rel_root = Path(store.COST_DIR) / column.label / f"r{replay.number}"
+        rel_root = Path(replay_store.COST_DIR) / column.label / f"r{replay.number}"
         files = {
             str(rel_root / f.relative_to(out)): f.read_bytes()
             for f in sorted(out.rglob("*"))

@@ -25,8 +25,8 @@ from typing import Any
 
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
+from dbregress.records import StepResult
 from dbregress.store.files import write_atomic
-from dbregress.store.records import StepResult
 from dbregress.store.run import RunWriter
 
 Message = dict[str, Any]

@@ -28,8 +28,8 @@ from typing import Any
 from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.lab import VerdictPolicy
+from dbregress.records import JobId, StepResult
 from dbregress.store.files import write_json
-from dbregress.store.records import JobId, StepResult
 from dbregress.store.run import SCHEMA_VERSION
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.

@@ -24,10 +24,10 @@ from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
+from dbregress.records import JobId
 from dbregress.report import changes, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
-from dbregress.store.records import JobId
 from dbregress.store.run import RunData
 from dbregress.store.series import (
     StepFiles,

@@ -280,7 +280,7 @@ def explanations(
     """The Explanations section, when the run folder holds explain/explain.json."""
     if explain is None:
         return []
-    from dbregress.explain.report import section
+    from dbregress.report.explanations import section
 
     return section(explain, record, v)
 

@@ -7,12 +7,12 @@ import statistics
 from collections.abc import Mapping
 from typing import Any
 
+from dbregress.analysis import state
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import Comparison
 from dbregress.collect.hostprobe import describe
-from dbregress.explain import state
 
 # A mark says what the verdict claims, never what a single number looks like.
 QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
@@ -367,7 +367,7 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
 
 def _state(c: CostComparison) -> list[str]:
     """The block-cache data hit rate of each side's counted windows and of its timed
-    window, and whether they met (explain/state.py)."""
+    window, and whether they met (analysis/state.py)."""
 
     def rate(value: float | None) -> str:
         return "-" if value is None else f"{value:.1%}"

@@ -45,8 +45,8 @@ from typing import Any, Literal, Protocol
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
-from dbregress.cost.store import load_replays
 from dbregress.errors import StoreError
+from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
 from dbregress.store.series import step_index
 

@@ -23,8 +23,8 @@ from typing import Any
 from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
+from dbregress.records import JobId, NotAStepResult, StepResult
 from dbregress.store.files import sibling, write_atomic, write_json
-from dbregress.store.records import JobId, NotAStepResult, StepResult
 
 SCHEMA_VERSION = 1
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
