@@ -362,43 +362,10 @@ def _build(
     log = logs / f"{final.name}.log"
     log.write_text("")  # this attempt's output only: its error line is the one reported
     started = time.monotonic()
+    ccache = shutil.which("ccache")
     try:
-        tree = src.path
-        if commit:
-            tree = work / "src"
-            tree.mkdir()
-            _export(src.path, commit, tree, log)
-        chosen = _patches(spec, how, tree)
-        if chosen and not commit:  # patch a copy: the user's tree stays as it is
-            tree = work / "src"
-            shutil.copytree(
-                src.path, tree, symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS)
-            )
-        for patch in chosen:
-            name = Path(patch["file"]).name
-            args = ["patch", "-p1", "--batch", "--forward", "-i", patch["file"]]
-            _step(f"patch {name}", args, tree, dict(os.environ), log, spec)
-        build = work / "build"
-        build.mkdir()
-        env = dict(os.environ)
-        ccache = shutil.which("ccache")
-        if ccache:
-            env["CCACHE_DIR"] = str(cache_root() / "ccache")
-            env["CCACHE_BASEDIR"] = str(work.parent)
-        jobs = str(os.cpu_count() or 1)
-        if FAMILY[spec.engine] == "mysql":
-            what, configure = "cmake", _cmake(tree, final, how, cc, ccache)
-        else:
-            env["CC"] = f"{ccache} {cc}" if ccache else cc
-            env["CFLAGS"] = how["cflags"]
-            if how["ldflags"]:
-                env["LDFLAGS"] = how["ldflags"]
-            what, configure = "configure", _configure(tree, final, how)
-        with open(log, "a") as out:
-            out.write(f"# {spec}: {' '.join(configure)}\n# CC={env.get('CC', cc)}\n")
-        _step(what, configure, build, env, log, spec)
-        _step("make", ["make", f"-j{jobs}"], build, env, log, spec)
-        _step("make install", ["make", "install", f"DESTDIR={tmp}"], build, env, log, spec)
+        tree, chosen = _tree(spec, src, how, work, commit, log)
+        _compile(spec, how, cc, ccache, tree, work, tmp, final, log)
         staged = tmp / str(final).lstrip("/")
         for entry in staged.iterdir():
             entry.rename(tmp / entry.name)
@@ -413,6 +380,60 @@ def _build(
         "patches": ", ".join(Path(p["file"]).name for p in chosen),
         "log": str(log),
     }
+
+
+def _tree(
+    spec: BuildSpec, src: SourceSpec, how: dict[str, Any], work: Path, commit: str, log: Path
+) -> tuple[Path, list[dict[str, str]]]:
+    """The tree to build and the patches applied to it: the commit's files exported
+    into `work`, or the user's tree itself, or a copy of it when patches apply."""
+    tree = src.path
+    if commit:
+        tree = work / "src"
+        tree.mkdir()
+        _export(src.path, commit, tree, log)
+    chosen = _patches(spec, how, tree)
+    if chosen and not commit:  # patch a copy: the user's tree stays as it is
+        tree = work / "src"
+        shutil.copytree(src.path, tree, symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS))
+    for patch in chosen:
+        name = Path(patch["file"]).name
+        args = ["patch", "-p1", "--batch", "--forward", "-i", patch["file"]]
+        _step(f"patch {name}", args, tree, dict(os.environ), log, spec)
+    return tree, chosen
+
+
+def _compile(
+    spec: BuildSpec,
+    how: dict[str, Any],
+    cc: str,
+    ccache: str | None,
+    tree: Path,
+    work: Path,
+    tmp: Path,
+    final: Path,
+    log: Path,
+) -> None:
+    """configure (or cmake), make on every core, and install with DESTDIR=tmp."""
+    build = work / "build"
+    build.mkdir()
+    env = dict(os.environ)
+    if ccache:
+        env["CCACHE_DIR"] = str(cache_root() / "ccache")
+        env["CCACHE_BASEDIR"] = str(work.parent)
+    if FAMILY[spec.engine] == "mysql":
+        what, configure = "cmake", _cmake(tree, final, how, cc, ccache)
+    else:
+        env["CC"] = f"{ccache} {cc}" if ccache else cc
+        env["CFLAGS"] = how["cflags"]
+        if how["ldflags"]:
+            env["LDFLAGS"] = how["ldflags"]
+        what, configure = "configure", _configure(tree, final, how)
+    with open(log, "a") as out:
+        out.write(f"# {spec}: {' '.join(configure)}\n# CC={env.get('CC', cc)}\n")
+    _step(what, configure, build, env, log, spec)
+    _step("make", ["make", f"-j{os.cpu_count() or 1}"], build, env, log, spec)
+    _step("make install", ["make", "install", f"DESTDIR={tmp}"], build, env, log, spec)
 
 
 def _configure(tree: Path, final: Path, how: dict[str, Any]) -> list[str]:
