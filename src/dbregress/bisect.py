@@ -75,7 +75,7 @@ class BisectError(DbregressError):
 
 
 @dataclass(frozen=True)
-class Request:
+class BisectRequest:
     builds: tuple[str, ...]  # ordered build specs, good first, bad last
     benchmark: str
     step: str
@@ -101,7 +101,7 @@ class Verdict:
 
 
 @dataclass
-class Point:
+class Probe:
     lo: str
     mid: str
     hi: str
@@ -120,7 +120,7 @@ class Outcome:
     direction: str | None = None
     first_bad: str | None = None
     last_good: str | None = None
-    points: list[Point] = field(default_factory=list)
+    points: list[Probe] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None  # why it ended without an answer
     took_s: float = 0.0
@@ -206,7 +206,7 @@ def release_commit(engine: str, tree: Path, spec: str) -> str:
     )
 
 
-def commits_after(request: Request, outcome: Outcome) -> tuple[str, ...] | None:
+def commits_after(request: BisectRequest, outcome: Outcome) -> tuple[str, ...] | None:
     """Releases, then commits: the source builds between the two adjacent releases the
     registry bisection ended on, or None when there is no second phase."""
     if not request.then_src or not outcome.first_bad or not outcome.last_good:
@@ -231,7 +231,9 @@ def label_of(index: int, spec: str) -> str:
     return f"b{index:02d}-{clean}"
 
 
-def lab_text(request: Request, columns: list[tuple[str, str]], replays: int, name: str) -> str:
+def lab_text(
+    request: BisectRequest, columns: list[tuple[str, str]], replays: int, name: str
+) -> str:
     """The lab of one point: its columns (label, build), the benchmark's sizes, only the
     step (and what it needs) measured and counted."""
     sizes = {**DEFAULT_SIZES[request.benchmark], **request.sizes}
@@ -296,8 +298,8 @@ def _verdict_from(v: dict[str, Any]) -> Verdict:
     return Verdict(str(v["word"]), v.get("ratio"), ci, str(v.get("reason", "")))
 
 
-def _point_from(d: dict[str, Any]) -> Point:
-    return Point(
+def _point_from(d: dict[str, Any]) -> Probe:
+    return Probe(
         lo=str(d["lo"]),
         mid=str(d["mid"]),
         hi=str(d["hi"]),
@@ -311,7 +313,9 @@ def _point_from(d: dict[str, Any]) -> Point:
     )
 
 
-def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[str, Any] | None]:
+def load_state(
+    root: Path,
+) -> tuple[BisectRequest, list[Probe], dict[str, str], dict[str, Any] | None]:
     """A stopped bisection's request, measured points, skipped builds and the point it
     was measuring, from its bisect.json."""
     path = root / "bisect.json"
@@ -324,7 +328,7 @@ def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[s
             "give the folder a `dbregress bisect` printed"
         ) from None
     req["builds"] = tuple(req["builds"])
-    request = Request(**req)
+    request = BisectRequest(**req)
     points = [_point_from(p) for p in state.get("points", [])]
     return request, points, dict(state.get("skipped") or {}), state.get("current")
 
@@ -332,7 +336,7 @@ def load_state(root: Path) -> tuple[Request, list[Point], dict[str, str], dict[s
 class Bisection:
     def __init__(
         self,
-        request: Request,
+        request: BisectRequest,
         root: Path,
         notify: Notify,
         scheduler: str | None = None,
@@ -345,7 +349,7 @@ class Bisection:
         self.builds = list(request.builds)
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
-        self.done: dict[tuple[str, str, str, int], Point] = {}  # measured before a resume
+        self.done: dict[tuple[str, str, str, int], Probe] = {}  # measured before a resume
         self.current: dict[str, Any] | None = None  # the point being measured
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -365,7 +369,7 @@ class Bisection:
         state["current"] = self.current
         write_atomic(self.root / "bisect.json", json.dumps(state, indent=2) + "\n")
 
-    def _measure(self, lo: str, mid: str, hi: str, attempt: int) -> Point:
+    def _measure(self, lo: str, mid: str, hi: str, attempt: int) -> Probe:
         replays = self.request.replays + 3 * (attempt - 1)
         name = f"bisect-{attempt}"
         columns = [(self.labels[b], b) for b in dict.fromkeys((lo, mid, hi))]
@@ -412,10 +416,10 @@ class Bisection:
 
     def _judge(
         self, lab: Lab, run: Path, lo: str, mid: str, hi: str, attempt: int, took: float
-    ) -> Point:
+    ) -> Probe:
         comp, step, lane = lab.comparisons[0].name, self.request.step, self.request.lane
         label = self.labels.__getitem__
-        return Point(
+        return Probe(
             lo=lo,
             mid=mid,
             hi=hi,
@@ -431,7 +435,7 @@ class Bisection:
             took_s=round(took, 1),
         )
 
-    def _point(self, lo: str, mid: str, hi: str) -> Point | None:
+    def _point(self, lo: str, mid: str, hi: str) -> Probe | None:
         """A point measured until decided (or out of attempts); None if a build of it
         could not be fetched or started (it is then skipped)."""
         point = None
@@ -483,7 +487,7 @@ class Bisection:
         label = self.labels[build]
         return bool(failures) and all(str(f.get("where", "")).startswith(label) for f in failures)
 
-    def _decided(self, p: Point) -> bool:
+    def _decided(self, p: Probe) -> bool:
         d = self.outcome.direction
         if d is None:  # the first point: do the ends differ, and which way?
             if p.hi_vs_lo.word == "same":

@@ -56,8 +56,8 @@ class JobId:
 # The stored step result's schema: packaged with the wheel, or the source tree's.
 RESULT_SCHEMA = "step-result.schema.json"
 _PLACES = (
-    Path(__file__).parents[1] / "schema" / RESULT_SCHEMA,
-    Path(__file__).parents[3] / "schema" / RESULT_SCHEMA,
+    Path(__file__).parent / "schema" / RESULT_SCHEMA,
+    Path(__file__).parents[2] / "schema" / RESULT_SCHEMA,
 )
 SCHEMA_VERSION = 1
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dbregress import bisect
-from dbregress.bisect import Bisection, Point, Request, Verdict
+from dbregress.bisect import Bisection, BisectRequest, Probe, Verdict
 from dbregress.errors import BuildNotFound
 
 
@@ -33,13 +33,13 @@ def simulate(
         if builds.index(str(spec)) in unfetchable:
             raise BuildNotFound(f"{spec}: no such build")
 
-    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> Point:
+    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> Probe:
         measured.append(mid)
 
         def v(a: str, b: str) -> Verdict:
             return Verdict(word(level[a], level[b]), level[b] / level[a], None, "simulated")
 
-        return Point(
+        return Probe(
             lo, mid, hi, f"run{len(measured)}", attempt, v(lo, mid), v(hi, mid), v(lo, hi), 0.0
         )
 
@@ -47,7 +47,7 @@ def simulate(
     monkeypatch.setattr(bisect.provision.BuildSpec, "parse", staticmethod(lambda s: s))
     monkeypatch.setattr(Bisection, "_measure", measure)
     monkeypatch.setattr(Bisection, "check_step", lambda self: None)  # parses real specs
-    request = Request(builds=builds, benchmark="kv", step="revrange")
+    request = BisectRequest(builds=builds, benchmark="kv", step="revrange")
     return Bisection(request, Path("/nonexistent-never-written"), lambda _: None), measured
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.cli.report import EXIT_SLOWER, EXIT_UNJUDGED, gate
 from dbregress.lab import VerdictPolicy, load_lab
 from dbregress.store.run import RunWriter, read_record
@@ -35,8 +35,8 @@ query_seconds = 1
 """
 
 
-def _qps(verdict: str) -> dict[tuple[str, str, str], Comparison]:
-    c = Comparison(1.0, (0.98, 1.02), 0.95, 0.5, verdict, 5, 5, None, "")
+def _qps(verdict: str) -> dict[tuple[str, str, str], StepVerdict]:
+    c = StepVerdict(1.0, (0.98, 1.02), 0.95, 0.5, verdict, 5, 5, None, "")
     return {("c", "b", "s0"): c}
 
 

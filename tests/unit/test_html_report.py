@@ -14,7 +14,7 @@ import pytest
 
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import Matrix, matrices
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.cli.report import write_report
 from dbregress.lab import VerdictPolicy
 from dbregress.report import exports, html, svg
@@ -222,7 +222,7 @@ def test_many_columns_get_one_heat_map() -> None:
     labels = [f"c{i}" for i in range(9)]
     steps = ["a", "b"]
     qps = {
-        ("x", lb, s): Comparison(0.8, (0.7, 0.9), 0.95, 0.01, "slower", 3, 3, None, "r")
+        ("x", lb, s): StepVerdict(0.8, (0.7, 0.9), 0.95, 0.01, "slower", 3, 3, None, "r")
         for lb in labels[1:]
         for s in steps
     }

@@ -356,7 +356,7 @@ def test_releases_then_commits_finds_the_release_tags_in_the_tree(tmp_path: Path
         git(tree, "commit", "-qm", f"commit {n}")
         if tag:
             git(tree, "tag", tag)
-    request = bisect.Request(
+    request = bisect.BisectRequest(
         builds=("postgres@15.1.0", "postgres@15.2.0"),
         benchmark="insert",
         step="qp100",

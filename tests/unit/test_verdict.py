@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dbregress.analysis.metrics import Better
-from dbregress.analysis.verdict import Comparison, Policy, compare_all, repeats_to_decide
+from dbregress.analysis.verdict import Policy, StepVerdict, compare_all, repeats_to_decide
 
 POLICY = Policy()
 Samples = dict[int, tuple[list[float], list[float]]]
@@ -16,7 +16,7 @@ Samples = dict[int, tuple[list[float], list[float]]]
 
 def one(
     base: list[float], other: list[float], better: Better = "higher", metric: bool = False
-) -> Comparison:
+) -> StepVerdict:
     return compare_all({"k": (base, other)}, POLICY, better, metric=metric)["k"]
 
 

@@ -18,7 +18,7 @@ from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.paired import paired_all
-from dbregress.analysis.verdict import Comparison, Policy, compare_all
+from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId
 
@@ -58,8 +58,8 @@ class Disturbed:
 @dataclass(frozen=True)
 class RunVerdicts:
     policy: VerdictPolicy
-    qps: dict[Key, Comparison]
-    metrics: dict[str, dict[Key, Comparison]]  # metric key -> verdicts
+    qps: dict[Key, StepVerdict]
+    metrics: dict[str, dict[Key, StepVerdict]]  # metric key -> verdicts
     disturbed: list[Disturbed] = field(default_factory=list)
     cost: CostVerdicts | None = None  # the cost lane's, where the run has one
     changes: RunChanges | None = None  # change points, where the run has a series
@@ -72,7 +72,7 @@ class RunVerdicts:
     def cost_metric(self, metric: str, key: Key) -> CostComparison | None:
         return self.cost.metrics.get(metric, {}).get(key) if self.cost is not None else None
 
-    def for_comparison(self, name: str) -> dict[tuple[str, str], Comparison]:
+    def for_comparison(self, name: str) -> dict[tuple[str, str], StepVerdict]:
         """(column, step) -> QPS verdict of one comparison."""
         return {(col, step): c for (comp, col, step), c in self.qps.items() if comp == name}
 

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from scipy import stats as sps
 
 from dbregress.analysis import stats
-from dbregress.analysis.verdict import Comparison, Policy, usable
+from dbregress.analysis.verdict import Policy, StepVerdict, usable
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -68,7 +68,7 @@ def _pct(confidence: float) -> str:
 
 def paired_all(
     samples: Mapping[Key, Sequence[float | None]], policy: Policy
-) -> dict[Key, Comparison]:
+) -> dict[Key, StepVerdict]:
     """A QPS verdict for every key from its repeats' paired ratios (column / base).
     Benjamini-Hochberg runs over all keys given: pass one lab's at once."""
     ratios = {k: usable(v) for k, v in samples.items()}
@@ -85,13 +85,13 @@ def paired_all(
         p = float(2 * sps.t.sf(abs(mean) / se, n - 1)) if se > 0 else float(mean == 0)
         tests[k] = (mean, se, p, n)
     adjusted = dict(zip(tests, stats.bh_adjusted([t[2] for t in tests.values()]), strict=True))
-    out: dict[Key, Comparison] = {}
+    out: dict[Key, StepVerdict] = {}
     for k, r in ratios.items():
         n = len(r)
         if k not in tests:
             ratio = r[0] if r else None
             why = "no paired repeats" if not r else "only 1 paired repeat"
-            out[k] = Comparison(ratio, None, None, None, "undecided", n, n, None, why)
+            out[k] = StepVerdict(ratio, None, None, None, "undecided", n, n, None, why)
             continue
         mean, se, p, n = tests[k]
         q = adjusted[k]
@@ -104,19 +104,19 @@ def paired_all(
         band = f"±{policy.band * 100:g}%"
         if lo >= 1 - policy.band and hi <= 1 + policy.band:
             why = f"{_pct(1 - 2 * policy.alpha)} CI {lo:.3f}-{hi:.3f} inside {band} (paired)"
-            out[k] = Comparison(ratio, ci, conf, p, "same", n, n, None, why)
+            out[k] = StepVerdict(ratio, ci, conf, p, "same", n, n, None, why)
             continue
         test = f"paired t p={p:.2g} (BH-adjusted {q:.2g}), {n} repeats"
         if q <= policy.alpha and mean != 0:
             word = "faster" if mean > 0 else "slower"
             effect = "better" if mean > 0 else "worse"
-            out[k] = Comparison(ratio, ci, conf, p, word, n, n, None, test, effect)
+            out[k] = StepVerdict(ratio, ci, conf, p, word, n, n, None, test, effect)
             continue
         more = _more_repeats(mean, se * math.sqrt(n), n, policy)
         parts = [test, f"{_pct(1 - 2 * policy.alpha)} CI {lo:.3f}-{hi:.3f} not inside {band}"]
         if more is not None:
             parts.append(f"~{n + more} repeats would probably decide")
-        out[k] = Comparison(ratio, ci, conf, p, "undecided", n, n, more, "; ".join(parts))
+        out[k] = StepVerdict(ratio, ci, conf, p, "undecided", n, n, more, "; ".join(parts))
     return out
 
 

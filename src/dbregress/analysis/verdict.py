@@ -28,7 +28,7 @@ _Z = NormalDist()
 
 
 @dataclass(frozen=True)
-class Comparison:
+class StepVerdict:
     """One (step, column) against the base, one metric."""
 
     ratio: float | None  # exp(Hodges-Lehmann shift of the logs); None if a side has no samples
@@ -135,10 +135,10 @@ def _judge(
     policy: Policy,
     better: Better,
     metric: bool,
-) -> Comparison:
+) -> StepVerdict:
     nb, no = len(e.x), len(e.y)
     if e.shift is None:
-        return Comparison(None, None, None, None, "undecided", nb, no, None, _few(e))
+        return StepVerdict(None, None, None, None, "undecided", nb, no, None, _few(e))
 
     def more() -> int | None:
         assert e.shift is not None
@@ -151,20 +151,20 @@ def _judge(
 
     ratio = math.exp(e.shift)
     if e.test is None or e.ci is None or e.tost is None or adjusted is None:
-        return Comparison(ratio, None, None, None, "undecided", nb, no, more(), _few(e))
+        return StepVerdict(ratio, None, None, None, "undecided", nb, no, more(), _few(e))
     ci, p = (e.ci[0], e.ci[1]), e.test.p
     lo, hi, conf = e.tost
     band = f"±{policy.band * 100:g}%"
     tost_reach = conf >= (1 - 2 * policy.alpha) * (1 - 1e-9)
     if tost_reach and lo >= 1 - policy.band and hi <= 1 + policy.band:
         why = f"{_pct(conf)} CI {lo:.3f}-{hi:.3f} inside {band}"
-        return Comparison(ratio, ci, e.ci[2], p, "same", nb, no, None, why)
+        return StepVerdict(ratio, ci, e.ci[2], p, "same", nb, no, None, why)
     test = f"Mann-Whitney p={p:.2g} (BH-adjusted {adjusted:.2g})"
     if e.test.method != "exact":
         test += f", ties: {e.test.method}"
     if adjusted <= policy.alpha and e.shift != 0:
         word, effect = _direction(e.shift, better, metric)
-        return Comparison(ratio, ci, e.ci[2], p, word, nb, no, None, test, effect)
+        return StepVerdict(ratio, ci, e.ci[2], p, word, nb, no, None, test, effect)
     parts, limits = [test], []
     if tost_reach:
         parts.append(f"{_pct(conf)} CI {lo:.3f}-{hi:.3f} not inside {band}")
@@ -177,7 +177,7 @@ def _judge(
     extra = more()
     if extra is not None:
         parts.append(f"~{min(nb, no) + extra} per side would probably decide")
-    return Comparison(ratio, ci, e.ci[2], p, "undecided", nb, no, extra, "; ".join(parts))
+    return StepVerdict(ratio, ci, e.ci[2], p, "undecided", nb, no, extra, "; ".join(parts))
 
 
 def compare_all(
@@ -186,7 +186,7 @@ def compare_all(
     better: Better = "higher",
     *,
     metric: bool = False,
-) -> dict[Key, Comparison]:
+) -> dict[Key, StepVerdict]:
     """A verdict for every key from its (base samples, column samples).
 
     Benjamini-Hochberg runs over the p-values of all keys given, so pass one lab's QPS at

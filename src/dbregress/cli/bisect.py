@@ -15,8 +15,8 @@ from dbregress.bisect import (
     LANES,
     BisectError,
     Bisection,
+    BisectRequest,
     Outcome,
-    Request,
     commits_after,
     registry_builds,
     source_builds,
@@ -113,7 +113,7 @@ def _sizes(items: list[str]) -> dict[str, Any]:
     return out
 
 
-def request_of(args: argparse.Namespace) -> Request:
+def request_of(args: argparse.Namespace) -> BisectRequest:
     then: dict[str, Any] = {}
     if args.src and args.good and args.bad and "@" in args.good and "@" in args.bad:
         # releases first, then the commits between the adjacent two
@@ -150,7 +150,7 @@ def request_of(args: argparse.Namespace) -> Request:
     benchmark = args.benchmark or DEFAULT_BENCHMARK.get(engine, "insert")
     if not 2 <= args.replays <= 20:
         raise LabError(f"--replays {args.replays}: give 2 to 20")
-    return Request(
+    return BisectRequest(
         builds=builds,
         benchmark=benchmark,
         step=args.step,
@@ -273,7 +273,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _commits(
-    request: Request, builds: tuple[str, ...], root: Path, notify: Any, args: argparse.Namespace
+    request: BisectRequest,
+    builds: tuple[str, ...],
+    root: Path,
+    notify: Any,
+    args: argparse.Namespace,
 ) -> Outcome:
     """The second phase of releases-then-commits: the commits between the two adjacent
     releases, measured as the releases were (resumed when its folder holds a state)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import interrupts
-from dbregress.explain.explainer import Request, explain
+from dbregress.explain.explainer import ExplainRequest, explain
 from dbregress.report.explanations import causes_text
 from dbregress.store.run import resolve_run
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("dbregress explain: --ops must be at least 1")
     interrupts.install()
     path = resolve_run(args.run, args.results)
-    request = Request(
+    request = ExplainRequest(
         run=path,
         steps=tuple(args.step),
         columns=tuple(args.column),

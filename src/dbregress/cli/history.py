@@ -33,7 +33,7 @@ from dbregress.lab import VerdictPolicy, load_lab
 from dbregress.report.verdict_tables import table
 from dbregress.store.history import (
     History,
-    Point,
+    SeriesPoint,
     StepSeries,
     history_path,
     level,
@@ -97,7 +97,7 @@ def _date(started: str | None) -> str:
     return started.replace("T", " ")[:16] if started else "-"
 
 
-def _host(p: Point) -> str:
+def _host(p: SeriesPoint) -> str:
     return p.hostname or (p.host or "unknown")
 
 
@@ -129,9 +129,9 @@ def _tables(series: list[StepSeries]) -> dict[tuple[str, str, str | None], list[
     return out
 
 
-def _rows(group: Sequence[StepSeries]) -> list[tuple[str, Point]]:
+def _rows(group: Sequence[StepSeries]) -> list[tuple[str, SeriesPoint]]:
     """(run id, a point of that run) for every run of a table, oldest first."""
-    runs: dict[str, Point] = {}
+    runs: dict[str, SeriesPoint] = {}
     for s in group:
         for p in s.points:
             runs.setdefault(p.run_id, p)

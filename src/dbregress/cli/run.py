@@ -14,7 +14,7 @@ from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.collect.valgrind import require as require_valgrind
 from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
-from dbregress.explain.explainer import Request, explain, require_explainable
+from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
 from dbregress.fleet.coordinator import FleetRunner
 from dbregress.lab import load_lab
 from dbregress.runner import Runner
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
             run_lane(runner.path, lab, say)
         if lab.explain:
             written = explain(
-                Request(run=runner.path, steps=(), columns=(), ops=None, profile=True),
+                ExplainRequest(run=runner.path, steps=(), columns=(), ops=None, profile=True),
                 lambda line: print(line, file=sys.stderr, flush=True),
             )
             print(f"Explanations: {written}", file=sys.stderr)

@@ -58,7 +58,7 @@ def require_explainable(lab: Lab) -> None:
 
 
 @dataclass(frozen=True)
-class Request:
+class ExplainRequest:
     run: Path
     steps: tuple[str, ...] = ()  # () = the slower ones, else all
     columns: tuple[str, ...] = ()  # () = every column of each comparison, base included
@@ -183,7 +183,7 @@ def sizing_results(data: RunData) -> list[dict[str, Any]]:
     ]
 
 
-def explain(request: Request, notify: Notify) -> Path:
+def explain(request: ExplainRequest, notify: Notify) -> Path:
     """Runs every job; returns the path of explain.json."""
     valgrind.require()
     data = read_run(request.run)
@@ -309,7 +309,7 @@ def timed_middle(
 
 
 def _column_job(
-    request: Request, lab: Lab, comp: Comparison, label: str, choices: dict[str, Choice]
+    request: ExplainRequest, lab: Lab, comp: Comparison, label: str, choices: dict[str, Choice]
 ) -> ColumnJob:
     column = next(c for c in comp.columns if c.label == label)
     work = run_work_dir(request.run.name, "explain") / short_name(f"{comp.name}/{label}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, compare_run
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.explain import cause
 from dbregress.explain.store import load
 from dbregress.report.verdict_tables import table
@@ -38,7 +38,7 @@ def _signed(v: float) -> str:
     return ("+" if v > 0 else "") + _num(v)
 
 
-def _change(c: Comparison | None) -> cause.Change:
+def _change(c: StepVerdict | None) -> cause.Change:
     if c is None:
         return cause.Change("undecided")
     return cause.Change(c.verdict, c.ratio, c.ci)

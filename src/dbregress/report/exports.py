@@ -21,7 +21,7 @@ from typing import Any
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 
 
 def _column_names(record: dict[str, Any]) -> dict[str, str]:
@@ -35,7 +35,7 @@ def _qps(cell: Cell) -> str:
     return f"{cell.qps:.0f}" if abs(cell.qps) >= 100 else f"{cell.qps:.3g}"
 
 
-def _ratio(c: Comparison | None) -> str:
+def _ratio(c: StepVerdict | None) -> str:
     if c is None or c.ratio is None:
         return "-"
     return "inf" if math.isinf(c.ratio) else f"{c.ratio:.2f}"
@@ -84,7 +84,7 @@ def _num(value: float | None) -> str:
     return repr(float(value)) if math.isfinite(value) else ("inf" if value > 0 else "-inf")
 
 
-def _triple(c: Comparison | CostComparison | None) -> list[str]:
+def _triple(c: StepVerdict | CostComparison | None) -> list[str]:
     if c is None:
         return ["", "", "", ""]
     low, high = c.ci if c.ci is not None else (None, None)

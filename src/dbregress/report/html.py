@@ -23,7 +23,7 @@ from dbregress.analysis.cost import CostComparison
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.records import JobId
 from dbregress.report import changes, svg
 from dbregress.report import verdict_tables as vt
@@ -89,11 +89,11 @@ def _env() -> Environment:
     )
 
 
-def _ci(c: Comparison) -> str:
+def _ci(c: StepVerdict) -> str:
     return f"[{c.ci[0]:.2f}, {c.ci[1]:.2f}]" if c.ci is not None else ""
 
 
-def _ratio(c: Comparison | None, marks: dict[str, str], css: str) -> Cell:
+def _ratio(c: StepVerdict | None, marks: dict[str, str], css: str) -> Cell:
     if c is None or c.ratio is None:
         return Cell("-")
     title = f"{c.verdict}: {c.reason}; repeats {c.n_base}/{c.n_other}"
@@ -103,11 +103,11 @@ def _ratio(c: Comparison | None, marks: dict[str, str], css: str) -> Cell:
     return Cell(f"{ratio} {marks.get(c.verdict, '?')}", _ci(c), css, title)
 
 
-def qps_ratio_cell(c: Comparison | None) -> Cell:
+def qps_ratio_cell(c: StepVerdict | None) -> Cell:
     return _ratio(c, vt.QPS_MARKS, f"v-{c.verdict}" if c else "")
 
 
-def metric_ratio_cell(c: Comparison | None, mt: Metric) -> Cell:
+def metric_ratio_cell(c: StepVerdict | None, mt: Metric) -> Cell:
     if c is None:
         return Cell("-")
     worse = (c.verdict == "higher") == (mt.better == "lower")

@@ -7,13 +7,13 @@ from typing import Any
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.report.verdict_tables import reading
 
 FORMAT_VERSION = 1
 
 
-def _triple(c: Comparison) -> dict[str, Any]:
+def _triple(c: StepVerdict) -> dict[str, Any]:
     return {
         "ratio": c.ratio,
         "ci": list(c.ci) if c.ci is not None else None,
@@ -21,7 +21,7 @@ def _triple(c: Comparison) -> dict[str, Any]:
     }
 
 
-def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: Comparison) -> dict[str, Any]:
+def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict) -> dict[str, Any]:
     metrics = {}
     for m in VERDICT_METRICS:
         mc = v.metrics.get(m.key, {}).get((comparison, label, step))

@@ -11,7 +11,7 @@ from dbregress.analysis import state
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
-from dbregress.analysis.verdict import Comparison
+from dbregress.analysis.verdict import StepVerdict
 from dbregress.collect.hostprobe import describe
 
 # A mark says what the verdict claims, never what a single number looks like.
@@ -40,7 +40,7 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [*out, ""]
 
 
-def ratio_text(c: Comparison | None, marks: dict[str, str] = QPS_MARKS) -> str:
+def ratio_text(c: StepVerdict | None, marks: dict[str, str] = QPS_MARKS) -> str:
     if c is None or c.ratio is None:
         return "-"
     text = f"{c.ratio:.2f} {marks.get(c.verdict, '?')}"
@@ -57,7 +57,7 @@ def policy_line(v: RunVerdicts) -> str:
     )
 
 
-def counts_line(found: Mapping[tuple[str, str], Comparison | CostComparison]) -> str:
+def counts_line(found: Mapping[tuple[str, str], StepVerdict | CostComparison]) -> str:
     counts = {k: 0 for k in QPS_MARKS}
     for c in found.values():
         counts[c.verdict] = counts.get(c.verdict, 0) + 1
@@ -213,7 +213,7 @@ def cost_text(c: CostComparison | None) -> str:
     return text
 
 
-def reading(time: Comparison | None, cost: CostComparison | None) -> str:
+def reading(time: StepVerdict | None, cost: CostComparison | None) -> str:
     """One line that reads the two lanes together where they say different things."""
     t = time.verdict if time is not None else "undecided"
     c = cost.verdict if cost is not None else None
@@ -254,7 +254,7 @@ def lanes_counts(v: RunVerdicts, comparison: str) -> str:
     return f"{line}; cost lane (estimated cycles/op): {counts_line(cost)}"
 
 
-LanePair = tuple[str, str, Comparison | None, CostComparison | None, CostComparison | None]
+LanePair = tuple[str, str, StepVerdict | None, CostComparison | None, CostComparison | None]
 
 
 def lane_pairs(m: Matrix, v: RunVerdicts) -> list[LanePair]:

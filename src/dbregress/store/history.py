@@ -17,7 +17,7 @@ rebuilt from them (`reindex`). What it holds:
   other counts per operation (analysis.cost.COST_METRICS), and the key of the method
   that counted it (the replay's own: on a fleet, the host's).
 
-A series never sets samples of two methods against each other: `Point.method` carries
+A series never sets samples of two methods against each other: `SeriesPoint.method` carries
 the key, and readers cut a series where it changes (`method_segments`).
 
 Every write is one transaction (BEGIN IMMEDIATE ... COMMIT) in write-ahead-log mode: a
@@ -209,7 +209,7 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
-class Point:
+class SeriesPoint:
     """One run's samples of one (step, column): a point of a series."""
 
     run_id: str
@@ -234,7 +234,7 @@ class StepSeries:
     step: str
     column: str
     host: str | None
-    points: tuple[Point, ...]
+    points: tuple[SeriesPoint, ...]
 
     @property
     def key(self) -> tuple[str, str, str, str | None]:
@@ -404,7 +404,7 @@ _COST_INSERT = (
 
 @dataclass
 class _Acc:
-    """A Point being gathered from rows."""
+    """A SeriesPoint being gathered from rows."""
 
     run_id: str
     started: str | None
@@ -416,8 +416,8 @@ class _Acc:
     samples: list[float] = field(default_factory=list)
     left_out: int = 0
 
-    def point(self) -> Point:
-        return Point(
+    def point(self) -> SeriesPoint:
+        return SeriesPoint(
             self.run_id,
             self.started,
             self.host,
@@ -882,7 +882,7 @@ def method_segments(s: StepSeries) -> list[StepSeries]:
     """The series cut where the method that measured it changes: each piece holds
     consecutive runs of one method identity, oldest first. Runs that recorded none (made
     before identities were stored) form pieces of their own."""
-    pieces: list[list[Point]] = []
+    pieces: list[list[SeriesPoint]] = []
     for p in s.points:
         if pieces and pieces[-1][-1].method == p.method:
             pieces[-1].append(p)
