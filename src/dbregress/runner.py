@@ -623,7 +623,3 @@ def _trace(error: BaseException) -> str | None:
 
 class _JobFailed(Exception):
     """A job could not start; already recorded, the lab goes on with the next job."""
-
-
-def run_lab(lab: Lab, results_root: Path, progress: ProgressFn | None = None) -> Path:
-    return Runner(lab, results_root, progress).run()
