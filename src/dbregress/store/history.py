@@ -72,7 +72,7 @@ Lane = Literal["time", "cost"]
 
 
 class Stored(Protocol):
-    """A step result object that gives its stored form (store.records.StepResult)."""
+    """A step result object that gives its stored form (records.StepResult)."""
 
     def to_json(self) -> dict[str, Any]: ...
 
