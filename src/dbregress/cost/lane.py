@@ -67,6 +67,9 @@ Notify = Callable[[str], None]
 LANE_SIZING = Sizing(
     budget_s=0.05, min_ops=50, max_ops=1000, max_fixed_ops=2000, fixed_budget_s=0.02
 )
+# Failed replays run again, at most this many a column (a crash under valgrind that
+# does not come back: EngineCrashed in one replay of an A/B whose others ran clean).
+RETRIES = 2
 # The metrics whose disagreement adds replays: the headline and instructions.
 EXTEND_ON = COST_METRICS[:2]
 # What a replay keeps of explain's figures for each step: no function tables.
@@ -218,18 +221,28 @@ class Lane:
         return self.lab.count_replays_max, frozenset(loose)
 
     def _missing(self) -> list[Replay]:
+        """The replays still to run: up to the column's wanted number of ok ones
+        (_wanted), each failed replay run again under a new number (at most
+        RETRIES a column: an engine that crashed once under valgrind gets another
+        chance; one that always crashes stays failed, with its error stored). A replay
+        that stands for a failed one of the first count_replays counts every step."""
         todo = []
         for comp in self.lab.comparisons:
             for column in comp.columns:
                 if not self.choices.get(column.label):
                     continue
-                have = {r["replay"] for r in self._finished(column.label)}
+                finished = self._finished(column.label)
+                have = {r["replay"] for r in finished}
+                ok = [r for r in finished if r.get("status") == "ok"]
+                retries = min(len(finished) - len(ok), RETRIES)
                 wanted, steps = self._wanted(column.label)
                 first = frozenset(self.lab.count_steps) or None
+                full = sum(1 for r in ok if not r.get("counts_only"))
+                whole = max(0, self.lab.count_replays - full)
+                numbers = [n for n in range(1, wanted + retries + 1) if n not in have]
                 todo += [
-                    Replay(comp, column, n, first if n <= self.lab.count_replays else steps)
-                    for n in range(1, wanted + 1)
-                    if n not in have
+                    Replay(comp, column, n, first if i < whole else steps)
+                    for i, n in enumerate(numbers)
                 ]
         return todo
 
@@ -256,8 +269,9 @@ class Lane:
                 self._planned += len(todo)
                 self.notify(
                     f"cost lane: {len(todo)} more replay(s) of "
-                    f"{', '.join(sorted({r.column.label for r in todo}))}: their replays of "
-                    f"some step disagree beyond ±{self.lab.verdict.cost_band:.0%}"
+                    f"{', '.join(sorted({r.column.label for r in todo}))}: a replay failed, "
+                    f"or their replays of some step disagree beyond "
+                    f"±{self.lab.verdict.cost_band:.0%} or leave it undecided"
                 )
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
