@@ -43,6 +43,7 @@ from dbregress.cost.lane import run_lane
 from dbregress.errors import BuildNotFound, DbregressError, LabError, ProvisionError
 from dbregress.lab import Lab, parse_lab
 from dbregress.provision import source
+from dbregress.provision.versioning import version_key
 from dbregress.runner import Runner
 from dbregress.store.files import write_atomic
 from dbregress.store.replays import load_lane, load_replays
@@ -170,7 +171,7 @@ def source_builds(
 # before 10), MariaDB's mariadb-10.11.5, MySQL's mysql-8.0.28, RocksDB's v9.10.0.
 def release_tags(engine: str, version: str) -> list[str]:
     """The tags release `version` may have in the engine's repository, likeliest first."""
-    parts = [int(x) for x in re.findall(r"\d+", version.split("-")[0])]
+    parts = list(version_key(version.split("-")[0]))
     if not parts:
         return []
     dotted = ".".join(map(str, parts))

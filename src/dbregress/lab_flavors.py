@@ -54,25 +54,22 @@ def read_flavors(top: TableReader) -> Flavors:
 
 
 def _recipe(r: TableReader, family: str, base: Path) -> dict[str, Any]:
-    how: dict[str, Any] = {
-        "cflags": r.get("cflags", str, "-O2"),
-        "ldflags": r.get("ldflags", str, ""),
-    }
-    options = "configure" if family == "postgres" else "cmake"
-    listed = r.get(options, list, [])
-    if not all(isinstance(o, str) for o in listed):
-        raise r.fail(options, "must be a list of strings")
-    how[options] = list(listed)
-    if family == "mysql":
-        how["build_type"] = r.get("build_type", str, "Release")
-    for compiler in ("cc", "cxx") if family == "mysql" else ("cc",):
-        if compiler in r.data:
-            how[compiler] = r.get(compiler, str)
+    """The table's recipe, each key of its family type-checked (a key of the other
+    family, or a misspelt one, is an unknown key), its defaults written by
+    source.normalized as a shipped flavor's are."""
+    raw: dict[str, Any] = {}
+    for key in source.RECIPE_KEYS[family]:
+        if key == "patches" or key not in r.data:
+            continue
+        listed = key in ("configure", "cmake")
+        raw[key] = r.get(key, list if listed else str)
+        if listed and not all(isinstance(o, str) for o in raw[key]):
+            raise r.fail(key, "must be a list of strings")
     patches = r.get("patches", list, [])
     if patches:
-        how["patches"] = [_patch(r, i, p, base) for i, p in enumerate(patches)]
+        raw["patches"] = [_patch(r, i, p, base) for i, p in enumerate(patches)]
     r.reject_unknown()
-    return how
+    return source.normalized(family, raw)
 
 
 def _patch(r: TableReader, i: int, item: Any, base: Path) -> dict[str, str]:
@@ -99,7 +96,7 @@ def attach(
     out = []
     for j, column in enumerate(columns):
         spec = column.build
-        family = source.family_of(spec.engine) if spec.is_source else None
+        family = source.FAMILY.get(spec.engine) if spec.is_source else None
         if family is None:
             out.append(column)
             continue

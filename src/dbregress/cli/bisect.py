@@ -256,20 +256,27 @@ def run(args: argparse.Namespace) -> int:
         f"({request.benchmark}), {request.lane} lane; runs in {root}",
         file=sys.stderr,
     )
+    outcome = _phase(bisection, root, "bisection")
+    commits = commits_after(request, outcome)
+    if commits is not None:
+        _commits(request, commits, root / "commits", notify, args)
+    return 0
+
+
+def _phase(bisection: Bisection, resume_at: Path, what: str) -> Outcome:
+    """Run one bisection to its end and print its path; Ctrl-C says how to resume (the
+    whole bisection's folder), an undecided end where its runs are."""
     try:
         outcome = bisection.run()
     except (Interrupted, KeyboardInterrupt):
         raise Interrupted(
             f"bisection interrupted; every finished run is kept: continue it with "
-            f"`dbregress bisect --resume {root}`"
+            f"`dbregress bisect --resume {resume_at}`"
         ) from None
     print(render(outcome))
     if outcome.stopped and outcome.direction is not None:
-        raise BisectError(f"the bisection stopped undecided; its runs are in {root}")
-    commits = commits_after(request, outcome)
-    if commits is not None:
-        outcome = _commits(request, commits, root / "commits", notify, args)
-    return 0
+        raise BisectError(f"the {what} stopped undecided; its runs are in {bisection.root}")
+    return outcome
 
 
 def _commits(
@@ -292,15 +299,5 @@ def _commits(
         f"runs in {root}",
         file=sys.stderr,
     )
-    try:
-        outcome = bisection.run()
-    except (Interrupted, KeyboardInterrupt):
-        raise Interrupted(
-            f"bisection interrupted; every finished run is kept: continue it with "
-            f"`dbregress bisect --resume {root.parent}`"
-        ) from None
     print()
-    print(render(outcome))
-    if outcome.stopped and outcome.direction is not None:
-        raise BisectError(f"the bisection of the commits stopped undecided; its runs are in {root}")
-    return outcome
+    return _phase(bisection, root.parent, "bisection of the commits")

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
 import subprocess
 import time
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -101,10 +103,14 @@ RECIPE_KEYS = {
     "mysql": ("cc", "cxx", "build_type", "cflags", "ldflags", "cmake", "patches"),
 }
 _RANGE = re.compile(r"^\s*(>=|<=|==|=|>|<)\s*(\d+(?:\.\d+)*)\s*$")
-
-
-def family_of(engine: str) -> str | None:
-    return FAMILY.get(engine)
+_COMPARE = {
+    ">=": operator.ge,
+    ">": operator.gt,
+    "<=": operator.le,
+    "<": operator.lt,
+    "==": operator.eq,
+    "=": operator.eq,
+}
 
 
 def check_range(text: str) -> str | None:
@@ -125,19 +131,11 @@ def in_range(version: tuple[int, ...], text: str) -> bool:
         m = _RANGE.match(part)
         if m is None:
             raise ValueError(check_range(text))
-        op, bound = m.group(1), tuple(int(x) for x in m.group(2).split("."))
+        bound = tuple(int(x) for x in m.group(2).split("."))
         width = max(len(version), len(bound))
         v = version + (0,) * (width - len(version))
         b = bound + (0,) * (width - len(bound))
-        ok = {
-            ">=": v >= b,
-            ">": v > b,
-            "<=": v <= b,
-            "<": v < b,
-            "==": v == b,
-            "=": v == b,
-        }[op]
-        if not ok:
+        if not _COMPARE[m.group(1)](v, b):
             return False
     return True
 
@@ -190,19 +188,26 @@ def recipe(engine: str, flavor: str) -> dict[str, Any]:
             f"unknown flavor {flavor!r} for {engine}; known: {', '.join(sorted(known))} "
             "(docs/engines.md, Builds from source)"
         )
-    r = known[flavor]
-    if FAMILY.get(engine) == "mysql":
-        return {
-            "build_type": str(r.get("build_type", "Release")),
-            "cflags": str(r.get("cflags", "-O2")),
-            "ldflags": str(r.get("ldflags", "")),
-            "cmake": [str(o) for o in r.get("cmake", [])],
-        }
-    return {
+    return normalized(FAMILY.get(engine, engine), known[flavor])
+
+
+def normalized(family: str, r: Mapping[str, Any]) -> dict[str, Any]:
+    """A recipe (a shipped flavor's or a lab's) with its defaults written out, as the
+    build and its cache key read it: -O2, no linker flags, no more options, the MySQL
+    family's build type Release; cc, cxx and patches only when given (so a shipped
+    flavor's key stays what it was)."""
+    options = "cmake" if family == "mysql" else "configure"
+    how: dict[str, Any] = {
         "cflags": str(r.get("cflags", "-O2")),
         "ldflags": str(r.get("ldflags", "")),
-        "configure": [str(o) for o in r.get("configure", [])],
+        options: [str(o) for o in r.get(options, [])],
     }
+    if family == "mysql":
+        how["build_type"] = str(r.get("build_type", "Release"))
+    for key in ("cc", "cxx", "patches"):
+        if key in r:
+            how[key] = r[key]
+    return how
 
 
 def _run(args: list[str], cwd: Path | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
