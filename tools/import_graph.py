@@ -51,7 +51,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "engines, builds, collectors, configs",
         ("engines", "provision", "collect", "configs", "spec_schema"),
     ),
-    ("model", ("errors", "records", "tomlreader", "interrupts", "__init__")),
+    ("model", ("errors", "records", "run_record", "tomlreader", "interrupts", "__init__")),
 )
 
 

@@ -29,8 +29,8 @@ from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId, StepResult
+from dbregress.run_record import RunRecord
 from dbregress.store.files import write_json
-from dbregress.store.run import SCHEMA_VERSION
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
 LATENCY_KEYS = ("min", "mean", "p50", "p95", "p99", "p999", "max")
@@ -157,23 +157,18 @@ def run_record(
     builds = {r.label: r.build for r in reversed(repeats) if r.build}
     versions = {r.label: r.version for r in reversed(repeats) if r.version}
     jobs = number_repeats(repeats)
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "run",
-        "run_id": name,
-        "lab": name,
-        "imported": {
+    return RunRecord(
+        run_id=name,
+        lab=name,
+        imported={
             "kind": kind,
             "files": list(files),
             "imported_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
-        "comparisons": [{"name": kind, "benchmark": benchmark, "labels": labels}],
-        "started_at": None,
-        "finished_at": None,
-        "status": "ok",
-        "host": {},
-        "placement": {"mode": UNKNOWN, "server_cpus": None, "client_cpus": None},
-        "columns": [
+        comparisons=[{"name": kind, "benchmark": benchmark, "labels": labels}],
+        status="ok",
+        placement={"mode": UNKNOWN, "server_cpus": None, "client_cpus": None},
+        columns=[
             {
                 "label": label,
                 "comparison": kind,
@@ -184,8 +179,8 @@ def run_record(
             }
             for i, label in enumerate(labels)
         ],
-        "builds": {lb: {"version_string": v, "source": "import"} for lb, v in versions.items()},
-        "jobs": {
+        builds={lb: {"version_string": v, "source": "import"} for lb, v in versions.items()},
+        jobs={
             str(JobId(label, n)): {
                 "comparison": kind,
                 "build": builds.get(label, UNKNOWN),
@@ -197,17 +192,10 @@ def run_record(
             for label, numbered in jobs.items()
             for n, steps in numbered.items()
         },
-        "failures": [],
-        "repeats": {"min": None, "max": None},
-        "order": None,
-        "seed": None,
-        "warmup_job": False,
-        "verdict_policy": dataclasses.asdict(VerdictPolicy()),
-        "cost_lane": {"planned": False, "why_not": "an imported run has no counting replays"},
-        "inject_slowdown": {},
-        "rounds": [],
-        "page_cache": None,
-    }
+        verdict_policy=dataclasses.asdict(VerdictPolicy()),
+        cost_lane={"planned": False, "why_not": "an imported run has no counting replays"},
+        page_cache=None,
+    ).to_json()
 
 
 def write_run(

@@ -24,9 +24,9 @@ from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import JobId, NotAStepResult, StepResult
+from dbregress.run_record import SCHEMA_VERSION, RunRecord, check_run, upgrade_run
 from dbregress.store.files import sibling, write_atomic, write_json
 
-SCHEMA_VERSION = 1
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
 
 
@@ -45,12 +45,10 @@ class RunWriter:
         path.mkdir(parents=True)
         path.chmod(0o755)
         self.path = path
-        self.record: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "run",
-            "run_id": path.name,
-            "lab": lab.name,
-            "comparisons": [
+        self.record = RunRecord(
+            run_id=path.name,
+            lab=lab.name,
+            comparisons=[
                 {
                     "name": comp.name,
                     "benchmark": comp.benchmark,
@@ -58,12 +56,10 @@ class RunWriter:
                 }
                 for comp in lab.comparisons
             ],
-            "started_at": _now(),
-            "finished_at": None,
-            "status": "running",
-            "host": host,
-            "placement": lab.placement.to_json(),
-            "columns": [
+            started_at=_now(),
+            host=host,
+            placement=lab.placement.to_json(),
+            columns=[
                 {
                     "label": c.label,
                     "comparison": comp.name,
@@ -75,28 +71,21 @@ class RunWriter:
                 for comp in lab.comparisons
                 for i, c in enumerate(comp.columns)
             ],
-            "builds": {},
-            "jobs": {},
-            "failures": [],
-            "repeats": {"min": lab.repeats.minimum, "max": lab.repeats.maximum},
-            "order": lab.order,
-            "schedule": lab.schedule,
-            "slice_ms": lab.slice_ms,
-            "seed": lab.seed,
-            "warmup_job": lab.warmup_job,
-            "verdict_policy": lab.policy_record(),
+            repeats={"min": lab.repeats.minimum, "max": lab.repeats.maximum},
+            order=lab.order,
+            schedule=lab.schedule,
+            slice_ms=lab.slice_ms,
+            seed=lab.seed,
+            warmup_job=lab.warmup_job,
+            verdict_policy=lab.policy_record(),
             # Which lanes this run has, and why not the cost lane when it has none: a
             # gate on a lane that never ran fails instead of passing.
-            "cost_lane": {"planned": lab.counts(), "why_not": lab.why_no_count()},
+            cost_lane={"planned": lab.counts(), "why_not": lab.why_no_count()},
             # How it is measured (dbregress, loadgen, valgrind, libc, cost model, ...):
             # the history draws a boundary where this changes (dbregress/method.py).
-            "method_identity": method.identity(),
-            "inject_slowdown": {
-                c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown
-            },
-            "rounds": [],
-            "page_cache": {"dropped": 0, "failed": None},
-        }
+            method_identity=method.identity(),
+            inject_slowdown={c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown},
+        ).to_json()
         write_atomic(path / "lab.toml", lab.text)
         self._save()
 
@@ -228,6 +217,7 @@ class RunWriter:
         self._save()
 
     def _save(self) -> None:
+        check_run(self.record, str(self.path / "run.json"))
         write_json(self.path / "run.json", self.record)
 
 
@@ -308,8 +298,13 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def read_record(run_dir: Path) -> dict[str, Any]:
-    """run.json of a run folder; StoreError (Damaged) naming the file when it is not one."""
-    return _read_json(run_dir / "run.json")
+    """run.json of a run folder, upgraded to this dbregress's fields and checked against
+    the run schema (run_record.py); StoreError (Damaged, NotARunRecord) naming the file
+    when it is not one."""
+    path = run_dir / "run.json"
+    record = upgrade_run(_read_json(path))
+    check_run(record, str(path))
+    return record
 
 
 def resolve_run(arg: str, root: Path) -> Path:
