@@ -381,8 +381,11 @@ def sections(
         for step in order:
             for label in labels:
                 cell = by_cell.get((label, step))
-                if cell:
-                    _add(section, label, step, cell, found.get(label, base))
+                own = found.get(label)
+                if cell and own is None:
+                    section.absent.append(Absent(step, label, "its run has no device baseline"))
+                elif cell and own is not None:
+                    _add(section, label, step, cell, own)
         out.append(_collapse(section))
     return out
 
