@@ -8,6 +8,7 @@ import shlex
 from typing import Any
 
 from dbregress.analysis.io_efficiency import Baseline, FioFigures, IoRow, IoSection
+from dbregress.report import svg
 from dbregress.report import verdict_tables as vt
 
 TITLE = "### IO efficiency"
@@ -192,4 +193,40 @@ def to_json(section: IoSection) -> dict[str, Any]:
         "rows": rows,
         "absent": [{"step": a.step, "column": a.label, "why": a.why} for a in section.absent],
         "why_not": section.why_not,
+    }
+
+
+def html(section: IoSection | None, colours: dict[str, str]) -> dict[str, Any] | None:
+    """The HTML page's section: the baseline's lines, the table, the chart (IO efficiency
+    per column, measured against the model's; predicted against measured time per
+    operation), the absent steps."""
+    if section is None:
+        return None
+    chart = ""
+    if section.rows:
+        many = len({r.step for r in section.rows}) > 1
+        points = [(f"{r.label} {r.step}" if many else r.label, r) for r in section.rows]
+        efficiency = [
+            svg.DotPair(name, r.efficiency, r.predicted_efficiency, colours.get(r.label, "#333"))
+            for name, r in points
+        ]
+        latency = [
+            svg.DotPair(name, r.measured_us, r.predicted_us, colours.get(r.label, "#333"))
+            for name, r in points
+        ]
+        chart = svg.dot_pairs(efficiency, "IO efficiency (dot) and the model's (ring)", "vs fio")
+        chart += svg.dot_pairs(latency, "µs per operation: measured (dot), predicted (ring)", "µs")
+    b = section.baseline
+    return {
+        "baseline": [ln[2:] if ln.startswith("- ") else ln for ln in baseline_lines(b) if ln]
+        if b is not None and b.absent is None
+        else [],
+        "why_not": section.why_not,
+        "legend": LEGEND,
+        "header": HEADER,
+        "rows": [row_cells(r) for r in section.rows],
+        "chart": chart,
+        "absent": [
+            f"{a.step}{f' ({a.label})' if a.label else ''}: {a.why}" for a in section.absent
+        ],
     }
