@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "execution, storage, analysis",
         (
             "runner",
+            "io_baseline",
             "prepare",
             "step",
             "loadgen",

@@ -164,6 +164,10 @@ class Lab:
     slice_ms: int = 100
     warmup_job: bool = True
     drop_caches: bool | None = None  # None: only for configs that read from storage
+    # fio on the data's filesystem before and after each comparison (io_baseline.py):
+    # None = for comparisons with a column of an IO-bound config (iobuf, iodir)
+    io_baseline: bool | None = None
+    io_baseline_s: int = 10  # each fio run's measured seconds
     aslr: bool = True  # address-space layout randomization for servers and loadgens
     explain: bool = False  # after the run, `dbregress explain` it
     verdict: VerdictPolicy = VerdictPolicy()
@@ -190,6 +194,12 @@ class Lab:
         if missing:
             return f"{' and '.join(missing)} not found on PATH (install valgrind)"
         return None
+
+    def io_bound(self, comparison: Comparison) -> bool:
+        """Whether the comparison's run measures the device beside it (fio)."""
+        if self.io_baseline is not None:
+            return self.io_baseline
+        return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)
 
     def policy_record(self) -> dict[str, Any]:
         """Every setting a verdict of this lab's runs depends on, as run.json stores it:
@@ -277,6 +287,8 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         slice_ms=top.number("slice_ms", 100, low=10, high=10_000, integer=True),
         warmup_job=top.get("warmup_job", bool, True),
         drop_caches=top.get("drop_caches", bool, None),
+        io_baseline=top.get("io_baseline", bool, None),
+        io_baseline_s=top.number("io_baseline_s", 10, low=1, high=3600, integer=True),
         aslr=top.get("aslr", bool, True),
         explain=top.get("explain", bool, False),
         verdict=_verdict(top),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import benchmarks, prepare, provision
+from dbregress import benchmarks, io_baseline, prepare, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
@@ -210,7 +210,8 @@ class Runner:
     def _run_comparison(self, comparison: Comparison, builds: dict[str, Build]) -> None:
         """The warm-up job, then rounds of every column in a seeded random order: the
         minimum number of rounds, then more while a step is undecided and within reach of
-        the maximum."""
+        the maximum. An IO-bound comparison has fio before and after (io_baseline.py)."""
+        self._device_baseline(comparison, builds, "before")
         for job in self.lab.warmup_jobs(comparison):
             self._job(job, builds)
         repeats = self.lab.repeats
@@ -246,6 +247,22 @@ class Runner:
                 f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
                 + which
             )
+        self._device_baseline(comparison, builds, "after")
+
+    def _device_baseline(self, comparison: Comparison, builds: dict[str, Build], when: str) -> None:
+        """fio on the data directories' filesystem with the base column's read pattern,
+        for an IO-bound comparison (io_baseline.py); recorded, never raised."""
+        if not self.lab.io_bound(comparison):
+            return
+        work = run_work_dir(self.writer.path.name, "run")
+        base = comparison.base
+        options = prepare.engine_options(
+            self.lab, comparison, base, work / "fio-engine", work / "fio-engine.log"
+        )
+        engine = make_engine(builds[base.label], options)
+        io_baseline.measure(
+            self.lab, comparison, engine, work / "fio", self.writer, when, self.notify
+        )
 
     def run_unit(self, jobs: list[Job]) -> None:
         """One unit of a lab as a fleet worker runs it, with its builds fetched here: a

@@ -24,7 +24,7 @@ from typing import Any
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
-from dbregress.collect import pmu, window
+from dbregress.collect import diskstats, pmu, window
 from dbregress.collect.hostcpu import cpu_clock
 from dbregress.collect.perfctl import PerfError
 from dbregress.collect.proc import Usage, tree_pids
@@ -95,6 +95,7 @@ class _Stream:
     clock: dict[str, Any] | None = None  # the CPUs' governor and MHz, read in the window
     counted: dict[str, Any] | None = None  # perf stat over the window (collect/pmu.py)
     slices: list[list[float]] = field(default_factory=list)  # interleaved: [t_s, s, q, q_all]
+    device: diskstats.Device = field(default_factory=lambda: diskstats.Device(None, "not read"))
 
 
 def collect_step(
@@ -116,6 +117,7 @@ def collect_step(
     # An embedded engine runs inside the loadgen: its process is the one measured.
     server_pid = None if engine.embedded else engine.server_pid()
     stream = _Stream(float(spec.get("warmup_s", 0)), _cpus(placement))
+    stream.device = _device(engine, turns)
     stream.marks["spawn"] = window.take_mark(server_pid, None, cpus=stream.cpus)
     loadgen = Loadgen(
         spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
@@ -141,6 +143,9 @@ def collect_step(
         loadgen.close()
     assert stream.summary is not None
     result = _result(plan, stream, stream.summary)
+    result["device"] = window.device_window(
+        stream.marks["measuring"], stream.marks["stopped"], stream.device, int(spec["clients"])
+    )
     result.update(
         {
             "started_at": started_at,
@@ -154,6 +159,14 @@ def collect_step(
     if turns is not None:
         result["slices"] = stream.slices
     return StepOutcome(result, stream.series, _hlog(stream.summary))
+
+
+def _device(engine: Engine, turns: Turns | None) -> diskstats.Device:
+    """The block device of the engine's data, whose reads the step counts; none for an
+    interleaved step, whose sides read the same device in each other's windows."""
+    if turns is not None:
+        return diskstats.Device(None, "interleaved: the other sides read the same device")
+    return diskstats.find_device(engine.options.workdir)
 
 
 def _cpus(placement: Placement) -> set[int]:
@@ -278,6 +291,7 @@ class _Follower(Handler):
             event["process"],
             stream.cpus,
             host_first=name == "stopped",
+            device=stream.device.name,
         )
 
     def ready(self, event: dict[str, Any]) -> None:

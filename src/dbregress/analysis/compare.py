@@ -16,6 +16,7 @@ from typing import Any
 
 from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
+from dbregress.analysis.io_efficiency import IoSection, sections
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.paired import paired_all
 from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
@@ -64,6 +65,11 @@ class RunVerdicts:
     cost: CostVerdicts | None = None  # the cost lane's, where the run has one
     changes: RunChanges | None = None  # change points, where the run has a series
     paired: bool = False  # QPS verdicts from the interleaved schedule's paired repeats
+    io: list[IoSection] = field(default_factory=list)  # IO-bound comparisons' device figures
+
+    def io_for(self, comparison: str) -> IoSection | None:
+        """The comparison's IO-efficiency section (analysis/io_efficiency.py), if IO-bound."""
+        return next((s for s in self.io if s.comparison == comparison), None)
 
     def cost_for(self, key: Key) -> CostComparison | None:
         """The cost lane's headline verdict (estimated cycles per op) of a key."""
@@ -272,4 +278,5 @@ def compare_run(
         for m in VERDICT_METRICS
     }
     paired = record.get("schedule") == "interleaved"
-    return RunVerdicts(policy, qps, metrics, disturbed, paired=paired)
+    io = sections(record, steps_by_job)
+    return RunVerdicts(policy, qps, metrics, disturbed, paired=paired, io=io)

@@ -21,7 +21,7 @@ from dbregress.analysis.summary import matrices
 from dbregress.cli.report import FORMATS, add_fail_on, gate
 from dbregress.errors import DbregressError
 from dbregress.records import JobId, StepResult
-from dbregress.report import json_report, markdown
+from dbregress.report import io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
 from dbregress.store.run import RunData, read_run, resolve_run
 
@@ -76,6 +76,8 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
     comparisons: list[dict[str, Any]] = []
     columns: list[dict[str, Any]] = []
     steps: Steps = {}
+    # each column measured against its own run's device baseline (an IO-bound comparison)
+    devices: dict[str, Any] = {}
     for ca, cb in _pairs(a, b):
         base = ca["labels"][0]
         mine = _steps_ran(a, base)
@@ -90,6 +92,11 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
         _copy(a, "A", base, common, steps)
         for lb in cb["labels"]:
             _copy(b, "B", lb, common, steps)
+        found_a = (a.record.get("device_baseline") or {}).get(ca["name"])
+        found_b = (b.record.get("device_baseline") or {}).get(cb["name"])
+        if found_a is not None or found_b is not None:
+            devices[f"A:{base}"] = found_a
+            devices |= {f"B:{lb}": found_b for lb in cb["labels"]}
     if not comparisons:
         raise DbregressError(f"no step in common: {_steps_of(a)}; {_steps_of(b)}")
     builds = {f"A:{lb}": v for lb, v in a.record.get("builds", {}).items()}
@@ -111,6 +118,7 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
         # A's policy judges the pair (the base run's); compare has no counting replays.
         "verdict_policy": a.record.get("verdict_policy") or {},
         "cost_lane": {"planned": False, "why_not": "compare judges the time lane only"},
+        "device_baseline_by_column": devices,
     }
     return record, steps
 
@@ -147,6 +155,7 @@ def render(record: dict[str, Any], steps: Steps, a: str, b: str) -> tuple[str, R
     for m in matrices(record, steps):
         lines += [f"## {m.comparison}", ""]
         lines += markdown.throughput(m) + vt.relative_qps(m, verdicts) + vt.verdicts(m, verdicts)
+        lines += io_tables.markdown(verdicts.io_for(m.comparison))
     return "\n".join(lines).rstrip() + "\n", verdicts
 
 

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dbregress.collect.diskstats import SECTOR_BYTES, Device, DiskSample, read_device
 from dbregress.collect.hostcpu import CpuTimes, host_window, read_cpu_times
 from dbregress.collect.proc import TreeSample, Usage, all_stats, snapshot_tree
 
@@ -35,6 +36,7 @@ class Mark:
     loadgen: TreeSample | None  # None before the loadgen runs
     cpu: CpuTimes | None  # the host's CPUs; None where /proc/stat is unreadable
     process: dict[str, Any] | None = None  # the loadgen's getrusage at this boundary
+    disk: DiskSample | None = None  # the data directory's block device (collect/diskstats.py)
 
 
 def take_mark(
@@ -43,17 +45,30 @@ def take_mark(
     process: dict[str, Any] | None = None,
     cpus: set[int] | None = None,
     host_first: bool = False,
+    device: str | None = None,
 ) -> Mark:
-    """Reads both process trees (one pass over /proc) and the counters of the host's
-    `cpus` (default: ours). The host's come last, so a window starting here does not
-    count this reading as someone else's work, or with `host_first` first, for a window
-    ending here."""
+    """Reads both process trees (one pass over /proc), the read counters of the block
+    `device` and the counters of the host's `cpus` (default: ours). The host's come
+    last, so a window starting here does not count this reading as someone else's work,
+    or with `host_first` first, for a window ending here."""
     cpu_at = (read_cpu_times(cpus), time.monotonic()) if host_first else None
+    disk = None if device is None else read_device(device)
     stats = all_stats()
     server = None if server_pid is None else snapshot_tree(server_pid, stats)
     loadgen = None if loadgen_pid is None else snapshot_tree(loadgen_pid, stats)
     cpu, at = cpu_at or (read_cpu_times(cpus), time.monotonic())
-    return Mark(at, server, loadgen, cpu, process)
+    return Mark(at, server, loadgen, cpu, process, disk)
+
+
+def device_window(start: Mark, end: Mark, device: Device, clients: int) -> dict[str, Any]:
+    """The block device's reads over the window (the whole device's: other processes'
+    reads count too), or nulls and why not."""
+    out: dict[str, Any] = device.to_json() | {"clients": clients}
+    if start.disk is None or end.disk is None:
+        note = device.note or f"{device.name}'s counters could not be read"
+        return out | {"note": note, "reads": None, "read_bytes": None, "read_ms": None}
+    d = start.disk.delta(end.disk)
+    return out | {"reads": d.reads, "read_bytes": d.sectors * SECTOR_BYTES, "read_ms": d.read_ms}
 
 
 def _cpu_s(p: dict[str, Any]) -> float:

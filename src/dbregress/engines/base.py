@@ -35,6 +35,16 @@ class EngineOptions:
     wrapper: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ReadPattern:
+    """How the engine reads its data from storage: the unit of a read and whether it
+    bypasses the page cache. fio measures the device with the same (io_baseline.py)."""
+
+    block_size: int  # bytes
+    direct: bool  # O_DIRECT
+    source: str  # where the block size comes from, in words
+
+
 class Engine(ABC):
     """One server of one build with one config, for the lifetime of one job.
 
@@ -86,6 +96,10 @@ class Engine(ABC):
     @abstractmethod
     def settings_applied(self) -> dict[str, str]:
         """The settings written for this server (profile + sizes + overrides)."""
+
+    def read_pattern(self) -> ReadPattern | None:
+        """How it reads its data (None: an engine that reads no storage)."""
+        return None
 
     def log_tail(self, lines: int = 30) -> str:
         try:

@@ -21,7 +21,7 @@ from typing import Any
 from dbregress import configs
 from dbregress.configs import mysql as mysql_configs
 from dbregress.engines import process
-from dbregress.engines.base import EngineOptions
+from dbregress.engines.base import EngineOptions, ReadPattern
 from dbregress.engines.server import ServerEngine
 from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
@@ -79,6 +79,15 @@ class MysqlEngine(ServerEngine):
         return self.options.workdir / "my.cnf"
 
     # -- settings -----------------------------------------------------------------------
+
+    def read_pattern(self) -> ReadPattern:
+        """An InnoDB page per read (innodb_page_size, 16 KiB unless set), with O_DIRECT
+        when innodb_flush_method says so."""
+        settings = self.settings_applied()
+        page = settings.get("innodb_page_size", "16k").strip().lower()
+        size = int(page[:-1]) * 1024 if page.endswith("k") else int(page)
+        direct = "o_direct" in settings.get("innodb_flush_method", "").lower()
+        return ReadPattern(size, direct, "InnoDB's innodb_page_size")
 
     def settings_applied(self) -> dict[str, str]:
         """Paths and socket, then the version's lines, the profile, the lab's overrides."""

@@ -14,12 +14,14 @@ from typing import Any
 
 from dbregress import configs
 from dbregress.engines import process
-from dbregress.engines.base import EngineOptions
+from dbregress.engines.base import EngineOptions, ReadPattern
 from dbregress.engines.process import describe_exit, processes_in
 from dbregress.engines.server import ServerEngine
 from dbregress.errors import EngineCrashed, EngineError
 from dbregress.provision import Build
 from dbregress.provision.libenv import library_env
+
+PAGE_BYTES = 8192  # a heap or index page (the default BLCKSZ)
 
 __all__ = ["PostgresEngine", "processes_in"]
 
@@ -67,6 +69,10 @@ class PostgresEngine(ServerEngine):
             )
             self._settings = {**base, **profile}
         return dict(self._settings)
+
+    def read_pattern(self) -> ReadPattern:
+        """An 8 KiB page per read through the page cache (PostgreSQL reads buffered)."""
+        return ReadPattern(PAGE_BYTES, False, "PostgreSQL's 8 KiB page")
 
     def _write_config(self) -> None:
         lines = [f"# written by dbregress: profile {self.options.config_name!r}"]

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from dbregress import configs, spec_schema
-from dbregress.engines.base import Engine, EngineOptions
+from dbregress.engines.base import Engine, EngineOptions, ReadPattern
 from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision.versioning import version_key
 
 TRUE_WORDS = ("true", "on", "yes", "1")
+DEFAULT_BLOCK_SIZE = 4096  # RocksDB's own default for the block-based table
 FALSE_WORDS = ("false", "off", "no", "0")
 SPARE_MB = 64  # room beyond twice the data: WAL, memtables, compaction output
 
@@ -164,6 +165,12 @@ class RocksdbEngine(Engine):
 
     def settings_applied(self) -> dict[str, str]:
         return {key: _bool_text(value) for key, value in self.rocksdb_options().items()}
+
+    def read_pattern(self) -> ReadPattern:
+        """A data block per read, with O_DIRECT when direct_io is on."""
+        options = self.rocksdb_options()
+        size = int(options.get("block_size", DEFAULT_BLOCK_SIZE))
+        return ReadPattern(size, bool(options.get("direct_io")), "RocksDB's block_size")
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import StepVerdict
+from dbregress.report import io_tables
 
 
 def _column_names(record: dict[str, Any]) -> dict[str, str]:
@@ -54,6 +55,7 @@ def tsv(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
         rows = [[*(_qps(m.cell(lb, s)) for lb in m.labels), s] for s in m.steps]
         title = f"{m.comparison}: QPS, median over repeats"
         out += _table(title, legend, rows, len(m.labels))
+        out += io_tables.tsv(v.io_for(m.comparison))
         others = m.labels[1:]
         if not others:
             continue

@@ -25,7 +25,7 @@ from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.records import JobId
-from dbregress.report import changes, svg
+from dbregress.report import changes, io_tables, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.store.run import RunData
@@ -346,6 +346,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "steps": step_charts(data, m, colours),
         "metrics": metric_tables(m, v),
         "groups": group_rows(m),
+        "io": io_tables.html(v.io_for(m.comparison), colours),
         "open": len(m.labels) <= OPEN_UP_TO,
         "heatmap": len(m.labels) - 1 > SMALL_MULTIPLES_UP_TO,
     }

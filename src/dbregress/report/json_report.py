@@ -8,6 +8,7 @@ from typing import Any
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.verdict import StepVerdict
+from dbregress.report import io_tables
 from dbregress.report.verdict_tables import reading
 
 FORMAT_VERSION = 1
@@ -137,6 +138,8 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
             "lab, TOST equivalence; headline metric estimated cycles per operation",
         },
         "comparisons": comparisons,
+        # per IO-bound comparison: the device baseline (fio) and IO efficiency per step
+        "io_efficiency": [io_tables.to_json(s) for s in v.io],
         "disturbed": [
             {"column": d.column, "repeat": d.repeat, "step": d.step, "why": d.why}
             for d in v.disturbed

@@ -9,7 +9,7 @@ from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
-from dbregress.report import changes
+from dbregress.report import changes, io_tables
 from dbregress.report import verdict_tables as vt
 
 SLA_MARK = " †"
@@ -311,6 +311,7 @@ def render(
             engine_stats(m),
             per_operation(m, v),
             latency(m),
+            io_tables.markdown(v.io_for(m.comparison)),
         ]
     extra = [explanations(explain, record, v), vt.host_noise(results, v)]
     extra += [vt.calibration(calibration), failures(record)]

@@ -516,3 +516,43 @@ def ratio_heatmap(
         f'height="{height}" font-size="10.5" style="{FONT}" fill="{INK}">'
     )
     return head + "".join(out) + "</svg>"
+
+
+@dataclass(frozen=True)
+class DotPair:
+    """A measured value and a model's for one x position (a column's step)."""
+
+    label: str
+    measured: float
+    model: float
+    colour: str
+
+
+def dot_pairs(points: Sequence[DotPair], title: str, y_label: str, width: int = 330) -> str:
+    """Measured (filled dot) beside the model's (ring) per x position, the y axis from 0."""
+    n = max(len(points), 1)
+    hi = max([p.measured for p in points] + [p.model for p in points] + [1e-9])
+    y_axis = padded(0.0, hi, share=0.08)
+    y_axis = Axis(0.0, y_axis.hi)
+    longest = max((len(p.label) for p in points), default=4)
+    bottom = int(min(longest, 28) * 5.2 + 16)
+    plot = Plot(width, 200 + bottom - 34, Axis(-0.5, n - 0.5), y_axis, (22, 14, bottom, 52), title)
+    plot.title(title)
+    ticks = nice_ticks(0.0, y_axis.hi, 5)
+    plot.frame(
+        [(i, p.label) for i, p in enumerate(points)],
+        [(v, f"{v:.3g}") for v in ticks],
+        "",
+        y_label,
+        rotate_x=True,
+    )
+    for i, p in enumerate(points):
+        cx, my, py = _n(plot.px(i)), _n(plot.py(p.measured)), _n(plot.py(p.model))
+        name = f"{p.label}: measured {p.measured:.3g}, model {p.model:.3g}"
+        plot.parts.append(
+            f"<g><title>{escape(name)}</title>"
+            f'<circle cx="{cx}" cy="{my}" r="4" fill="{p.colour}"/>'
+            f'<circle cx="{cx}" cy="{py}" r="5.5" fill="none" stroke="{p.colour}" '
+            'stroke-width="1.5"/></g>'
+        )
+    return plot.svg()

@@ -8,6 +8,7 @@ results/<run id>/
     steps/NN-<step>.csv     per-second series
     steps/NN-<step>.hlog    HdrHistogram log (V2, base64), one line per op kind
     steps/NN-<step>.spec.json, .stderr   what the loadgen was told, and said on stderr
+  device/<comparison>-<before|after>.fio.json   fio's output beside an IO-bound comparison
 """
 
 from __future__ import annotations
@@ -210,6 +211,10 @@ class RunWriter:
         write_atomic(sibling(stem, ".hlog"), hlog)
         write_json(sibling(stem, ".json"), result.to_json())
         return sibling(stem, ".json")
+
+    def write_file(self, relative: str, value: Any) -> None:
+        """A JSON file of the run's own beside its jobs (fio's output: io_baseline.py)."""
+        write_json(self.path / relative, value)
 
     def finish(self, status: str) -> None:
         self.record["status"] = status
