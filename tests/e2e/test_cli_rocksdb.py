@@ -3,6 +3,7 @@ step, and the faults issue 3 names. Each keeps finished steps and leaves no proc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -86,9 +87,17 @@ def test_corrupted_database(tmp_path: Path, workdir: Path, launched: Any) -> Non
         120,
         "fillseq to finish",
     )
-    for current in workdir.glob("**/CURRENT"):  # the next step to open it finds no manifest
-        current.write_text("MANIFEST-999999\n")
-    _, err = proc.communicate(timeout=120)
+    # The next step to open the database finds no manifest. Written again until the run
+    # ends: a step that was opening the database as it was first written writes a new
+    # CURRENT of its own (RocksDB starts a manifest at every open), and the step after
+    # it must then meet the damage.
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        for current in workdir.glob("**/CURRENT"):
+            with contextlib.suppress(OSError):
+                current.write_text("MANIFEST-999999\n")
+        time.sleep(0.2)
+    _, err = proc.communicate(timeout=30)
     assert proc.returncode == 2, err
     run, _ = run_record(tmp_path)
     by_step = step_results(run, "r10/r1")

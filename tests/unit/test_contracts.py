@@ -18,7 +18,7 @@ import pytest
 from dbregress.benchmarks.insert import engine_sizes, plan, step_spec
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import hostcpu
-from dbregress.engines.base import Engine
+from dbregress.engines.base import Engine, EngineOptions
 from dbregress.errors import LoadgenError
 from dbregress.lab import InsertSizes, Placement
 from dbregress.loadgen import EVENT_VERSION, SPEC_VERSION, Loadgen, find_binary
@@ -199,8 +199,9 @@ def test_the_loadgen_defaults_follow_the_schema(tmp_path: Path) -> None:
 class NullEngine(Engine):
     """The null driver as an engine; its "server" is a sleeping process, or none."""
 
-    def __init__(self, embedded: bool) -> None:
+    def __init__(self, embedded: bool, workdir: Path) -> None:
         self.embedded = embedded  # type: ignore[misc]
+        self.options = EngineOptions(workdir, workdir / "server.log", "default")
         self.server = subprocess.Popen(["sleep", "60"])
 
     def start(self) -> None:
@@ -230,8 +231,8 @@ class NullEngine(Engine):
 
 
 @pytest.fixture(params=[False, True], ids=["server", "embedded"])
-def engine(request: pytest.FixtureRequest) -> Iterator[NullEngine]:
-    e = NullEngine(request.param)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NullEngine]:
+    e = NullEngine(request.param, tmp_path / "engine")
     yield e
     e.stop()
 

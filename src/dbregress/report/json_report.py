@@ -110,7 +110,7 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
         comparisons.append(
             {"name": name, "benchmark": comp["benchmark"], "base": base, "columns": columns}
         )
-    return {
+    out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "run_id": record["run_id"],
         "lab": record["lab"],
@@ -138,10 +138,11 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
             "lab, TOST equivalence; headline metric estimated cycles per operation",
         },
         "comparisons": comparisons,
-        # per IO-bound comparison: the device baseline (fio) and IO efficiency per step
-        "io_efficiency": [io_tables.to_json(s) for s in v.io],
         "disturbed": [
             {"column": d.column, "repeat": d.repeat, "step": d.step, "why": d.why}
             for d in v.disturbed
         ],
     }
+    if v.io:  # per IO-bound comparison: the device baseline (fio), IO efficiency per step
+        out["io_efficiency"] = [io_tables.to_json(s) for s in v.io]
+    return out
