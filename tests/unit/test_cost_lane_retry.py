@@ -4,10 +4,16 @@ stands for one of the first count_replays; an engine that always fails stops the
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from dbregress.cost.lane import RETRIES, Lane
+import pytest
+
+from dbregress.cost.lane import RETRIES, Lane, Replay
+from dbregress.errors import Interrupted
 from dbregress.lab import load_lab
 from dbregress.store.replays import save_replay
 
@@ -67,3 +73,37 @@ def test_an_engine_that_always_fails_stops_after_the_retries(tmp_path: Path) -> 
         n += 1
     failed = sorted((ln.run / "cost" / "a").glob("r*.json"))
     assert len(failed) == 2 + RETRIES and not todo
+
+
+def test_ctrl_c_while_replays_are_handed_over_cancels_them_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C that lands while the lane hands its replays to the pool: the replays
+    already handed over are cancelled, not waited for to their end."""
+    ln = lane(tmp_path)
+    started = threading.Event()
+    ended: list[str] = []
+
+    def one(replay: Replay) -> None:  # a replay that runs until it is cancelled
+        started.set()
+        while not ln.cancelled.is_set():
+            time.sleep(0.01)
+        ended.append(replay.name)
+
+    monkeypatch.setattr(ln, "_one", one)
+    monkeypatch.setattr(ln, "_kill_all", lambda: None)
+    submit = ThreadPoolExecutor.submit
+    first = True
+
+    def submit_once_then_interrupt(pool: ThreadPoolExecutor, fn: Any, *args: Any) -> Any:
+        nonlocal first
+        if first:
+            first = False
+            return submit(pool, fn, *args)
+        started.wait(5)
+        raise KeyboardInterrupt("SIGINT")
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", submit_once_then_interrupt)
+    with pytest.raises(Interrupted, match="in the cost lane"):
+        ln._run_all(ln._missing())
+    assert ended == ["a/c1"]  # the replay under way was told to stop, and did

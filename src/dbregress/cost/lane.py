@@ -298,11 +298,17 @@ class Lane:
         )
 
     def _run_all(self, todo: list[Replay]) -> None:
+        # Ctrl-C while the replays are being handed to the pool is caught too: raised out
+        # of the `with`, it would leave the pool waiting for every replay already handed
+        # over to run to its end (a bisection's test once waited past two minutes there).
+        futures: set[Future[None]] = set()
         with hurrying(self._kill_all), ThreadPoolExecutor(self.workers) as pool:
-            futures: set[Future[None]] = {pool.submit(self._one, r) for r in todo}
             try:
-                while futures:
-                    _, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+                for replay in todo:
+                    futures.add(pool.submit(self._one, replay))
+                pending = set(futures)
+                while pending:
+                    _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             except KeyboardInterrupt as e:
                 self.cancelled.set()
                 with shielded():
