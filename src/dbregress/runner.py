@@ -390,11 +390,11 @@ class Runner:
         """One step of an interleaved round on every live job's engine; returns the jobs
         still live after it (a side whose step failed is recorded and stopped)."""
         sides = []
-        slices = slice_spec(plan, self.lab.slice_ms)
         for job in live:
             engine = engines[job.name]
-            spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
-            spec["slices"] = slices
+            spec = prepare.step_spec(
+                self.lab, job.comparison, job.column, engine, index, plan, prepare.Mode.INTERLEAVED
+            )
             stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
             report = self._reporter(
                 job, self._jobs_run, max(self._jobs_planned, self._jobs_run), plan, index, steps
@@ -606,23 +606,6 @@ class Runner:
             lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
         )
         self.writer.add_failure(f"{job.name} {step}", error, trace)
-
-
-# Rows per Q call of the Insert Benchmark's fixed-work steps (the loadgen's defaults);
-# every other fixed-work step's Q call carries one unit.
-_ROWS_PER_CALL = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
-SLICES_PER_FIXED_STEP = 40  # a fixed-work step's slices per side, roughly
-
-
-def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
-    """The loadgen's `slices` of an interleaved step: time slices for a timed step; for
-    a fixed-work step, slices of equal work (Q calls), so every side has done the same
-    part of the step at the end of each turn and ends the step in the same state."""
-    if plan.duration_s:
-        return {"ms": slice_ms}
-    per_call = int(plan.section.get("rows_per_commit") or _ROWS_PER_CALL.get(plan.step, 1))
-    calls = plan.work // per_call if plan.work else 1
-    return {"q_calls": max(1, calls // SLICES_PER_FIXED_STEP)}
 
 
 def _signal_name(e: KeyboardInterrupt) -> str:
