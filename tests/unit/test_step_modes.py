@@ -28,7 +28,7 @@ CONN = {
     "database": "postgres",
 }
 LABS = {
-    "insert": '[insert]\nload_rows = 1000\nwrite_rows = 200\nquery_seconds = 2\nwarmup_s = 0.5\n',
+    "insert": "[insert]\nload_rows = 1000\nwrite_rows = 200\nquery_seconds = 2\nwarmup_s = 0.5\n",
     "kv": "[kv]\nkeys = 1000\nseconds = 2\nshort_seconds = 1\nwarmup_s = 0.5\n",
     "micro": "[micro]\nrows = 1000\nseconds = 1\n",
 }
