@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "execution, storage, analysis",
         (
             "runner",
+            "rounds",
             "io_baseline",
             "prepare",
             "step",

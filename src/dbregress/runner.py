@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress import benchmarks, io_baseline, prepare, provision
-from dbregress.analysis.compare import compare_run
+from dbregress import benchmarks, io_baseline, prepare, provision, rounds
 from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import layout
@@ -42,13 +41,7 @@ from dbregress.provision import Build
 from dbregress.records import JobId, StepError, StepResult
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History, index_into
-from dbregress.store.run import RunWriter, read_run
-
-# Adding rounds stops early, before a lab's maximum, once no undecided step is within
-# reach: that is judged from ESTIMATE_AFTER repeats on (an estimate of the repeats a step
-# needs, from fewer, is too rough to act on), with REACH times the rounds left as slack.
-ESTIMATE_AFTER = 5
-REACH = 2
+from dbregress.store.run import RunWriter
 
 
 @dataclass(frozen=True)
@@ -71,10 +64,6 @@ class Progress:
 
 
 ProgressFn = Callable[[Progress], None]
-
-
-def _few(names: list[str], at_most: int = 6) -> str:
-    return ", ".join(names[:at_most]) + (", ..." if len(names) > at_most else "")
 
 
 def work_root() -> Path:
@@ -214,9 +203,8 @@ class Runner:
         self._device_baseline(comparison, builds, "before")
         for job in self.lab.warmup_jobs(comparison):
             self._job(job, builds)
-        repeats = self.lab.repeats
         number = 0
-        while number < repeats.maximum:
+        while True:  # rounds.after says when the comparison is done
             number += 1
             order = self.lab.round(comparison, number)
             if not self.writer.has_round(comparison.name, number):  # else a resumed run's
@@ -226,27 +214,11 @@ class Runner:
             else:
                 for job in order:
                     self._job(job, builds)
-            if number < repeats.minimum or number == repeats.maximum:
-                continue
-            undecided, reachable = self._undecided(comparison, repeats.maximum - number)
-            if not undecided:
+            follows = rounds.after(self.lab, comparison, number, self.path)
+            if follows.message:
+                self.notify(follows.message)
+            if not follows.rounds:
                 break
-            if not reachable and number >= ESTIMATE_AFTER:
-                self.notify(
-                    f"{comparison.name}: {len(undecided)} step(s) undecided after {number} "
-                    f"rounds, none likely to be decided within {repeats.maximum}: no more rounds"
-                )
-                break
-            if number < ESTIMATE_AFTER:
-                which = f"{len(undecided)} undecided: {_few(undecided)}"
-            else:
-                which = f"{len(undecided)} undecided, {len(reachable)} within reach: " + _few(
-                    reachable
-                )
-            self.notify(
-                f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
-                + which
-            )
         self._device_baseline(comparison, builds, "after")
 
     def _device_baseline(self, comparison: Comparison, builds: dict[str, Build], when: str) -> None:
@@ -274,21 +246,6 @@ class Runner:
         else:
             for job in jobs:
                 self._job(job, builds)
-
-    def _undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
-        """`step (column)` of every undecided QPS verdict of the comparison so far, and of
-        those that the rounds left could decide: their `more_repeats` estimate
-        (docs/verdicts.md) at most REACH times the rounds left, as the estimate is rough."""
-        data = read_run(self.path)
-        found = compare_run(data.record, data.steps, self.lab.verdict)
-        undecided, reachable = [], []
-        for (comp, column, step), c in found.qps.items():
-            if comp != comparison.name or c.verdict != "undecided":
-                continue
-            undecided.append(f"{step} ({column})")
-            if c.more_repeats is not None and c.more_repeats <= REACH * rounds_left:
-                reachable.append(f"{step} ({column})")
-        return undecided, reachable
 
     def _job(self, job: Job, builds: dict[str, Build]) -> None:
         if self.writer.job_finished(job):  # a resumed run: kept as it was
