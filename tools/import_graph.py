@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "execution, storage, analysis",
         (
             "runner",
+            "execute",
             "rounds",
             "io_baseline",
             "prepare",
