@@ -29,12 +29,14 @@ Graph = dict[Path, set[Path]]
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("cli",)),
-    ("workflows", ("bisect",)),
+    ("workflows", ("bisect", "workflow")),
     ("lanes, fleet, reports", ("cost", "explain", "fleet", "report")),
     (
         "execution, storage, analysis",
         (
             "runner",
+            "execute",
+            "rounds",
             "io_baseline",
             "prepare",
             "step",

@@ -39,15 +39,14 @@ from typing import Any
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.cost.lane import run_lane
 from dbregress.errors import BuildNotFound, DbregressError, LabError, ProvisionError
 from dbregress.lab import Lab, parse_lab
 from dbregress.provision import source
 from dbregress.provision.versioning import version_key
-from dbregress.runner import Runner
 from dbregress.store.files import write_atomic
 from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run
+from dbregress.workflow import run_lab, runner_for
 
 Notify = Callable[[str], None]
 
@@ -388,31 +387,20 @@ class Bisection:
                 again = None
         # A point's run is part of the bisection (bisect.json), not of a lab's history.
         runs = self.root / "runs"
-        if self.scheduler:
-            from dbregress.fleet.coordinator import FleetRunner
-
-            fleet = FleetRunner(
-                lab,
-                runs,
-                self.scheduler,
-                notify=self.notify,
-                resume=again,
-                history=False,
-                tls=self.tls,
-            )
-            runner: Runner = fleet
-        else:
-            runner = Runner(lab, runs, notify=self.notify, resume=again, history=False)
+        runner = runner_for(
+            lab,
+            runs,
+            self.notify,
+            scheduler=self.scheduler,
+            tls=self.tls,
+            resume=again,
+            history=False,
+        )
         self.current = {**where, "run": runner.path.name}
         self._save()
         verb = "resuming" if again is not None else "measuring"
         self.notify(f"bisect: {verb} {mid} between {lo} and {hi} ({runner.path.name})")
-        runner.run()
-        if self.scheduler:
-            if fleet.counts():
-                fleet.run_lane(self.notify)
-        elif lab.counts():
-            run_lane(runner.path, lab, self.notify)
+        run_lab(runner, lab, self.notify)
         return self._judge(lab, runner.path, lo, mid, hi, attempt, time.monotonic() - t0)
 
     def _judge(

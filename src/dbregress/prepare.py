@@ -2,18 +2,33 @@
 step's deadline, for a run's time lane, its cost lane (the counting replays) and
 `dbregress explain` alike. They must never measure different steps, so none of them
 builds a spec, a size or a timeout of its own.
+
+A step is run in one of four modes (Mode), and what a mode changes in the spec is
+written here, as the mode's own fields, rather than patched in by its caller:
+
+- `timed`: a job of the time lane, as the lab says;
+- `interleaved`: a turn of the interleaved schedule, the loadgen's `slices` added;
+- `count`: a counting replay under callgrind: the Insert Benchmark's inserter and
+  deleter in lockstep, closed-loop write steps from a settled engine, and the counted
+  `window` (Window);
+- `profile`: `dbregress explain`'s perf replay, as timed.
 """
 
 from __future__ import annotations
 
+import enum
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dbregress import benchmarks
+from dbregress.analysis.state import PROBE_EVERY
+from dbregress.benchmarks import insert, kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.lab import Column, Comparison, Lab
+from dbregress.micro_names import WRITES
 
 
 def host_memory() -> int:
@@ -54,14 +69,97 @@ def engine_options(
     )
 
 
+class Mode(enum.Enum):
+    TIMED = "timed"
+    INTERLEAVED = "interleaved"
+    COUNT = "count"
+    PROFILE = "profile"
+
+
+TIMED, INTERLEAVED, COUNT, PROFILE = Mode
+
+# A fixed-work step's slices per side in the interleaved schedule, roughly.
+SLICES_PER_FIXED_STEP = 40
+
+
+@dataclass(frozen=True)
+class Window:
+    """A counting replay's window over a step's Q calls: `skip_ops` calls run first
+    (the last `warm_ops` of them instrumented, warming the simulated caches; 0: all of
+    them), then `ops` calls are counted. Paced writers run at `q_per_s`, the base's Q
+    rate, so every build counts as many writes per call. With `until_hit_rate` the
+    window opens as soon as the block cache is that warm (probed every PROBE_EVERY
+    calls), skip_ops being the latest it opens; only the one calling thread of a
+    single-client step can probe."""
+
+    skip_ops: int
+    ops: int
+    q_per_s: float
+    warm_ops: int = 0
+    until_hit_rate: float = 0.0
+
+    def to_spec(self, clients: int) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "skip_ops": self.skip_ops,
+            "ops": self.ops,
+            "q_per_s": round(self.q_per_s, 3),
+            "warm_ops": self.warm_ops,
+        }
+        if self.until_hit_rate > 0 and clients == 1:
+            out.update(until_hit_rate=round(self.until_hit_rate, 5), probe_every=PROBE_EVERY)
+        return out
+
+
 def step_spec(
-    lab: Lab, comparison: Comparison, column: Column, engine: Engine, index: int, plan: StepPlan
+    lab: Lab,
+    comparison: Comparison,
+    column: Column,
+    engine: Engine,
+    index: int,
+    plan: StepPlan,
+    mode: Mode = Mode.TIMED,
+    window: Window | None = None,
 ) -> dict[str, Any]:
-    """The loadgen's spec of step `index` (1-based) of the comparison's benchmark: the
-    same seed, warm-up and injected slowdown in every job and replay of the column."""
+    """The loadgen's spec of step `index` (1-based) of the comparison's benchmark in
+    `mode`: the same seed, warm-up and injected slowdown in every job and replay of the
+    column; a counting replay's step counts `window` (None: it runs uncounted, as the
+    mode runs it)."""
+    if window is not None and mode is not Mode.COUNT:
+        raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
     spec = benchmarks.step_spec(comparison, engine.connection(), plan, lab.seed * 1000 + index)
     warmup = comparison.sizes.warmup() if plan.duration_s else 0.0
     spec.update(warmup_s=warmup, inject_slowdown=column.inject_slowdown)
+    if mode is Mode.INTERLEAVED:
+        spec["slices"] = slice_spec(plan, lab.slice_ms)
+    elif mode is Mode.COUNT:
+        spec = count_spec(spec)
+        if window is not None:
+            spec["window"] = window.to_spec(int(spec.get("clients", 1)))
+    return spec
+
+
+def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
+    """The loadgen's `slices` of an interleaved step: time slices for a timed step; for
+    a fixed-work step, slices of equal work (Q calls), so every side has done the same
+    part of the step at the end of each turn and ends the step in the same state."""
+    if plan.duration_s:
+        return {"ms": slice_ms}
+    rows = plan.section.get("rows_per_commit") or insert.ROWS_PER_COMMIT.get(plan.step, 1)
+    per_call = int(rows)
+    calls = plan.work // per_call if plan.work else 1
+    return {"q_calls": max(1, calls // SLICES_PER_FIXED_STEP)}
+
+
+def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A step's spec for the counting replay: the Insert Benchmark's l.i1 and l.i2 in
+    lockstep (insert.LOCKSTEP_STEPS); closed-loop write steps of the kv and micro
+    benchmarks start from a settled engine (kv.SETTLE_STEPS, the micro writes)."""
+    workload = spec["workload"]
+    kind, step = workload["kind"], workload["step"]
+    if kind == "insert" and step in insert.LOCKSTEP_STEPS:
+        spec = {**spec, "workload": {**workload, "lockstep": True}}
+    if (kind == "kv" and step in kv.SETTLE_STEPS) or (kind == "micro" and step in WRITES):
+        spec = {**spec, "settle_first": True}
     return spec
 
 

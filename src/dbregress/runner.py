@@ -1,131 +1,53 @@
-"""Executes a lab: provision -> start -> steps (collect + loadgen) -> store, in that order.
-
-Every step's result is written the moment the step ends. A failure (engine crash,
-hang, loadgen killed, Ctrl-C) is recorded as a failed step with its cause and the
-server log's tail; the engine and the loadgen are always stopped.
+"""Runs a lab: which jobs run, in what order and when a comparison is done (its rounds,
+the stop rule of rounds.py, a resumed run's finished jobs kept), with the run recorded
+from start to end. How a job or an interleaved round runs is the executor's
+(execute.py: here on real engines; a fleet's coordinator, fleet/coordinator.py, sends
+rounds to its workers instead).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import functools
-import os
-import shutil
-import time
-import traceback
-import zlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from dbregress import benchmarks, io_baseline, prepare, provision
-from dbregress.analysis.compare import compare_run
-from dbregress.analysis.paired import pair_slices
-from dbregress.benchmarks.plan import StepPlan
+from dbregress import io_baseline, prepare, rounds
 from dbregress.collect import layout
-from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.collect.host import host_facts
-from dbregress.engines.base import Engine, EngineOptions, Sizes
-from dbregress.errors import (
-    DbregressError,
-    EngineError,
-    Interrupted,
-    LoadgenError,
-    StepTimeout,
-    StoreError,
+from dbregress.errors import DbregressError, Interrupted, StoreError
+from dbregress.execute import (
+    EXPECTED,
+    Executor,
+    LocalExecutor,
+    Progress,
+    ProgressFn,
+    index_step,
+    job_work_dir,
+    make_engine,
+    run_work_dir,
+    short_name,
+    work_root,
 )
-from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Comparison, Job, Lab
+from dbregress.interrupts import shielded
+from dbregress.lab import Comparison, Job, Lab
 from dbregress.provision import Build
-from dbregress.records import JobId, StepError, StepResult
-from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
+from dbregress.records import StepResult
 from dbregress.store.history import History, index_into
-from dbregress.store.run import RunWriter, read_run
+from dbregress.store.run import RunWriter
 
-# Adding rounds stops early, before a lab's maximum, once no undecided step is within
-# reach: that is judged from ESTIMATE_AFTER repeats on (an estimate of the repeats a step
-# needs, from fewer, is too rough to act on), with REACH times the rounds left as slack.
-ESTIMATE_AFTER = 5
-REACH = 2
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where the lab is, sent on each report interval of a running step (and while a
-    step waits after its writes)."""
-
-    job: str  # label/rN
-    job_index: int  # from 1
-    jobs: int  # planned so far: grows when a round is added
-    step: str
-    step_index: int  # from 1
-    steps: int
-    elapsed_s: float  # of the step
-    remaining_s: float | None  # of the step; None when unknown
-    comparison: str = ""
-    column: str = ""
-    repeat: int = 0  # 0: the warm-up job
-    rate: LiveRate | None = None  # the step's main operation over the latest interval
-
-
-ProgressFn = Callable[[Progress], None]
-
-
-def _few(names: list[str], at_most: int = 6) -> str:
-    return ", ".join(names[:at_most]) + (", ..." if len(names) > at_most else "")
-
-
-def work_root() -> Path:
-    """Data directories live outside results/ (they are large and deleted after each
-    job) in a place an unprivileged engine user can reach."""
-    return Path(os.environ.get("DBREGRESS_WORKDIR", "/var/tmp/dbregress"))
-
-
-def short_name(text: str) -> str:
-    """Eight hex digits for a run, column or lab name in a data directory's path. A
-    MySQL-family server's unix socket lives below that directory and its whole path must
-    fit in 107 bytes, which run ids and labels chosen by users need not."""
-    return f"{zlib.crc32(text.encode()):08x}"
-
-
-def run_work_dir(run_name: str, kind: str) -> Path:
-    """The directory under which one run's `kind` (run, cost, explain) keeps its data
-    directories while they are in use."""
-    return work_root() / f"{kind}-{short_name(run_name)}"
-
-
-def job_work_dir(run_name: str, job: Job) -> Path:
-    """The data directory of one time-lane job."""
-    column = short_name(f"{job.comparison.name}/{job.column.label}")
-    return run_work_dir(run_name, "run") / f"{column}-r{job.repeat}"
-
-
-def make_engine(build: Build, options: EngineOptions) -> Engine:
-    if build.spec.engine == "postgres":
-        from dbregress.engines.postgres import PostgresEngine
-
-        return PostgresEngine(build, options)
-    if build.spec.engine in ("mariadb", "mysql"):
-        from dbregress.engines.mysql import MysqlEngine
-
-        return MysqlEngine(build, options)
-    if build.spec.engine == "rocksdb":
-        from dbregress.engines.rocksdb import RocksdbEngine
-
-        return RocksdbEngine(build, options)
-    if build.spec.engine == "null":
-        from dbregress.engines.null import NullEngine
-
-        return NullEngine(build, options)
-    raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
-
-
-# Errors of the lab's own machinery (not of an engine, the loadgen or a step's deadline)
-# are still recorded per job, with a traceback, and the lab goes on: a bug or an OSError
-# in one job must not cost the night's other jobs.
-EXPECTED = (EngineError, LoadgenError, StepTimeout)
+# Names kept here for their many users: where a run keeps its data directories, the
+# engine factory and the progress record (execute.py).
+__all__ = [
+    "EXPECTED",
+    "Progress",
+    "ProgressFn",
+    "Runner",
+    "job_work_dir",
+    "make_engine",
+    "run_work_dir",
+    "short_name",
+    "work_root",
+]
 
 
 class Runner:
@@ -138,12 +60,15 @@ class Runner:
         resume: Path | None = None,
         history: bool = True,
         writer: RunWriter | None = None,
+        executor: Callable[[RunWriter], Executor] | None = None,
     ) -> None:
         """A new run folder under `results_root`, or, with `resume`, that run folder
         continued: its finished jobs are kept, an interrupted one is run again. With
         `history`, every step is indexed, as it ends, in the run history of the folder
         that holds the run (store/history.py). A fleet worker passes its own `writer`
-        (fleet/ship.py), which sends what it writes to the coordinator."""
+        (fleet/ship.py), which sends what it writes to the coordinator. `executor`
+        makes what runs the jobs, from the run's writer: by default on this host
+        (execute.LocalExecutor)."""
         self.lab = lab
         self.history = history
         layout.set_randomization(lab.aslr)
@@ -155,8 +80,11 @@ class Runner:
             self.writer = RunWriter.reopen(resume, lab)
         self.progress = progress or (lambda p: None)
         self.notify = notify or (lambda line: None)
-        self._jobs_run = 0
-        self._jobs_planned = len(lab.jobs())
+        self.executor: Executor = (
+            executor(self.writer)
+            if executor is not None
+            else LocalExecutor(lab, self.writer, self.progress, self.notify, self._index)
+        )
 
     @property
     def path(self) -> Path:
@@ -189,7 +117,7 @@ class Runner:
 
     def _run_all(self) -> None:
         """Every comparison's jobs, here (a fleet's coordinator sends them to workers)."""
-        builds = self._provision()
+        builds = self.executor.provision()
         for comparison in self.lab.comparisons:
             self._run_comparison(comparison, builds)
 
@@ -213,40 +141,23 @@ class Runner:
         the maximum. An IO-bound comparison has fio before and after (io_baseline.py)."""
         self._device_baseline(comparison, builds, "before")
         for job in self.lab.warmup_jobs(comparison):
-            self._job(job, builds)
-        repeats = self.lab.repeats
+            self.executor.job(job, builds)
         number = 0
-        while number < repeats.maximum:
+        while True:  # rounds.after says when the comparison is done
             number += 1
             order = self.lab.round(comparison, number)
             if not self.writer.has_round(comparison.name, number):  # else a resumed run's
                 self.writer.add_round(comparison.name, number, [j.column.label for j in order])
             if self.lab.schedule == "interleaved":
-                self._round(order, builds)
+                self.executor.round(order, builds)
             else:
                 for job in order:
-                    self._job(job, builds)
-            if number < repeats.minimum or number == repeats.maximum:
-                continue
-            undecided, reachable = self._undecided(comparison, repeats.maximum - number)
-            if not undecided:
+                    self.executor.job(job, builds)
+            follows = rounds.after(self.lab, comparison, number, self.path)
+            if follows.message:
+                self.notify(follows.message)
+            if not follows.rounds:
                 break
-            if not reachable and number >= ESTIMATE_AFTER:
-                self.notify(
-                    f"{comparison.name}: {len(undecided)} step(s) undecided after {number} "
-                    f"rounds, none likely to be decided within {repeats.maximum}: no more rounds"
-                )
-                break
-            if number < ESTIMATE_AFTER:
-                which = f"{len(undecided)} undecided: {_few(undecided)}"
-            else:
-                which = f"{len(undecided)} undecided, {len(reachable)} within reach: " + _few(
-                    reachable
-                )
-            self.notify(
-                f"{comparison.name}: adding round {number + 1} (at most {repeats.maximum}): "
-                + which
-            )
         self._device_baseline(comparison, builds, "after")
 
     def _device_baseline(self, comparison: Comparison, builds: dict[str, Build], when: str) -> None:
@@ -268,375 +179,16 @@ class Runner:
         """One unit of a lab as a fleet worker runs it, with its builds fetched here: a
         warm-up job, or one round (the jobs schedule runs its jobs one after the other,
         the interleaved one together)."""
-        builds = self._provision([j.column for j in jobs])
+        builds = self.executor.provision([j.column for j in jobs])
         if self.lab.schedule == "interleaved" and len(jobs) > 1:
-            self._round(jobs, builds)
+            self.executor.round(jobs, builds)
         else:
             for job in jobs:
-                self._job(job, builds)
-
-    def _undecided(self, comparison: Comparison, rounds_left: int) -> tuple[list[str], list[str]]:
-        """`step (column)` of every undecided QPS verdict of the comparison so far, and of
-        those that the rounds left could decide: their `more_repeats` estimate
-        (docs/verdicts.md) at most REACH times the rounds left, as the estimate is rough."""
-        data = read_run(self.path)
-        found = compare_run(data.record, data.steps, self.lab.verdict)
-        undecided, reachable = [], []
-        for (comp, column, step), c in found.qps.items():
-            if comp != comparison.name or c.verdict != "undecided":
-                continue
-            undecided.append(f"{step} ({column})")
-            if c.more_repeats is not None and c.more_repeats <= REACH * rounds_left:
-                reachable.append(f"{step} ({column})")
-        return undecided, reachable
-
-    def _job(self, job: Job, builds: dict[str, Build]) -> None:
-        if self.writer.job_finished(job):  # a resumed run: kept as it was
-            self._jobs_run += 1
-            return
-        self.writer.forget_job(job)  # an interrupted attempt is run again from its start
-        if self._jobs_run and self.lab.sleep_between_s:
-            time.sleep(self.lab.sleep_between_s)
-        self._jobs_run += 1
-        if self._drop_caches(job):
-            self.writer.note_cache_drop(drop_page_cache())
-        jobs = max(self._jobs_planned, self._jobs_run)
-        try:
-            self._run_job(job, builds[job.column.label], self._jobs_run - 1, jobs)
-        except _JobFailed:  # recorded; the other columns still run
-            self.writer.end_job(job, "failed")
-        except KeyboardInterrupt as e:  # between steps: the job is recorded as interrupted
-            if not self.writer.job_failed_by_interrupt(job):
-                with shielded():
-                    why = Interrupted(f"interrupted by {_signal_name(e)}")
-                    self.writer.add_failure(job.name, why)
-            raise
-        except StoreError:
-            raise
-        except Exception as e:  # recorded; the other jobs still run
-            self.writer.add_failure(job.name, e, _trace(e))
-            self.writer.end_job(job, "failed")
-
-    def _round(self, jobs: list[Job], builds: dict[str, Build]) -> None:
-        """An interleaved round: every column's engine up at once, each step run on all
-        of them in turns (step.collect_interleaved). The first to run rotates with the
-        round's order, which the lab's seed draws."""
-        if all(self.writer.job_finished(j) for j in jobs):  # a resumed run: kept
-            self._jobs_run += len(jobs)
-            return
-        for job in jobs:  # an interrupted attempt is run again from its start
-            self.writer.forget_job(job)
-        if self._jobs_run and self.lab.sleep_between_s:
-            time.sleep(self.lab.sleep_between_s)
-        self._jobs_run += len(jobs)
-        if any(self._drop_caches(j) for j in jobs):
-            self.writer.note_cache_drop(drop_page_cache())
-        engines: dict[str, Engine] = {}
-        workdirs: list[Path] = []
-        live: list[Job] = []
-        comparison = jobs[0].comparison
-        sizes = None
-        for job in jobs:
-            workdir = job_work_dir(self.writer.path.name, job)
-            if workdir.exists():  # left by a run killed outright
-                shutil.rmtree(workdir, ignore_errors=True)
-            workdirs.append(workdir)
-            log = self.writer.job_dir(job) / "server.log"
-            options = prepare.engine_options(self.lab, comparison, job.column, workdir, log)
-            sizes = options.sizes
-            engines[job.name] = make_engine(builds[job.column.label], options)
-
-        def hurry() -> None:
-            for engine in engines.values():
-                engine.hurry()
-
-        status = {job.name: "failed" for job in jobs}
-        try:
-            with hurrying(hurry):
-                for job in jobs:
-                    assert sizes is not None
-                    try:
-                        self._start(engines[job.name], job, sizes)
-                        live.append(job)
-                    except _JobFailed:
-                        pass
-                plans = benchmarks.plans(comparison)
-                for index, plan in enumerate(plans, start=1):
-                    if not live:
-                        break
-                    live = self._interleaved_step(live, engines, index, plan, len(plans))
-                for job in live:
-                    status[job.name] = "ok"
-        except KeyboardInterrupt as e:
-            with shielded():
-                for job in live:
-                    if not self.writer.job_failed_by_interrupt(job):
-                        why = Interrupted(f"interrupted by {_signal_name(e)}")
-                        self.writer.add_failure(job.name, why)
-            raise
-        finally:
-            with shielded():
-                for engine in engines.values():
-                    with contextlib.suppress(Exception):
-                        engine.stop()
-                for workdir in workdirs:
-                    shutil.rmtree(workdir, ignore_errors=True)
-        for job in jobs:
-            self.writer.end_job(job, status[job.name])
-
-    def _interleaved_step(
-        self, live: list[Job], engines: dict[str, Engine], index: int, plan: StepPlan, steps: int
-    ) -> list[Job]:
-        """One step of an interleaved round on every live job's engine; returns the jobs
-        still live after it (a side whose step failed is recorded and stopped)."""
-        sides = []
-        slices = slice_spec(plan, self.lab.slice_ms)
-        for job in live:
-            engine = engines[job.name]
-            spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
-            spec["slices"] = slices
-            stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-            report = self._reporter(
-                job, self._jobs_run, max(self._jobs_planned, self._jobs_run), plan, index, steps
-            )
-            sides.append(Side(engine, spec, stem, report))
-        timeout = prepare.step_timeout(self.lab, plan, sides[0].spec)
-        first = live[0].repeat % len(live)  # who starts rotates from round to round
-        outcomes = collect_interleaved(sides, plan, timeout, self.lab.placement, first)
-        if plan.wait_after_s:
-            self._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
-        results: dict[str, dict[str, Any]] = {}
-        still = []
-        for job, outcome in zip(live, outcomes, strict=True):
-            engine = engines[job.name]
-            if isinstance(outcome, Exception):
-                self._record_failure(job, index, plan.name, outcome, engine)
-                with shielded():
-                    engine.stop()
-                continue
-            results[job.name] = outcome.result
-            still.append(job)
-        base = next((j for j in still if j.column == j.comparison.base), None)
-        for job, outcome in zip(live, outcomes, strict=True):
-            if isinstance(outcome, Exception):
-                continue
-            result = outcome.result
-            if base is not None and job is not base:
-                result["paired"] = {
-                    "base": base.name,
-                    **pair_slices(results[base.name]["slices"], result["slices"]),
-                }
-            step = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, result)
-            self.writer.write_step(job, index, step, outcome.series, outcome.hlog)
-            self._index(functools.partial(self._index_step, step, index))
-        return still
-
-    def _index_step(self, result: StepResult, index: int, h: History) -> None:
-        h.index_step(self.path, result, record=self.writer.record, step_no=index)
-
-    def _drop_caches(self, job: Job) -> bool:
-        if self.lab.drop_caches is not None:
-            return self.lab.drop_caches
-        return job.column.config in STORAGE_BOUND_CONFIGS
-
-    def _provision(self, columns: Iterable[Column] | None = None) -> dict[str, Build]:
-        """Fetch (or find in the cache) the build of every column, or of `columns` (a
-        fleet worker's unit)."""
-        builds: dict[str, Build] = {}
-        fetched: dict[str, Build] = {}
-        for column in self.lab.columns if columns is None else columns:
-            key = str(column.build)
-            try:
-                if key not in fetched:
-                    fetched[key] = provision.fetch(column.build)
-            except DbregressError as e:
-                self.writer.add_failure(f"provision {key}", e)
-                raise
-            build = fetched[key]
-            builds[column.label] = build
-            self.writer.set_build(
-                column.label,
-                {**build.identity, "spec": key, "version_string": build.version_string},
-            )
-        return builds
-
-    def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
-        plans = benchmarks.plans(job.comparison)
-        workdir = job_work_dir(self.writer.path.name, job)
-        if workdir.exists():  # left by a run killed outright (no clean-up ran); a resumed
-            # run runs the job again from its start, on a fresh data directory
-            self.notify(f"{job.name}: removing the data directory a killed run left: {workdir}")
-            shutil.rmtree(workdir, ignore_errors=True)
-        log = self.writer.job_dir(job) / "server.log"
-        options = prepare.engine_options(self.lab, job.comparison, job.column, workdir, log)
-        sizes = options.sizes
-        engine = make_engine(build, options)
-        with hurrying(engine.hurry):  # a second Ctrl-C kills instead of waiting
-            ok = self._steps(engine, job, sizes, plans, job_index, jobs, workdir)
-        self.writer.end_job(job, "ok" if ok else "failed")
-
-    def _steps(
-        self,
-        engine: Engine,
-        job: Job,
-        sizes: Sizes,
-        plans: list[StepPlan],
-        job_index: int,
-        jobs: int,
-        workdir: Path,
-    ) -> bool:
-        """Start the engine and run every step; False if one failed. Always stops it."""
-        ok = True
-        try:
-            self._start(engine, job, sizes)
-            for index, plan in enumerate(plans, start=1):
-                report = self._reporter(job, job_index + 1, jobs, plan, index, len(plans))
-                if not self._run_step(engine, job, index, plan, report):
-                    ok = False
-                    break
-        finally:
-            with shielded():
-                try:
-                    engine.stop()
-                finally:
-                    shutil.rmtree(workdir, ignore_errors=True)
-        return ok
-
-    def _reporter(
-        self, job: Job, job_no: int, jobs: int, plan: StepPlan, index: int, steps: int
-    ) -> Report:
-        """What a running step of `job` calls to update the progress display."""
-        make = functools.partial(
-            Progress,
-            job.name,
-            job_no,
-            jobs,
-            plan.name,
-            index,
-            steps,
-            comparison=job.comparison.name,
-            column=job.column.label,
-            repeat=job.repeat,
-        )
-
-        def report(elapsed: float, left: float | None, rate: LiveRate | None) -> None:
-            self.progress(make(elapsed, left, rate=rate))
-
-        return report
-
-    def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
-        info: dict[str, Any] = {
-            "comparison": job.comparison.name,
-            "build": str(job.column.build),
-            "config": job.column.config,
-            "status": "running",
-        }
-        self.writer.set_job(job, info)
-        try:
-            engine.start()
-        except StoreError:
-            raise
-        except Exception as e:  # a corrupted build's binary fails here with an OSError
-            self._record_failure(job, 0, "start", e, engine)
-            raise _JobFailed() from e
-        log = self.writer.job_dir(job) / "server.log"
-        info.update(
-            settings=engine.settings_applied(),
-            sizes=dataclasses.asdict(sizes),
-            server_log=str(log.relative_to(self.path)) if log.exists() else None,
-        )
-        self.writer.set_job(job, info)
-
-    def _run_step(
-        self,
-        engine: Engine,
-        job: Job,
-        index: int,
-        plan: StepPlan,
-        report: Report,
-    ) -> bool:
-        """Runs one step and writes its result; False when the job cannot go on."""
-        stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-        spec = prepare.step_spec(self.lab, job.comparison, job.column, engine, index, plan)
-        timeout = prepare.step_timeout(self.lab, plan, spec)
-        try:
-            outcome: StepOutcome = collect_step(
-                engine, spec, stem, plan, timeout, self.lab.placement, report
-            )
-            if plan.wait_after_s:
-                self._quiet([engine], plan.wait_after_s, report)
-        except KeyboardInterrupt as e:
-            why = f"interrupted by {_signal_name(e)}"
-            with shielded():
-                self._record_failure(job, index, plan.name, Interrupted(why), engine)
-            raise
-        except StoreError:
-            raise
-        except Exception as e:  # the step failed; the job stops, the lab goes on
-            self._record_failure(job, index, plan.name, e, engine)
-            return False
-        result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
-        self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
-        self._index(
-            lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
-        )
-        return True
+                self.executor.job(job, builds)
 
     def _index(self, write: Callable[[History], object]) -> None:
         if self.history:
             index_into(self.path.parent, write, self.notify)
 
-    def _quiet(self, engines: list[Engine], seconds: float, report: Report) -> None:
-        """The post-write wait: nothing runs, the engines' background work settles."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            for engine in engines:
-                engine.check_alive()
-            report(seconds - left, left, None)
-            time.sleep(min(0.5, left))
-
-    def _record_failure(
-        self, job: Job, index: int, step: str, error: BaseException, engine: Engine
-    ) -> None:
-        trace = _trace(error)
-        failure = StepError(type(error).__name__, str(error), engine.log_tail(40), trace or None)
-        result = StepResult.failed(JobId(job.column.label, job.repeat), step, failure)
-        self.writer.write_step(job, index, result, [], "")
-        self._index(
-            lambda h: h.index_step(self.path, result, record=self.writer.record, step_no=index)
-        )
-        self.writer.add_failure(f"{job.name} {step}", error, trace)
-
-
-# Rows per Q call of the Insert Benchmark's fixed-work steps (the loadgen's defaults);
-# every other fixed-work step's Q call carries one unit.
-_ROWS_PER_CALL = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
-SLICES_PER_FIXED_STEP = 40  # a fixed-work step's slices per side, roughly
-
-
-def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
-    """The loadgen's `slices` of an interleaved step: time slices for a timed step; for
-    a fixed-work step, slices of equal work (Q calls), so every side has done the same
-    part of the step at the end of each turn and ends the step in the same state."""
-    if plan.duration_s:
-        return {"ms": slice_ms}
-    per_call = int(plan.section.get("rows_per_commit") or _ROWS_PER_CALL.get(plan.step, 1))
-    calls = plan.work // per_call if plan.work else 1
-    return {"q_calls": max(1, calls // SLICES_PER_FIXED_STEP)}
-
-
-def _signal_name(e: KeyboardInterrupt) -> str:
-    name = e.args[0] if e.args else "SIGINT"
-    return "Ctrl-C" if name == "SIGINT" else str(name)
-
-
-def _trace(error: BaseException) -> str | None:
-    """The traceback of an error we did not expect (a bug to report); None for the
-    errors a benchmark meets (an engine crash, a loadgen failure, a hang, Ctrl-C)."""
-    if isinstance(error, (*EXPECTED, Interrupted)):
-        return None
-    return "".join(traceback.format_exception(error)).strip()
-
-
-class _JobFailed(Exception):
-    """A job could not start; already recorded, the lab goes on with the next job."""
+    def _index_step(self, result: StepResult, index: int, h: History) -> None:
+        index_step(self.path, self.writer, result, index, h)

@@ -32,6 +32,7 @@ def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
         "results": tmp_path / "results",
         "fail_on": None,
         "scheduler": None,
+        "tls": None,
     }
     return argparse.Namespace(**(base | kw))
 
@@ -42,7 +43,7 @@ def test_a_failing_report_does_not_hide_the_run_error(
     def broken_report(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("q")
 
-    monkeypatch.setattr(cli_run, "Runner", _Runner)
+    monkeypatch.setattr(cli_run, "runner_for", lambda lab, results, *a, **kw: _Runner(lab, results))
     monkeypatch.setattr(cli_run, "write_report", broken_report)
     with pytest.raises(EngineError, match=r"crashed in step l\.i0"):
         cli_run.run(_args(tmp_path))

@@ -12,7 +12,7 @@ from dbregress.analysis.calibration import step_noise
 from dbregress.analysis.compare import compare_run
 from dbregress.lab import Job, load_lab
 from dbregress.runner import Runner
-from dbregress.store.run import read_run
+from dbregress.store.run import RunWriter, read_run
 from tests.step_records import native
 
 LAB = """\
@@ -47,21 +47,19 @@ def result(column: str, repeat: int, step: str, q: float, other: float = 0.0) ->
     }
 
 
-class SyntheticRunner(Runner):
-    """The real scheduler (rounds, order, adding rounds) with results made up per job:
-    readrandom of column b is `shift` times a's, with a 1% spread; fillseq is noisy."""
+class SyntheticExecutor:
+    """Runs no engine: each job's steps are made up. readrandom of column b is `shift`
+    times a's, with a `noise` spread; fillseq has a `fillseq` spread."""
 
-    def __init__(
-        self, path: Path, repeats: str, shift: float, noise: float = 0.01, fillseq: float = 0.3
-    ) -> None:
-        lab_path = path / "lab.toml"
-        lab_path.write_text(LAB.format(repeats=repeats))
-        self.said: list[str] = []
-        super().__init__(load_lab(lab_path), path / "results", notify=self.said.append)
+    def __init__(self, writer: RunWriter, shift: float, noise: float, fillseq: float) -> None:
+        self.writer = writer
         self.shift, self.noise, self.fillseq = shift, noise, fillseq
         self.rng = random.Random(7)
 
-    def _job(self, job: Job, builds: Any) -> None:
+    def provision(self, columns: Any = None) -> dict[str, Any]:
+        return {}
+
+    def job(self, job: Job, builds: Any) -> None:
         label = job.column.label
         factor = self.shift if label == "b" else 1.0
         steps = (("fillseq", self.fillseq), ("readrandom", self.noise))
@@ -70,8 +68,26 @@ class SyntheticRunner(Runner):
             self.writer.set_job(job, {})
             self.writer.write_step(job, index, native(result(label, job.repeat, step, q)), [], "")
 
-    def _provision(self) -> dict[str, Any]:
-        return {}
+    def round(self, jobs: list[Job], builds: Any) -> None:
+        for job in jobs:
+            self.job(job, builds)
+
+
+class SyntheticRunner(Runner):
+    """The real scheduler (rounds, order, adding rounds) with a SyntheticExecutor."""
+
+    def __init__(
+        self, path: Path, repeats: str, shift: float, noise: float = 0.01, fillseq: float = 0.3
+    ) -> None:
+        lab_path = path / "lab.toml"
+        lab_path.write_text(LAB.format(repeats=repeats))
+        self.said: list[str] = []
+        super().__init__(
+            load_lab(lab_path),
+            path / "results",
+            notify=self.said.append,
+            executor=lambda writer: SyntheticExecutor(writer, shift, noise, fillseq),
+        )
 
 
 def test_rounds_are_added_while_a_step_is_undecided(tmp_path: Path) -> None:

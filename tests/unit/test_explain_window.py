@@ -8,7 +8,8 @@ from typing import Any
 
 from dbregress.explain import callgrind
 from dbregress.explain.explainer import MAX_FIXED_OPS, window_for
-from dbregress.explain.jobs import count_spec, split_sessions, split_threads
+from dbregress.explain.jobs import split_sessions, split_threads
+from dbregress.prepare import count_spec
 
 
 def result(calls: int, per_s: float) -> dict[str, Any]:

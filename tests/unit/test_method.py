@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dbregress import method
 from dbregress.analysis import state
+from dbregress.benchmarks import insert, kv
 from dbregress.collect.valgrind import CACHES
 from dbregress.cost.lane import LANE_SIZING
 from dbregress.explain import jobs
@@ -28,8 +29,8 @@ def profile_digest() -> str:
     profile = {
         "postgres": jobs.QUIET_POSTGRES,
         "mysql": QUIET_MYSQL,
-        "lockstep": list(jobs.LOCKSTEP_STEPS),
-        "settle_kv": list(jobs.SETTLE_KV_STEPS),
+        "lockstep": list(insert.LOCKSTEP_STEPS),
+        "settle_kv": list(kv.SETTLE_STEPS),
         "settle_micro": sorted(WRITES),
         "sizing": repr(LANE_SIZING),
         "warm_until": [state.PROBE_EVERY, state.UNTIL_MARGIN],

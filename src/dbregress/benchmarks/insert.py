@@ -16,6 +16,21 @@ MIN_CACHE_MB = 128
 WAL_MIN_MB = 1024
 
 
+# Steps whose inserter has a deleter behind it (the Insert Benchmark's l.i1 and l.i2):
+# in the counting replay the two take turns (the insert workload's lockstep), so a window
+# holds its inserts and the deletes of the same rows. Without it the deleter fell behind
+# under callgrind (a window held about half its deletes: PostgreSQL 17's l.i2 counted
+# 180,000 instructions per row, 343,000 in lockstep), and how the two sessions overlapped
+# changed what each left the other (index entries marked dead, or not): 2-3% between two
+# explain runs of one build (docs/metrics.md).
+LOCKSTEP_STEPS = ("l.i1", "l.i2")
+
+# Rows per Q call of the fixed-work steps when the lab does not set rows_per_commit: the
+# loadgen's defaults, which its spec schema states (tests/unit/test_step_modes.py checks
+# these against it); every other fixed-work step's Q call carries one unit.
+ROWS_PER_COMMIT = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
+
+
 def plan(sizes: InsertSizes) -> list[StepPlan]:
     """The lab's steps; rows per commit take the loadgen's per-step defaults (100 for
     l.i0, 50 for l.i1, 5 for l.i2, 10 for the q-steps' inserts: the step spec's schema)."""

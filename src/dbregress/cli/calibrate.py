@@ -23,9 +23,9 @@ from dbregress.collect.hostprobe import describe, probe_host
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
-from dbregress.runner import Runner
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
+from dbregress.workflow import runner_for
 
 
 def add_parser(sub: Any) -> None:
@@ -149,9 +149,9 @@ def run(args: argparse.Namespace) -> int:
     for placement in _placements(args.placements):
         derived = aa_lab(lab, placement, args.inject)
         display = progress.for_stderr()
-        runner = Runner(derived, args.results, display.update, notify=display.line)
+        runner = runner_for(derived, args.results, display.line, progress=display.update)
         print(f"calibrate {runner.path.name}: {derived.placement.mode}", file=sys.stderr)
-        with display:
+        with display:  # the time lane only: the host's noise is the time lane's
             runner.run()
         data = read_run(runner.path)
         verdicts = compare_run(data.record, data.steps)

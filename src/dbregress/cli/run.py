@@ -12,13 +12,11 @@ from dbregress.cli import progress
 from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.collect.valgrind import require as require_valgrind
-from dbregress.cost.lane import run_lane
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
-from dbregress.fleet.coordinator import FleetRunner
 from dbregress.lab import load_lab
-from dbregress.runner import Runner
 from dbregress.store.run import read_record, resolve_run
+from dbregress.workflow import run_lab, runner_for
 
 
 def add_parser(sub: Any) -> None:
@@ -64,18 +62,15 @@ def run(args: argparse.Namespace) -> int:
     if lab.count and not args.scheduler:  # asked for: a missing valgrind is an error, now
         require_valgrind("the cost lane (count = true)", ", or set count = false")
     display = progress.for_stderr()  # a live display on a terminal, else a line per step
-    if args.scheduler:
-        runner: Runner = FleetRunner(
-            lab,
-            args.results,
-            args.scheduler,
-            display.update,
-            notify=display.line,
-            resume=resume,
-            tls=args.tls,
-        )
-    else:
-        runner = Runner(lab, args.results, display.update, notify=display.line, resume=resume)
+    runner = runner_for(
+        lab,
+        args.results,
+        display.line,
+        scheduler=args.scheduler,
+        tls=args.tls,
+        progress=display.update,
+        resume=resume,
+    )
     print(
         f"{'resuming' if resume else 'run'} {runner.path.name}: {len(lab.jobs())} job(s) "
         f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",
@@ -83,14 +78,8 @@ def run(args: argparse.Namespace) -> int:
     )
     failed: DbregressError | None = None
     try:
-        with display:  # stops the live display whatever ends the run, Ctrl-C included
-            runner.run()
         say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-        if isinstance(runner, FleetRunner):
-            if runner.counts():
-                runner.run_lane(say)
-        elif lab.counts():
-            run_lane(runner.path, lab, say)
+        run_lab(runner, lab, say, live=display)
         if lab.explain:
             written = explain(
                 ExplainRequest(run=runner.path, steps=(), columns=(), ops=None, profile=True),

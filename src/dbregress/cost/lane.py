@@ -34,6 +34,7 @@ from typing import Any
 
 from dbregress import benchmarks, method, provision
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
+from dbregress.benchmarks import insert
 from dbregress.collect import valgrind
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted, LabError
@@ -289,7 +290,7 @@ class Lane:
                 "caches": list(valgrind.CACHES),
                 "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
                 "replay_settings": {"postgres": jobs.QUIET_POSTGRES, "mysql": QUIET_MYSQL},
-                "lockstep_steps": list(jobs.LOCKSTEP_STEPS),
+                "lockstep_steps": list(insert.LOCKSTEP_STEPS),
                 "skipped": self.skipped,
             },
         )

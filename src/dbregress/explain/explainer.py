@@ -16,6 +16,7 @@ from typing import Any
 from dbregress import benchmarks, provision
 from dbregress.analysis import state
 from dbregress.analysis.compare import compare_run, measured, usable
+from dbregress.benchmarks import insert
 from dbregress.collect import pmu, valgrind
 from dbregress.errors import DbregressError
 from dbregress.explain import flame, jobs
@@ -225,7 +226,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
             "through vgdb while the loadgen waits at each edge",
             "caches": list(valgrind.CACHES),
             "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
-            "lockstep_steps": list(jobs.LOCKSTEP_STEPS),
+            "lockstep_steps": list(insert.LOCKSTEP_STEPS),
             "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },

@@ -45,7 +45,7 @@ from dbregress.explain.threads import (
 )
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.loadgen import Loadgen
-from dbregress.micro_names import WRITES
+from dbregress.prepare import COUNT, PROFILE
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
 from dbregress.runner import make_engine
@@ -70,41 +70,6 @@ QUIET_POSTGRES = {
     "max_parallel_maintenance_workers": "0",
     "max_parallel_workers_per_gather": "0",
 }
-
-
-# Steps whose inserter has a deleter behind it (the Insert Benchmark's l.i1 and l.i2):
-# in the counting replay the two take turns (the insert workload's lockstep), so a window
-# holds its inserts and the deletes of the same rows. Without it the deleter fell behind
-# under callgrind (a window held about half its deletes: PostgreSQL 17's l.i2 counted
-# 180,000 instructions per row, 343,000 in lockstep), and how the two sessions overlapped
-# changed what each left the other (index entries marked dead, or not): 2-3% between two
-# explain runs of one build (docs/metrics.md).
-LOCKSTEP_STEPS = ("l.i1", "l.i2")
-
-
-# Closed-loop write steps whose counts depended on where the engine's background work
-# stood when the window opened: RocksDB 10.2's overwritesome and overwriteandwait counted
-# 1.8-2.4% apart between replays of one build (a memtable flush or compaction under way,
-# or not), MyRocks' update-index 2.8% and update-nonindex 1.3-1.6%, InnoDB's
-# update-nonindex 2.0%. Their counting replays settle the engine first (the loadgen's
-# settle_first: flush memtables and wait for compaction, or write dirty pages), so every
-# replay's window starts from the same quiet state. (What then remained in RocksDB's
-# overwritesome, 2% between replays, was the memtable skiplist's random node heights,
-# seeded from the client thread's address: the loadgen now starts its client threads
-# before it loads the engine, so that address is the same in every replay and build.)
-SETTLE_KV_STEPS = ("overwritesome", "overwrite", "overwriteandwait")
-
-
-def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
-    """A step's spec for the counting replay: l.i1 and l.i2 in lockstep; closed-loop
-    write steps of the kv and micro benchmarks start from a settled engine."""
-    workload = spec["workload"]
-    kind, step = workload["kind"], workload["step"]
-    if kind == "insert" and step in LOCKSTEP_STEPS:
-        spec = {**spec, "workload": {**workload, "lockstep": True}}
-    if (kind == "kv" and step in SETTLE_KV_STEPS) or (kind == "micro" and step in WRITES):
-        spec = {**spec, "settle_first": True}
-    return spec
 
 
 def count_settings(job: ColumnJob) -> dict[str, str]:
@@ -146,6 +111,12 @@ class Choice:
     # 0, or the window opens early, once the engine's block cache is this warm (its
     # data hit rate between two probes; state.py): skip_ops is then the latest it opens.
     until_hit_rate: float = 0.0
+
+    def window(self) -> prepare.Window:
+        """The counted window the loadgen is told of (prepare.Window)."""
+        return prepare.Window(
+            self.skip_ops, self.ops, self.q_per_s, self.warm_ops, self.until_hit_rate
+        )
 
 
 @dataclass(frozen=True)
@@ -209,16 +180,22 @@ def _replay(
         for index, plan in enumerate(plans, start=1):
             if index > last:
                 break
-            spec = prepare.step_spec(job.lab, job.comparison, job.column, engine, index, plan)
-            if name == "count":
-                spec = count_spec(spec)
-            stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
             choice = job.choices.get(plan.name)
+            if name == "count":
+                window = None if choice is None else choice.window()
+                spec = prepare.step_spec(
+                    job.lab, job.comparison, job.column, engine, index, plan, COUNT, window
+                )
+            else:
+                spec = prepare.step_spec(
+                    job.lab, job.comparison, job.column, engine, index, plan, PROFILE
+                )
+            stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
             t0 = time.monotonic()
             if choice is not None:
                 measure(choice, spec, stem)
-                window = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
-                what = f"{name} {plan.name}{window}"
+                where = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
+                what = f"{name} {plan.name}{where}"
             else:
                 timeout = prepare.step_timeout(job.lab, plan, spec, slow)
                 drive(engine, spec, stem, timeout, job.client_cpus)
@@ -302,18 +279,6 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
         return [loadgen.pid] if job.embedded else tree_pids(engine.server_pid())
 
     def measure(choice: Choice, spec: dict[str, Any], stem: Path) -> Stepped:
-        spec["window"] = {
-            "skip_ops": choice.skip_ops,
-            "ops": choice.ops,
-            "q_per_s": round(choice.q_per_s, 3),
-            "warm_ops": choice.warm_ops,
-        }
-        # The loadgen probes from the one calling thread: a step of several clients
-        # keeps its window at skip_ops (the middle).
-        if choice.until_hit_rate > 0 and spec.get("clients", 1) == 1:
-            spec["window"].update(
-                until_hit_rate=round(choice.until_hit_rate, 5), probe_every=state.PROBE_EVERY
-            )
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
         hold = None
         if job.threaded and (client := client_binary(job.build.basedir)) is not None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dbregress import rounds
 from dbregress.errors import LabError
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import (
@@ -45,7 +46,7 @@ from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
 from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Lab
 from dbregress.records import StepResult
-from dbregress.runner import ESTIMATE_AFTER, ProgressFn, Runner, _few
+from dbregress.runner import ProgressFn, Runner
 
 RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
 
@@ -399,25 +400,14 @@ class FleetRunner(Runner):
     def _more_rounds(self, client: Any, plan: Plan, topic: str) -> None:
         """After the rounds submitted so far ended: more while a step is undecided and
         within reach, as a local run adds them (runner.py)."""
-        number = plan.submitted
-        maximum = self.lab.repeats.maximum
-        if number < self.lab.repeats.minimum or number >= maximum:
+        at_once = len(plan.hosts) if self.lab.schedule == "interleaved" else 1
+        follows = rounds.after(self.lab, plan.comparison, plan.submitted, self.path, at_once)
+        if follows.message:
+            self.notify(follows.message)
+        if not follows.rounds or plan.submitted < self.lab.repeats.minimum:
             plan.stopped = True
             return
-        undecided, reachable = self._undecided(plan.comparison, maximum - number)
-        name = plan.comparison.name
-        if not undecided or (not reachable and number >= ESTIMATE_AFTER):
-            plan.stopped = True
-            if undecided:
-                self.notify(
-                    f"{name}: {len(undecided)} step(s) undecided after {number} rounds, "
-                    f"none likely to be decided within {maximum}: no more rounds"
-                )
-            return
-        more = min(len(plan.hosts), maximum - number) if self.lab.schedule == "interleaved" else 1
-        which = _few(reachable if number >= ESTIMATE_AFTER else undecided)
-        self.notify(f"{name}: adding {more} round(s) after {number} (at most {maximum}): {which}")
-        for _ in range(more):
+        for _ in range(follows.rounds):
             self._next_round(client, plan, topic)
 
     def _status(self, plans: list[Plan], receiver: Receiver) -> None:
