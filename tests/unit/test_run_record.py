@@ -89,3 +89,19 @@ def test_a_record_of_an_earlier_dbregress_is_upgraded_and_reports_the_same(
 
 def test_store_errors_stay_store_errors() -> None:
     assert issubclass(NotARunRecord, StoreError)
+
+
+def test_a_record_without_the_fields_added_over_time_is_still_read(tmp_path: Path) -> None:
+    """Fields added after runs had comparisons may be absent from an older run.json:
+    it is read, and reported as before (the readers take an absent field as unknown)."""
+    path = fixture_run(tmp_path)
+    record = json.loads((path / "run.json").read_text())
+    for key in ("rounds", "page_cache", "inject_slowdown", "warmup_job", "order", "seed"):
+        record.pop(key)
+    for key in ("repeats", "verdict_policy", "started_at", "finished_at", *ADDED_LATER):
+        record.pop(key)
+    (path / "run.json").write_text(json.dumps(record))
+    data = read_run(path)
+    verdicts = compare_run(record, data.steps)
+    results = [r for rs in data.steps.values() for r in rs]
+    assert render(path) == markdown.render(record, matrices(record, data.steps), verdicts, results)
