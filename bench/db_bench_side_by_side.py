@@ -28,9 +28,9 @@ from dbregress import provision
 from dbregress.benchmarks import kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import EngineOptions
+from dbregress.execute import make_engine
 from dbregress.lab import KvSizes, Placement
 from dbregress.provision import BuildSpec
-from dbregress.runner import make_engine
 from dbregress.step import collect_step
 
 STEPS = ("fillseq", "readrandom", "readwhilewriting", "overwrite")

@@ -28,9 +28,9 @@ from dbregress.benchmarks.insert import step_spec
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.proc import snapshot_tree
 from dbregress.engines.base import EngineOptions, Sizes
+from dbregress.execute import make_engine, work_root
 from dbregress.lab import Placement
 from dbregress.provision import BuildSpec
-from dbregress.runner import make_engine, work_root
 from dbregress.step import collect_step
 
 POINT_QUERY = "SELECT transactionid, productid, data FROM pi1 WHERE transactionid = ANY(%s)"

@@ -34,9 +34,9 @@ from dbregress import provision
 from dbregress.benchmarks import micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import EngineOptions, Sizes
+from dbregress.execute import make_engine, work_root
 from dbregress.lab import Placement
 from dbregress.provision import BuildSpec
-from dbregress.runner import make_engine, work_root
 from dbregress.step import collect_step
 
 # sysbench's "    queries:                             123456 (6172.50 per sec.)"

@@ -55,21 +55,26 @@ class JobId:
 
 # The stored step result's schema: packaged with the wheel, or the source tree's.
 RESULT_SCHEMA = "step-result.schema.json"
-_PLACES = (
-    Path(__file__).parent / "schema" / RESULT_SCHEMA,
-    Path(__file__).parents[2] / "schema" / RESULT_SCHEMA,
-)
 SCHEMA_VERSION = 1
 
 
 @functools.cache
-def _validator() -> jsonschema.protocols.Validator:
-    for place in _PLACES:
+def schema_validator(name: str) -> jsonschema.protocols.Validator:
+    """The validator of one of the stored records' schemas (schema/NAME), packaged with
+    the wheel or in the source tree."""
+    for place in (
+        Path(__file__).parent / "schema" / name,
+        Path(__file__).parents[2] / "schema" / name,
+    ):
         if place.is_file():
             schema = json.loads(place.read_text())
             cls = jsonschema.validators.validator_for(schema)
             return cls(schema)
-    raise StoreError(f"the step-result schema {RESULT_SCHEMA} is missing from the package")
+    raise StoreError(f"the schema {name} is missing from the package")
+
+
+def _validator() -> jsonschema.protocols.Validator:
+    return schema_validator(RESULT_SCHEMA)
 
 
 @dataclass(frozen=True)

@@ -13,23 +13,15 @@ something it is not.
 
 from __future__ import annotations
 
-import functools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import jsonschema
-
 from dbregress.errors import StoreError
+from dbregress.records import schema_validator
 
 SCHEMA_VERSION = 1
 RUN_SCHEMA = "run.schema.json"
-_PLACES = (
-    Path(__file__).parent / "schema" / RUN_SCHEMA,  # packaged with the wheel
-    Path(__file__).parents[2] / "schema" / RUN_SCHEMA,  # the source tree's
-)
 STATUSES = ("running", "ok", "failed", "interrupted")
 
 # Fields added to run.json after its first version, and what a record written before
@@ -46,19 +38,11 @@ class NotARunRecord(StoreError):
     """A run.json that does not fit the run schema."""
 
 
-@functools.cache
-def _validator() -> jsonschema.protocols.Validator:
-    for place in _PLACES:
-        if place.is_file():
-            schema = json.loads(place.read_text())
-            cls = jsonschema.validators.validator_for(schema)
-            return cls(schema)
-    raise StoreError(f"the run schema {RUN_SCHEMA} is missing from the package")
-
-
 def check_run(value: Mapping[str, Any], where: str) -> None:
     """NotARunRecord naming the first field of `value` that does not fit the schema."""
-    errors = sorted(_validator().iter_errors(value), key=lambda e: list(e.absolute_path))
+    errors = sorted(
+        schema_validator(RUN_SCHEMA).iter_errors(value), key=lambda e: list(e.absolute_path)
+    )
     if errors:
         first = errors[0]
         path = ".".join(str(x) for x in first.absolute_path) or "(top)"

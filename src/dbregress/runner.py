@@ -16,17 +16,12 @@ from dbregress.collect import layout
 from dbregress.collect.host import host_facts
 from dbregress.errors import DbregressError, Interrupted, StoreError
 from dbregress.execute import (
-    EXPECTED,
     Executor,
     LocalExecutor,
-    Progress,
     ProgressFn,
     index_step,
-    job_work_dir,
     make_engine,
     run_work_dir,
-    short_name,
-    work_root,
 )
 from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Job, Lab
@@ -34,20 +29,6 @@ from dbregress.provision import Build
 from dbregress.records import StepResult
 from dbregress.store.history import History, index_into
 from dbregress.store.run import RunWriter
-
-# Names kept here for their many users: where a run keeps its data directories, the
-# engine factory and the progress record (execute.py).
-__all__ = [
-    "EXPECTED",
-    "Progress",
-    "ProgressFn",
-    "Runner",
-    "job_work_dir",
-    "make_engine",
-    "run_work_dir",
-    "short_name",
-    "work_root",
-]
 
 
 class Runner:

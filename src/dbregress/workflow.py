@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from dbregress.cost.lane import run_lane
+from dbregress.execute import ProgressFn
 from dbregress.lab import Lab
-from dbregress.runner import ProgressFn, Runner
+from dbregress.runner import Runner
 
 Notify = Callable[[str], None]
 

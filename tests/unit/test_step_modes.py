@@ -18,15 +18,9 @@ from dbregress.engines.null import NullEngine
 from dbregress.lab import Lab, load_lab
 from dbregress.loadgen import SPEC_VERSION
 from dbregress.prepare import COUNT, INTERLEAVED, PROFILE, TIMED, Window
+from tests.unit.test_contracts import CONN
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "step-spec.schema.json").read_text())
-CONN = {
-    "driver": "postgres",
-    "socket_dir": "/tmp/x",
-    "port": 5432,
-    "user": "postgres",
-    "database": "postgres",
-}
 LABS = {
     "insert": "[insert]\nload_rows = 1000\nwrite_rows = 200\nquery_seconds = 2\nwarmup_s = 0.5\n",
     "kv": "[kv]\nkeys = 1000\nseconds = 2\nshort_seconds = 1\nwarmup_s = 0.5\n",

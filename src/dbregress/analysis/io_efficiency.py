@@ -19,7 +19,7 @@ in percent. Everything here is pure: stored step results and run.json in, rows o
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,25 +123,26 @@ class Baseline:
     def runs(self) -> list[FioFigures]:
         return [f for f in (self.before, self.after) if f is not None]
 
+    def _mean(self, of: Callable[[FioFigures], float]) -> float | None:
+        """The mean over fio's runs (before and after) of one figure."""
+        runs = self.runs
+        return statistics.fmean(of(f) for f in runs) if runs else None
+
     @property
     def iops(self) -> float | None:
-        runs = self.runs
-        return statistics.fmean(f.iops for f in runs) if runs else None
+        return self._mean(lambda f: f.iops)
 
     @property
     def device_us(self) -> float | None:
-        runs = self.runs
-        return statistics.fmean(f.device_us for f in runs) if runs else None
+        return self._mean(lambda f: f.device_us)
 
     @property
     def latency_us(self) -> float | None:
-        runs = self.runs
-        return statistics.fmean(f.latency_us for f in runs) if runs else None
+        return self._mean(lambda f: f.latency_us)
 
     @property
     def cpu_us(self) -> float | None:
-        runs = self.runs
-        return statistics.fmean(f.cpu_us for f in runs) if runs else None
+        return self._mean(lambda f: f.cpu_us)
 
     @property
     def drift(self) -> float | None:
@@ -374,10 +375,10 @@ def sections(
         if not any(lb in found for lb in labels):
             continue
         base = found.get(labels[0]) or next(found[lb] for lb in labels if lb in found)
-        section = IoSection(comp["name"], labels, base)
         if base.absent is not None:
             out.append(IoSection(comp["name"], labels, base, why_not=base.absent))
             continue
+        section = IoSection(comp["name"], labels, base)
         for step in order:
             for label in labels:
                 cell = by_cell.get((label, step))

@@ -38,6 +38,7 @@ from dbregress.benchmarks import insert
 from dbregress.collect import valgrind
 from dbregress.engines import process
 from dbregress.errors import DbregressError, Interrupted, LabError
+from dbregress.execute import run_work_dir
 from dbregress.explain import jobs
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
@@ -45,7 +46,6 @@ from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
-from dbregress.runner import run_work_dir
 from dbregress.store import replays as replay_store
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run

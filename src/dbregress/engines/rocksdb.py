@@ -25,7 +25,6 @@ from dbregress.provision import Build
 from dbregress.provision.versioning import version_key
 
 TRUE_WORDS = ("true", "on", "yes", "1")
-DEFAULT_BLOCK_SIZE = 4096  # RocksDB's own default for the block-based table
 FALSE_WORDS = ("false", "off", "no", "0")
 SPARE_MB = 64  # room beyond twice the data: WAL, memtables, compaction output
 
@@ -167,9 +166,11 @@ class RocksdbEngine(Engine):
         return {key: _bool_text(value) for key, value in self.rocksdb_options().items()}
 
     def read_pattern(self) -> ReadPattern:
-        """A data block per read, with O_DIRECT when direct_io is on."""
+        """A data block per read, with O_DIRECT when direct_io is on; a preset without
+        block_size gets the loadgen's default (its spec schema's)."""
         options = self.rocksdb_options()
-        size = int(options.get("block_size", DEFAULT_BLOCK_SIZE))
+        default = spec_schema.default(spec_schema.engine_options("rocksdb"), "block_size")
+        size = int(options.get("block_size", default))
         return ReadPattern(size, bool(options.get("direct_io")), "RocksDB's block_size")
 
     # -- lifecycle ----------------------------------------------------------------------

@@ -19,11 +19,11 @@ from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.benchmarks import insert
 from dbregress.collect import pmu, valgrind
 from dbregress.errors import DbregressError
+from dbregress.execute import run_work_dir, short_name
 from dbregress.explain import flame, jobs
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
 from dbregress.lab import Comparison, Lab, load_lab
-from dbregress.runner import run_work_dir, short_name
 from dbregress.store.run import RunData, read_run
 
 # A window's size when --ops is not given: for a step that runs for a duration, as many Q

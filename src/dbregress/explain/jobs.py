@@ -34,6 +34,7 @@ from dbregress.collect.proc import tree_pids
 from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import Engine
+from dbregress.execute import make_engine
 from dbregress.explain import callgrind, flame
 from dbregress.explain.flame import FlameError
 from dbregress.explain.stepper import Hooks, Stepped, drive
@@ -48,7 +49,6 @@ from dbregress.loadgen import Loadgen
 from dbregress.prepare import COUNT, PROFILE
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
-from dbregress.runner import make_engine
 
 Notify = Callable[[str], None]
 SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one

@@ -30,6 +30,7 @@ from typing import Any
 
 from dbregress import rounds
 from dbregress.errors import LabError
+from dbregress.execute import ProgressFn
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import (
     COUNT_IDENTITY,
@@ -46,7 +47,7 @@ from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
 from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Lab
 from dbregress.records import StepResult
-from dbregress.runner import ProgressFn, Runner
+from dbregress.runner import Runner
 
 RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
 

@@ -131,8 +131,8 @@ def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
     from distributed import get_worker
 
     from dbregress import provision
+    from dbregress.execute import work_root
     from dbregress.fleet.unit import _me, _still_wanted
-    from dbregress.runner import work_root
 
     worker = get_worker()
     me = _me(worker)

@@ -157,7 +157,7 @@ def serve_worker(
 ) -> None:
     """A benchmark host's worker. `tls`: this host's certificates; without them the
     scheduler must be on loopback and the worker listens there."""
-    from dbregress.runner import work_root
+    from dbregress.execute import work_root
 
     address = fleet_tls.scheduler_address(scheduler, tls)
     if tls is None:
@@ -182,8 +182,8 @@ def _serve_worker(
     import dask
     from distributed import Worker
 
+    from dbregress.execute import work_root
     from dbregress.fleet.unit import worker_state
-    from dbregress.runner import work_root
 
     own = work_root() / f"worker-{name}"
     if own.exists():  # what a killed worker of this name left
