@@ -54,7 +54,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "engines, builds, collectors, configs",
         ("engines", "provision", "collect", "configs", "spec_schema"),
     ),
-    ("model", ("errors", "records", "run_record", "tomlreader", "interrupts", "__init__")),
+    (
+        "model",
+        ("errors", "records", "run_record", "shapes", "tomlreader", "interrupts", "__init__"),
+    ),
 )
 
 

@@ -1,0 +1,151 @@
+"""A stored step result (schema/step-result.schema.json): results/<run>/<column>/
+r<repeat>/steps/NN-<step>.json. `StepResult` flattens its three variants, a failed step
+(`status` "failed", `error`), a measured one and an imported one (`imported`), as the
+package docstring says."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+from dbregress.shapes.events import Checks, EngineStats, LatencyUs
+
+
+class StepError(TypedDict):
+    type: str
+    message: str
+    server_log_tail: str
+
+
+class Q(TypedDict):
+    """The step's Q: its primary operation, counted in rows or operations, per second."""
+
+    op: str
+    unit: Literal["rows", "ops", "relative"]
+    count: NotRequired[int | None]
+    value: float
+
+
+class OpFigures(TypedDict):
+    """One operation kind over the measured window."""
+
+    ops: int
+    rows: int
+    errors: int
+    target_rows_per_s: float | None
+    latency_us: LatencyUs
+    rows_per_s: float
+    ops_per_s: float
+
+
+class Usage(TypedDict):
+    """A process tree's CPU, context switches and IO over the measured window."""
+
+    user_s: float
+    system_s: float
+    ctx_switches: int
+    read_bytes: int
+    write_bytes: int
+
+
+class Sla(TypedDict):
+    op: str
+    target_rows_per_s: float
+    achieved_rows_per_s: float
+    ok: bool
+
+
+class PlacementRecord(TypedDict):
+    mode: str
+    server_cpus: list[int] | None
+    client_cpus: list[int] | None
+
+
+class Phase(TypedDict):
+    wall_s: float
+    server_cpu_s: float | None
+    client_cpu_s: float | None
+
+
+class Phases(TypedDict):
+    setup: Phase
+    warmup: Phase
+    checks: Phase
+
+
+class Window(TypedDict):
+    warmup_s: float
+    measured_s: float
+
+
+class Host(TypedDict):
+    window_s: float
+    cpus: int | None
+    steal_s: float | None
+    busy_s: float | None
+    other_cpu_s: float | None
+    steal_frac: float | None
+    other_cpu_frac: float | None
+    cpu_mhz: list[float] | None
+    governor: str | None
+
+
+class Device(TypedDict):
+    name: str | None
+    note: str | None
+    clients: int
+    reads: int | None
+    read_bytes: int | None
+    read_ms: int | None
+
+
+class Counters(TypedDict):
+    """perf stat over the measured window, where the host can count."""
+
+    events: list[str]
+    note: str | None
+    server: NotRequired[dict[str, float | None]]
+    client: NotRequired[dict[str, float | None]]
+
+
+class Paired(TypedDict):
+    base: str
+    ratio: float | None
+    log_se: NotRequired[float | None]
+    pairs: int
+    batches: NotRequired[int]
+
+
+class StepResult(TypedDict):
+    schema_version: NotRequired[int]  # added where the result is stored
+    kind: Literal["step"]
+    column: NotRequired[str]  # added where the result is stored
+    repeat: NotRequired[int]  # added where the result is stored
+    step: str
+    status: Literal["ok", "failed"]
+    # failed
+    error: NotRequired[StepError]
+    # imported: what the files said
+    imported: NotRequired[dict[str, object]]
+    # measured (and, where the files said, imported)
+    reported: NotRequired[bool]
+    elapsed_s: NotRequired[float]
+    wall_s: NotRequired[float]
+    slices: NotRequired[list[list[float]]]
+    paired: NotRequired[Paired]
+    started_at: NotRequired[str]
+    q: NotRequired[Q]
+    ops: NotRequired[dict[str, OpFigures]]
+    server: NotRequired[Usage]
+    client: NotRequired[Usage | None]
+    engine_stats: NotRequired[EngineStats | None]
+    per_op: NotRequired[dict[str, float | None]]
+    sla: NotRequired[Sla | None]
+    checks: NotRequired[Checks]
+    db_size_bytes: NotRequired[int]
+    placement: NotRequired[PlacementRecord]
+    phases: NotRequired[Phases]
+    window: NotRequired[Window]
+    host: NotRequired[Host]
+    inject_slowdown: NotRequired[float]
+    device: NotRequired[Device]
+    counters: NotRequired[Counters]

@@ -1,0 +1,216 @@
+"""verdicts.json (schema/verdicts.schema.json): `Verdicts`, and its parts, as the
+analysis writes them and every report and gate reads them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+
+class Policy(TypedDict):
+    alpha: float
+    band: float
+    cost_band: NotRequired[float]
+
+
+class Lanes(TypedDict):
+    judged: list[Literal["time", "cost"]]
+    not_judged: dict[str, str]
+
+
+class FioFigures(TypedDict):
+    iops: float
+    latency_us: float
+    user_us_per_read: float
+    system_us_per_read: float
+    device_us: float
+
+
+class Baseline(TypedDict):
+    fio_version: str | None
+    device: str | None
+    block_size: int
+    direct: bool
+    numjobs: int
+    command: list[str]
+    files: list[str]
+    before: FioFigures | None
+    after: FioFigures | None
+    drift: float | None
+    absent: str | None
+
+
+class IoRow(TypedDict):
+    step: str
+    column: str
+    repeats: int
+    clients: int
+    reads_per_op: float
+    kib_per_read: float
+    read_iops: float
+    fio_iops: float
+    io_efficiency: float
+    predicted_io_efficiency: float
+    user_us_per_read: float
+    system_us_per_read: float
+    user_us_per_op: float
+    system_us_per_op: float
+    device_us: float
+    predicted_us_per_op: float
+    measured_us_per_op: float
+    timed_us_per_op: float | None
+    difference_us: float
+    difference_pct: float
+    own_read_share: float | None
+
+
+class AbsentItem(TypedDict):
+    step: str
+    column: str | None
+    why: str
+
+
+class IoEfficiencyItem(TypedDict):
+    comparison: str
+    why_not: str | None
+    baseline: Baseline | None
+    rows: list[IoRow]
+    absent: list[AbsentItem]
+
+
+class DisturbedItem(TypedDict):
+    column: str
+    repeat: int
+    step: str
+    why: str
+
+
+class CostLaneNote(TypedDict):
+    band: float
+    replays_per_column: int
+    method: str
+
+
+Ratio: TypeAlias = float | None
+
+
+CiItem: TypeAlias = float
+
+
+Ci: TypeAlias = list[CiItem] | None
+
+
+class RepeatCounts(TypedDict):
+    base: int
+    column: int
+
+
+class MetricVerdict(TypedDict):
+    ratio: Ratio
+    ci: Ci
+    verdict: Literal["higher", "lower", "same", "undecided"]
+    unit: NotRequired[str]
+    better: NotRequired[Literal["higher", "lower"]]
+
+
+class Replays(TypedDict):
+    base: int
+    column: int
+
+
+class CountVerdict(TypedDict):
+    ratio: Ratio
+    ci: Ci
+    verdict: Literal["slower", "faster", "same", "undecided"]
+    replays: Replays
+    base: NotRequired[float | None]
+    value: NotRequired[float | None]
+    unit: str
+    spread: NotRequired[float]
+
+
+class BackgroundEstimatedCycles(TypedDict):
+    base: NotRequired[float | None]
+    column: NotRequired[float | None]
+
+
+Noise = TypedDict(
+    "Noise",
+    {
+        "sd": NotRequired[float | None],
+        "from": NotRequired[str | None],
+    },
+)
+
+
+class BaseState(TypedDict):
+    counted: NotRequired[float | None]
+    timed: NotRequired[float | None]
+    mismatch: NotRequired[str | None]
+
+
+class ColumnState(TypedDict):
+    counted: NotRequired[float | None]
+    timed: NotRequired[float | None]
+    mismatch: NotRequired[str | None]
+
+
+class State(TypedDict):
+    base: NotRequired[BaseState | None]
+    column: NotRequired[ColumnState | None]
+
+
+class CostVerdict(TypedDict):
+    metric: Literal["estimated_cycles"]
+    ratio: Ratio
+    ci: Ci
+    verdict: Literal["slower", "faster", "same", "undecided"]
+    replays: Replays
+    p_value: NotRequired[float | None]
+    reason: NotRequired[str]
+    reading: NotRequired[str | None]
+    counts: NotRequired[dict[str, CountVerdict]]
+    background_estimated_cycles: NotRequired[BackgroundEstimatedCycles]
+    noise: NotRequired[Noise]
+    state: NotRequired[State]
+
+
+class StepVerdict(TypedDict):
+    step: str
+    ratio: Ratio
+    ci: Ci
+    ci_confidence: NotRequired[float | None]
+    verdict: Literal["slower", "faster", "same", "undecided"]
+    p_value: NotRequired[float | None]
+    repeats: RepeatCounts
+    more_repeats: NotRequired[int | None]
+    reason: NotRequired[str]
+    metrics: dict[str, MetricVerdict]
+    cost: NotRequired[CostVerdict | None]
+    lane: NotRequired[Literal["time"]]
+
+
+class VerdictColumn(TypedDict):
+    label: str
+    steps: list[StepVerdict]
+
+
+class VerdictComparison(TypedDict):
+    name: str
+    benchmark: NotRequired[str]
+    base: str
+    columns: list[VerdictColumn]
+
+
+class Verdicts(TypedDict):
+    format_version: Literal[1]
+    run_id: str
+    lab: NotRequired[str]
+    status: NotRequired[str]
+    method: NotRequired[str]
+    policy: Policy
+    lanes: NotRequired[Lanes]
+    method_identity: NotRequired[dict[str, Any] | None]
+    io_efficiency: NotRequired[list[IoEfficiencyItem]]
+    comparisons: list[VerdictComparison]
+    disturbed: NotRequired[list[DisturbedItem]]
+    cost_lane: NotRequired[CostLaneNote | None]

@@ -1,0 +1,48 @@
+"""Classes and functions of src/dbregress longer than the house allows: a class of more
+than 250 lines or a function of more than 60 is doing more than one thing, and is split
+where its parts have names of their own. Lines are the node's span in the source,
+docstring and comments included.
+
+    python3 tools/sizes.py     # prints each one that is too long; exit 1 if any
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_CLASS = 250
+MAX_FUNCTION = 60
+
+
+def too_long(src: Path) -> list[tuple[str, int, int]]:
+    """(where, lines, limit) of every class and function over its limit, longest first."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                limit = MAX_CLASS
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                limit = MAX_FUNCTION
+            else:
+                continue
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            if lines > limit:
+                where = f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+                found.append((where, lines, limit))
+    return sorted(found, key=lambda f: -f[1])
+
+
+def main() -> int:
+    found = too_long(ROOT / "src" / "dbregress")
+    for where, lines, limit in found:
+        print(f"{where}: {lines} lines (at most {limit})")
+    print(f"{len(found)} class(es) or function(s) too long")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
