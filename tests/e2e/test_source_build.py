@@ -79,6 +79,7 @@ write_rows = 1000
 query_seconds = 0.3
 warmup_s = 0.2
 cleanup_wait_s = 0
+steps = ["l.i0", "l.x", "qr100", "qp100"]
 """
     )
     out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
@@ -90,8 +91,10 @@ cleanup_wait_s = 0
     verdicts = json.loads((run / "verdicts.json").read_text())
     (column,) = verdicts["comparisons"][0]["columns"]
     steps = column["steps"]
-    assert len(steps) == 10
-    # both lanes judged every step (a verdict, decided or not, from real measurements)
+    assert len(steps) == 4
+    # both lanes judged every step (a verdict, decided or not, from real measurements);
+    # -O2 without frame pointers costs 5-8% more estimated cycles on every step
+    # (docs/engines.md), which the counts decide
     assert all(s["ratio"] is not None for s in steps)
     assert all(s["cost"] is not None and s["cost"]["ratio"] is not None for s in steps)
-    assert sum(s["cost"]["verdict"] != "undecided" for s in steps) >= 5
+    assert sum(s["cost"]["verdict"] != "undecided" for s in steps) >= 2
