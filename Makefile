@@ -106,8 +106,13 @@ rust-check:
 	cargo clippy --release --locked --all-targets --quiet -- -D warnings
 	cargo test --release --locked --quiet
 
+# Every test. Those marked `quiet` judge timed figures and run alone, after the rest;
+# the rest run two at a time, a file's tests in one process (an engine test spends much
+# of its time waiting for a server, a build or a valgrind replay of the other column, so
+# two of them fill the two CPUs a small host has).
 pytest: python build
-	$(UV) run pytest -q
+	$(UV) run pytest -q -m "not quiet" -n 2 --dist loadfile
+	$(UV) run pytest -q -m quiet
 
 # The fast loop: every test that starts no database engine (tests/unit, and the e2e
 # tests not marked `engine`), spread over every CPU by pytest-xdist.

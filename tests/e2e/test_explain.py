@@ -14,7 +14,8 @@ import pytest
 from dbregress.explain import flame
 from tests.e2e.conftest import dbregress, run_record
 
-pytestmark = pytest.mark.engine
+# quiet: it judges timed figures, so it runs with the host to itself (Makefile, pytest)
+pytestmark = [pytest.mark.engine, pytest.mark.quiet]
 
 LAB = """\
 name = "x"

@@ -13,7 +13,8 @@ import pytest
 
 from tests.e2e.conftest import assert_no_process_mentions, dbregress, start_dbregress, wait_for
 
-pytestmark = pytest.mark.engine
+# quiet: it judges timed figures, so it runs with the host to itself (Makefile, pytest)
+pytestmark = [pytest.mark.engine, pytest.mark.quiet]
 
 LAB = """\
 name = "inter"

@@ -22,7 +22,8 @@ import pytest
 from dbregress import step
 from dbregress.cli.main import main
 
-pytestmark = pytest.mark.engine
+# quiet: it judges timed figures, so it runs with the host to itself (Makefile, pytest)
+pytestmark = [pytest.mark.engine, pytest.mark.quiet]
 
 LAB = """\
 name = "freeze"
