@@ -43,7 +43,7 @@ class Probe:
         return {
             "name": self.name,
             "block_s": self.block_s,
-            "rates": self.rates,
+            "rates": list(self.rates),
             "cv": self.cv,
             "low": self.low,
             "high": self.high,

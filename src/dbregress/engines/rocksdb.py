@@ -78,7 +78,7 @@ OPTIONS: dict[str, Option] = {
 }
 
 # (option, value that needs it, oldest RocksDB that has it)
-CAPABILITIES: tuple[tuple[str, Any, tuple[int, int]], ...] = (
+CAPABILITIES: tuple[tuple[str, str | bool, tuple[int, int]], ...] = (
     ("cache_type", "hyper_clock", (8, 1)),
     ("cache_type", "auto_hyper_clock", (8, 7)),
     ("block_align", True, (11, 0)),
@@ -129,7 +129,7 @@ def check_capabilities(options: RocksDbOptions, version: str, what: str) -> None
         )
 
 
-def _bool_text(value: Any) -> str:
+def _bool_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
