@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from dbregress import benchmarks, prepare, provision
 from dbregress.analysis.paired import pair_slices
@@ -44,6 +44,8 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
 from dbregress.provision import Build
 from dbregress.records import JobId, StepError, StepResult
+from dbregress.shapes.step_result import Paired
+from dbregress.shapes.step_result import StepResult as StepFigures
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter
@@ -223,105 +225,9 @@ class LocalExecutor:
         self._jobs_run += len(jobs)
         if any(self._drop_caches(j) for j in jobs):
             self.writer.note_cache_drop(drop_page_cache())
-        engines: dict[str, Engine] = {}
-        workdirs: list[Path] = []
-        live: list[Job] = []
-        comparison = jobs[0].comparison
-        sizes = None
-        for job in jobs:
-            workdir = job_work_dir(self.writer.path.name, job)
-            if workdir.exists():  # left by a run killed outright
-                shutil.rmtree(workdir, ignore_errors=True)
-            workdirs.append(workdir)
-            log = self.writer.job_dir(job) / "server.log"
-            options = prepare.engine_options(self.lab, comparison, job.column, workdir, log)
-            sizes = options.sizes
-            engines[job.name] = make_engine(builds[job.column.label], options)
-
-        def hurry() -> None:
-            for engine in engines.values():
-                engine.hurry()
-
-        status = {job.name: "failed" for job in jobs}
-        try:
-            with hurrying(hurry):
-                for job in jobs:
-                    assert sizes is not None
-                    try:
-                        self._start(engines[job.name], job, sizes)
-                        live.append(job)
-                    except _JobFailed:
-                        pass
-                plans = benchmarks.plans(comparison)
-                for index, plan in enumerate(plans, start=1):
-                    if not live:
-                        break
-                    live = self._interleaved_step(live, engines, index, plan, len(plans))
-                for job in live:
-                    status[job.name] = "ok"
-        except KeyboardInterrupt as e:
-            with shielded():
-                for job in live:
-                    if not self.writer.job_failed_by_interrupt(job):
-                        why = Interrupted(f"interrupted by {_signal_name(e)}")
-                        self.writer.add_failure(job.name, why)
-            raise
-        finally:
-            with shielded():
-                for engine in engines.values():
-                    with contextlib.suppress(Exception):
-                        engine.stop()
-                for workdir in workdirs:
-                    shutil.rmtree(workdir, ignore_errors=True)
+        status = _InterleavedRound(self, jobs, builds).run()
         for job in jobs:
             self.writer.end_job(job, status[job.name])
-
-    def _interleaved_step(
-        self, live: list[Job], engines: dict[str, Engine], index: int, plan: StepPlan, steps: int
-    ) -> list[Job]:
-        """One step of an interleaved round on every live job's engine; returns the jobs
-        still live after it (a side whose step failed is recorded and stopped)."""
-        sides = []
-        for job in live:
-            engine = engines[job.name]
-            spec = prepare.step_spec(
-                self.lab, job.comparison, job.column, engine, index, plan, prepare.Mode.INTERLEAVED
-            )
-            stem = self.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
-            report = self._reporter(
-                job, self._jobs_run, max(self._jobs_planned, self._jobs_run), plan, index, steps
-            )
-            sides.append(Side(engine, spec, stem, report))
-        timeout = prepare.step_timeout(self.lab, plan, sides[0].spec)
-        first = live[0].repeat % len(live)  # who starts rotates from round to round
-        outcomes = collect_interleaved(sides, plan, timeout, self.lab.placement, first)
-        if plan.wait_after_s:
-            self._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
-        results: dict[str, dict[str, Any]] = {}
-        still = []
-        for job, outcome in zip(live, outcomes, strict=True):
-            engine = engines[job.name]
-            if isinstance(outcome, Exception):
-                self._record_failure(job, index, plan.name, outcome, engine)
-                with shielded():
-                    engine.stop()
-                continue
-            results[job.name] = outcome.result
-            still.append(job)
-        base = next((j for j in still if j.column == j.comparison.base), None)
-        for job, outcome in zip(live, outcomes, strict=True):
-            if isinstance(outcome, Exception):
-                continue
-            result = outcome.result
-            if base is not None and job is not base:
-                result["paired"] = {
-                    "base": base.name,
-                    **pair_slices(results[base.name]["slices"], result["slices"]),
-                }
-            step = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, result)
-            self.writer.write_step(job, index, step, outcome.series, outcome.hlog)
-            self._index(functools.partial(index_step, self.path, self.writer, step, index))
-        return still
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
@@ -443,10 +349,16 @@ class LocalExecutor:
         except Exception as e:  # the step failed; the job stops, the lab goes on
             self._record_failure(job, index, plan.name, e, engine)
             return False
-        result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
-        self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
-        self._index(functools.partial(index_step, self.path, self.writer, result, index))
+        self._write_ok(job, index, plan, outcome)
         return True
+
+    def _write_ok(self, job: Job, index: int, plan: StepPlan, outcome: StepOutcome) -> None:
+        """A finished step's files, and its result into the run history."""
+        result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
+        # store/run.py still takes the series as untyped rows
+        series = cast("list[dict[str, Any]]", outcome.series)
+        self.writer.write_step(job, index, result, series, outcome.hlog)
+        self._index(functools.partial(index_step, self.path, self.writer, result, index))
 
     def _quiet(self, engines: list[Engine], seconds: float, report: Report) -> None:
         """The post-write wait: nothing runs, the engines' background work settles."""
@@ -466,6 +378,115 @@ class LocalExecutor:
         self.writer.write_step(job, index, result, [], "")
         self._index(functools.partial(index_step, self.path, self.writer, result, index))
         self.writer.add_failure(f"{job.name} {step}", error, trace)
+
+
+class _InterleavedRound:
+    """One interleaved round of a LocalExecutor: every job's engine started at once, then
+    each step run on all of them in turns; a side whose step fails is recorded and
+    stopped, the others go on. The engines are stopped and their data removed whatever
+    happens."""
+
+    def __init__(self, executor: LocalExecutor, jobs: list[Job], builds: dict[str, Build]) -> None:
+        self.executor, self.jobs = executor, jobs
+        self.comparison = jobs[0].comparison
+        self.engines: dict[str, Engine] = {}
+        self.workdirs: list[Path] = []
+        self.sizes: Sizes | None = None
+        writer = executor.writer
+        for job in jobs:
+            workdir = job_work_dir(writer.path.name, job)
+            if workdir.exists():  # left by a run killed outright
+                shutil.rmtree(workdir, ignore_errors=True)
+            self.workdirs.append(workdir)
+            log = writer.job_dir(job) / "server.log"
+            options = prepare.engine_options(
+                executor.lab, self.comparison, job.column, workdir, log
+            )
+            self.sizes = options.sizes
+            self.engines[job.name] = make_engine(builds[job.column.label], options)
+
+    def hurry(self) -> None:
+        for engine in self.engines.values():
+            engine.hurry()
+
+    def run(self) -> dict[str, str]:
+        """Each job's status at the round's end: ok, or failed."""
+        executor, writer = self.executor, self.executor.writer
+        status = {job.name: "failed" for job in self.jobs}
+        live: list[Job] = []
+        try:
+            with hurrying(self.hurry):
+                for job in self.jobs:
+                    assert self.sizes is not None
+                    try:
+                        executor._start(self.engines[job.name], job, self.sizes)
+                        live.append(job)
+                    except _JobFailed:
+                        pass
+                plans = benchmarks.plans(self.comparison)
+                for index, plan in enumerate(plans, start=1):
+                    if not live:
+                        break
+                    live = self.step(live, index, plan, len(plans))
+                for job in live:
+                    status[job.name] = "ok"
+        except KeyboardInterrupt as e:
+            with shielded():
+                for job in live:
+                    if not writer.job_failed_by_interrupt(job):
+                        why = Interrupted(f"interrupted by {_signal_name(e)}")
+                        writer.add_failure(job.name, why)
+            raise
+        finally:
+            with shielded():
+                for engine in self.engines.values():
+                    with contextlib.suppress(Exception):
+                        engine.stop()
+                for workdir in self.workdirs:
+                    shutil.rmtree(workdir, ignore_errors=True)
+        return status
+
+    def step(self, live: list[Job], index: int, plan: StepPlan, steps: int) -> list[Job]:
+        """One step of the round on every live job's engine; returns the jobs still live
+        after it (a side whose step failed is recorded and stopped)."""
+        executor, lab, engines = self.executor, self.executor.lab, self.engines
+        sides = []
+        for job in live:
+            engine = engines[job.name]
+            spec = prepare.step_spec(
+                lab, job.comparison, job.column, engine, index, plan, prepare.Mode.INTERLEAVED
+            )
+            stem = executor.writer.job_dir(job) / "steps" / f"{index:02d}-{plan.name}"
+            jobs = max(executor._jobs_planned, executor._jobs_run)
+            report = executor._reporter(job, executor._jobs_run, jobs, plan, index, steps)
+            sides.append(Side(engine, spec, stem, report))
+        timeout = prepare.step_timeout(lab, plan, sides[0].spec)
+        first = live[0].repeat % len(live)  # who starts rotates from round to round
+        outcomes = collect_interleaved(sides, plan, timeout, lab.placement, first)
+        if plan.wait_after_s:
+            executor._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
+        results: dict[str, StepFigures] = {}
+        still = []
+        for job, outcome in zip(live, outcomes, strict=True):
+            engine = engines[job.name]
+            if isinstance(outcome, Exception):
+                executor._record_failure(job, index, plan.name, outcome, engine)
+                with shielded():
+                    engine.stop()
+                continue
+            results[job.name] = outcome.result
+            still.append(job)
+        base = next((j for j in still if j.column == j.comparison.base), None)
+        for job, outcome in zip(live, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                continue
+            result = outcome.result
+            if base is not None and job is not base:
+                paired = pair_slices(results[base.name]["slices"], result["slices"])
+                # analysis/paired.py's figures are untyped: they are Paired's but its base
+                result["paired"] = cast(Paired, {"base": base.name, **paired})
+            executor._write_ok(job, index, plan, outcome)
+        return still
 
 
 def _signal_name(e: KeyboardInterrupt) -> str:

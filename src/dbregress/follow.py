@@ -71,40 +71,9 @@ def follow(
             )
         if event is None:
             continue
-        kind: str = event["type"]
-        if kind == "summary":
+        if event["type"] == "summary":
             return event
-        if kind == "start":
-            if event["event_version"] != EVENT_VERSION:
-                raise LoadgenError(
-                    f"{BINARY} speaks event version {event['event_version']}, this "
-                    f"dbregress reads {EVENT_VERSION}: rebuild it with `make build`"
-                )
-        elif kind == "ready":
-            handler.ready(event)
-            loadgen.go()
-        elif kind == "measuring":
-            handler.measuring(event)
-        elif kind == "window":
-            handler.window(event)
-            loadgen.answer(event["edge"])
-        elif kind == "slice":
-            handler.slice(event)
-            if not event.get("last"):
-                loadgen.answer("run")
-        elif kind == "interval":
-            handler.interval(event, now - t0)
-        elif kind == "error":
-            handler.error(event)
-        elif kind == "stopped":
-            handler.stopped(event)
-            loadgen.check()
-        elif kind == "fatal":
-            loadgen.release(timeout_s=10)
-            blame_engine_first(engine)
-            raise LoadgenError(f"step {step}: {event['message']}")
-        else:
-            raise LoadgenError(f"{BINARY} printed an unknown event {kind!r}: run `make build`")
+        _answer(event, loadgen, engine, step, handler, now - t0)
     loadgen.release(timeout_s=10)
     blame_engine_first(engine)
     tail = loadgen.stderr_tail()
@@ -112,6 +81,50 @@ def follow(
         f"step {step}: {BINARY} {loadgen.exit_description()} before the step finished"
         + (f"; its last words:\n{tail}" if tail else "")
     )
+
+
+def _answer(
+    event: dict[str, Any],
+    loadgen: Loadgen,
+    engine: Engine,
+    step: str,
+    handler: Handler,
+    since_start_s: float,
+) -> None:
+    """One event before the summary: the handler told, then the loadgen answered where
+    the handshake waits. A fatal event or an unknown one raises LoadgenError."""
+    kind: str = event["type"]
+    if kind == "start":
+        if event["event_version"] != EVENT_VERSION:
+            raise LoadgenError(
+                f"{BINARY} speaks event version {event['event_version']}, this "
+                f"dbregress reads {EVENT_VERSION}: rebuild it with `make build`"
+            )
+    elif kind == "ready":
+        handler.ready(event)
+        loadgen.go()
+    elif kind == "measuring":
+        handler.measuring(event)
+    elif kind == "window":
+        handler.window(event)
+        loadgen.answer(event["edge"])
+    elif kind == "slice":
+        handler.slice(event)
+        if not event.get("last"):
+            loadgen.answer("run")
+    elif kind == "interval":
+        handler.interval(event, since_start_s)
+    elif kind == "error":
+        handler.error(event)
+    elif kind == "stopped":
+        handler.stopped(event)
+        loadgen.check()
+    elif kind == "fatal":
+        loadgen.release(timeout_s=10)
+        blame_engine_first(engine)
+        raise LoadgenError(f"step {step}: {event['message']}")
+    else:
+        raise LoadgenError(f"{BINARY} printed an unknown event {kind!r}: run `make build`")
 
 
 def blame_engine_first(engine: Engine, grace_s: float = 2.0) -> None:

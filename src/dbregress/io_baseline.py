@@ -22,7 +22,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Literal, cast
 
 from dbregress import prepare
 from dbregress.collect import fio
@@ -30,9 +30,11 @@ from dbregress.collect.diskstats import find_device
 from dbregress.engines.base import Engine
 from dbregress.errors import DbregressError
 from dbregress.lab import Comparison, Lab
+from dbregress.shapes.device import DeviceBaseline, FioRun
 from dbregress.store.run import RunWriter
 
-WHEN = ("before", "after")
+When = Literal["before", "after"]
+WHEN: tuple[When, When] = ("before", "after")
 MIN_FILE_MB = 256  # fio's file: about the engines' data, at least this
 FREE_SHARE = 0.5  # and at most this share of the filesystem's free space
 
@@ -63,13 +65,14 @@ def measure(
     engine: Engine,
     directory: Path,
     writer: RunWriter,
-    when: str,
+    when: When,
     notify: Callable[[str], None],
 ) -> None:
     """fio `when` (before or after) the comparison's jobs, into the run folder; a run
     resumed after it ran keeps what it found."""
     assert when in WHEN
-    stored: dict[str, Any] = writer.record.setdefault("device_baseline", {})
+    # run.json's record is untyped in store/run.py: its device_baseline is these entries
+    stored = cast(dict[str, DeviceBaseline], writer.record.setdefault("device_baseline", {}))
     entry = stored.get(comparison.name)
     if entry is not None and (entry.get(when) is not None or entry.get("absent")):
         return
@@ -83,9 +86,9 @@ def measure(
     writer.set_record("device_baseline", stored)
 
 
-def _entry(comparison: Comparison, engine: Engine, directory: Path) -> dict[str, Any]:
+def _entry(comparison: Comparison, engine: Engine, directory: Path) -> DeviceBaseline:
     """The read pattern and the device, or why there is none."""
-    entry: dict[str, Any] = {
+    entry: DeviceBaseline = {
         "numjobs": clients_of(comparison),
         "block_size": None,
         "direct": None,
@@ -99,37 +102,45 @@ def _entry(comparison: Comparison, engine: Engine, directory: Path) -> dict[str,
     try:
         pattern = engine.read_pattern()
     except DbregressError as e:
-        return entry | {"absent": f"the base column's read pattern: {e}"}
+        return _absent(entry, f"the base column's read pattern: {e}")
     if pattern is None:
-        return entry | {"absent": f"{engine.build.spec} reads no storage"}
-    entry |= {"block_size": pattern.block_size, "direct": pattern.direct}
+        return _absent(entry, f"{engine.build.spec} reads no storage")
+    entry["block_size"], entry["direct"] = pattern.block_size, pattern.direct
     entry["source"] = pattern.source
     device = find_device(directory)
     if device.name is None:
-        return entry | {"absent": device.note}
+        return _absent(entry, device.note)
     entry["device"] = device.name
     try:
         entry["fio_version"] = fio.version(fio.find_fio())
     except fio.FioError as e:
-        return entry | {"absent": str(e)}
+        return _absent(entry, str(e))
     return entry
+
+
+def _absent(entry: DeviceBaseline, why: str | None) -> DeviceBaseline:
+    absent = entry.copy()
+    absent["absent"] = why
+    return absent
 
 
 def _run(
     lab: Lab,
     comparison: Comparison,
-    entry: dict[str, Any],
+    entry: DeviceBaseline,
     directory: Path,
     writer: RunWriter,
-    when: str,
+    when: When,
     notify: Callable[[str], None],
-) -> dict[str, Any]:
+) -> FioRun:
     """One fio run: its figures, command and file, or the error that stopped it."""
+    block_size = entry["block_size"]
+    assert block_size is not None  # an entry with no read pattern is absent
     try:
         directory.mkdir(parents=True, exist_ok=True)
         job = fio.FioJob(
             directory,
-            int(entry["block_size"]),
+            int(block_size),
             bool(entry["direct"]),
             int(entry["numjobs"]),
             lab.io_baseline_s,

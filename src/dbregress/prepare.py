@@ -20,7 +20,7 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import benchmarks
 from dbregress.analysis.state import PROBE_EVERY
@@ -29,6 +29,7 @@ from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.micro_names import WRITES
+from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
 
 
 def host_memory() -> int:
@@ -98,15 +99,16 @@ class Window:
     warm_ops: int = 0
     until_hit_rate: float = 0.0
 
-    def to_spec(self, clients: int) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_spec(self, clients: int) -> WindowSpec:
+        out: WindowSpec = {
             "skip_ops": self.skip_ops,
             "ops": self.ops,
             "q_per_s": round(self.q_per_s, 3),
             "warm_ops": self.warm_ops,
         }
         if self.until_hit_rate > 0 and clients == 1:
-            out.update(until_hit_rate=round(self.until_hit_rate, 5), probe_every=PROBE_EVERY)
+            out["until_hit_rate"] = round(self.until_hit_rate, 5)
+            out["probe_every"] = PROBE_EVERY
         return out
 
 
@@ -123,22 +125,25 @@ def step_spec(
     """The loadgen's spec of step `index` (1-based) of the comparison's benchmark in
     `mode`: the same seed, warm-up and injected slowdown in every job and replay of the
     column; a counting replay's step counts `window` (None: it runs uncounted, as the
-    mode runs it)."""
+    mode runs it). Untyped for its callers in explain/, which take a plain dict yet."""
     if window is not None and mode is not Mode.COUNT:
         raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
-    spec = benchmarks.step_spec(comparison, engine.connection(), plan, lab.seed * 1000 + index)
+    # the engines' connection() is untyped for explain/threads.py: it is the spec's engine
+    connection = cast(EngineSpec, engine.connection())
+    spec = benchmarks.step_spec(comparison, connection, plan, lab.seed * 1000 + index)
     warmup = comparison.sizes.warmup() if plan.duration_s else 0.0
-    spec.update(warmup_s=warmup, inject_slowdown=column.inject_slowdown)
+    spec["warmup_s"] = warmup
+    spec["inject_slowdown"] = column.inject_slowdown
     if mode is Mode.INTERLEAVED:
         spec["slices"] = slice_spec(plan, lab.slice_ms)
     elif mode is Mode.COUNT:
         spec = count_spec(spec)
         if window is not None:
             spec["window"] = window.to_spec(int(spec.get("clients", 1)))
-    return spec
+    return cast("dict[str, Any]", spec)
 
 
-def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
+def slice_spec(plan: StepPlan, slice_ms: int) -> Slices:
     """The loadgen's `slices` of an interleaved step: time slices for a timed step; for
     a fixed-work step, slices of equal work (Q calls), so every side has done the same
     part of the step at the end of each turn and ends the step in the same state."""
@@ -150,7 +155,7 @@ def slice_spec(plan: StepPlan, slice_ms: int) -> dict[str, int]:
     return {"q_calls": max(1, calls // SLICES_PER_FIXED_STEP)}
 
 
-def count_spec(spec: dict[str, Any]) -> dict[str, Any]:
+def count_spec(spec: StepSpec) -> StepSpec:
     """A step's spec for the counting replay: the Insert Benchmark's l.i1 and l.i2 in
     lockstep (insert.LOCKSTEP_STEPS); closed-loop write steps of the kv and micro
     benchmarks start from a settled engine (kv.SETTLE_STEPS, the micro writes)."""

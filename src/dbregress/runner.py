@@ -141,7 +141,9 @@ class Runner:
                 break
         self._device_baseline(comparison, builds, "after")
 
-    def _device_baseline(self, comparison: Comparison, builds: dict[str, Build], when: str) -> None:
+    def _device_baseline(
+        self, comparison: Comparison, builds: dict[str, Build], when: io_baseline.When
+    ) -> None:
         """fio on the data directories' filesystem with the base column's read pattern,
         for an IO-bound comparison (io_baseline.py); recorded, never raised."""
         if not self.lab.io_bound(comparison):

@@ -12,13 +12,23 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dbregress.errors import DbregressError
 
 NAME = "step-spec.schema.json"
 # An installed wheel carries it inside the package; a checkout has it at the top.
 PLACES = (Path(__file__).parent / "schema" / NAME, Path(__file__).parents[2] / "schema" / NAME)
+
+
+class Property(TypedDict, total=False):
+    """One property of a spec object as the schema states it: the keywords read here."""
+
+    type: str  # the properties read here (workload fields, engine options) have one type
+    description: str
+    default: Any  # a JSON value of the property's type
+    minimum: float
+    enum: list[str]
 
 
 @functools.cache
@@ -30,26 +40,26 @@ def schema() -> dict[str, Any]:
     raise DbregressError(f"the step-spec schema {NAME} is missing: run `make schema`")
 
 
-def workload(kind: str) -> dict[str, Any]:
+def workload(kind: str) -> dict[str, Property]:
     """The properties of the spec's `workload` of this kind (`insert`, `kv`, `micro`): its
     step and its own fields."""
     for variant in schema()["properties"]["workload"]["oneOf"]:
         if variant["properties"]["kind"].get("const") == kind:
-            props: dict[str, Any] = variant["properties"]
+            props: dict[str, Property] = variant["properties"]
             return props
     raise DbregressError(f"the step-spec schema has no workload {kind!r}: run `make schema`")
 
 
-def engine_options(driver: str) -> dict[str, Any]:
+def engine_options(driver: str) -> dict[str, Property]:
     """The properties of an engine's `options` object (driver `rocksdb`)."""
     for variant in schema()["properties"]["engine"]["oneOf"]:
         if variant["properties"]["driver"].get("const") == driver:
-            props: dict[str, Any] = variant["properties"]["options"]["properties"]
+            props: dict[str, Property] = variant["properties"]["options"]["properties"]
             return props
     raise DbregressError(f"the step-spec schema has no engine {driver!r}: run `make schema`")
 
 
-def default(props: dict[str, Any], key: str) -> Any:
+def default(props: dict[str, Property], key: str) -> Any:
     """A field's default; the schema must give one (a KeyError names the field)."""
     if "default" not in props[key]:
         raise KeyError(f"the step-spec schema gives no default for {key}")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
@@ -33,6 +33,8 @@ from dbregress.errors import LoadgenError
 from dbregress.follow import Handler, follow
 from dbregress.lab import Placement
 from dbregress.loadgen import Loadgen
+from dbregress.shapes import step_result as shapes
+from dbregress.shapes.events import Event, OpSummary, ProcessUsage, SeriesRow, Summary
 from dbregress.store.files import sibling
 
 SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
@@ -76,8 +78,8 @@ Report = Callable[[float, float | None, LiveRate | None], None]
 
 @dataclass
 class StepOutcome:
-    result: dict[str, Any]
-    series: list[dict[str, Any]] = field(default_factory=list)
+    result: shapes.StepResult
+    series: list[SeriesRow] = field(default_factory=list)
     hlog: str = ""
 
 
@@ -87,13 +89,13 @@ class _Stream:
 
     warmup_s: float  # as asked; a fixed-work step ignores it
     cpus: set[int]  # where the server and the loadgen may run: the host noise that matters
-    series: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    summary: dict[str, Any] | None = None
+    series: list[SeriesRow] = field(default_factory=list)
+    errors: list[Event] = field(default_factory=list)
+    summary: Summary | None = None
     rows_done: int = 0
     marks: dict[str, window.Mark] = field(default_factory=dict)
-    clock: dict[str, Any] | None = None  # the CPUs' governor and MHz, read in the window
-    counted: dict[str, Any] | None = None  # perf stat over the window (collect/pmu.py)
+    clock: shapes.Clock | None = None  # the CPUs' governor and MHz, read in the window
+    counted: shapes.Counters | None = None  # perf stat over the window (collect/pmu.py)
     slices: list[list[float]] = field(default_factory=list)  # interleaved: [t_s, s, q, q_all]
     device: diskstats.Device = field(default_factory=lambda: diskstats.Device(None, "not read"))
 
@@ -125,12 +127,36 @@ def collect_step(
     if started is not None:
         started(loadgen)
     t0 = time.monotonic()
-    counters = _Counters()
+    handler = _Follower(loadgen, plan, stream, server_pid, report, _Counters())
+    handler.turns, handler.side = turns, side
+    summary = _run(loadgen, engine, handler, timeout_s, t0)
+    result = _result(plan, stream, summary)
+    result["device"] = window.device_window(
+        stream.marks["measuring"], stream.marks["stopped"], stream.device, int(spec["clients"])
+    )
+    result["started_at"] = started_at
+    result["wall_s"] = round(time.monotonic() - t0, 3)
+    result["db_size_bytes"] = engine.data_size_bytes()
+    # run.json's placement record is lab.py's to shape; a step result keeps it as is
+    result["placement"] = cast(shapes.PlacementRecord, placement.to_json())
+    result["inject_slowdown"] = float(spec.get("inject_slowdown", 0))
+    result["error_samples"] = stream.errors
+    if turns is not None:
+        result["slices"] = stream.slices
+    return StepOutcome(result, stream.series, _hlog(summary))
+
+
+def _run(
+    loadgen: Loadgen, engine: Engine, handler: _Follower, timeout_s: float, t0: float
+) -> Summary:
+    """The loadgen followed to its summary, the counters read at its boundaries; the
+    loadgen is stopped whatever happens, and an interleaved side leaves the turns."""
+    stream, counters, turns = handler.stream, handler.counters, handler.turns
     try:
-        handler = _Follower(loadgen, plan, stream, server_pid, report, counters)
-        handler.turns, handler.side = turns, side
-        stream.summary = follow(loadgen, engine, plan.name, timeout_s, handler, t0)
-        handler.mark("end", stream.summary)
+        # follow.py's Handler is still untyped: its summary is the loadgen's Summary
+        summary = cast(Summary, follow(loadgen, engine, handler.plan.name, timeout_s, handler, t0))
+        stream.summary = summary
+        handler.mark("end", summary["process"])
         stream.counted = counters.stop()
         loadgen.release()
     except BaseException:
@@ -138,27 +164,10 @@ def collect_step(
         raise
     finally:
         if turns is not None:
-            turns.finish(side)  # the others go on without this side
+            turns.finish(handler.side)  # the others go on without this side
         counters.close()
         loadgen.close()
-    assert stream.summary is not None
-    result = _result(plan, stream, stream.summary)
-    result["device"] = window.device_window(
-        stream.marks["measuring"], stream.marks["stopped"], stream.device, int(spec["clients"])
-    )
-    result.update(
-        {
-            "started_at": started_at,
-            "wall_s": round(time.monotonic() - t0, 3),
-            "db_size_bytes": engine.data_size_bytes(),
-            "placement": placement.to_json(),
-            "inject_slowdown": float(spec.get("inject_slowdown", 0)),
-            "error_samples": stream.errors,
-        }
-    )
-    if turns is not None:
-        result["slices"] = stream.slices
-    return StepOutcome(result, stream.series, _hlog(stream.summary))
+    return summary
 
 
 def _device(engine: Engine, turns: Turns | None) -> diskstats.Device:
@@ -175,36 +184,36 @@ def _cpus(placement: Placement) -> set[int]:
     return set(placement.server_cpus or ours) | set(placement.client_cpus or ours)
 
 
-def _result(plan: StepPlan, stream: _Stream, summary: dict[str, Any]) -> dict[str, Any]:
+def _result(plan: StepPlan, stream: _Stream, summary: Summary) -> shapes.StepResult:
     """The StepResult: per-operation figures over the measured window, plus the phases
     around it and the host's noise during it."""
     marks = stream.marks
     start, end = marks["measuring"], marks["stopped"]
     server, client = window.window_usage(start, end)
     result = step_result(plan, summary, server, client)
+    count = q_count(summary)
     result["phases"] = window.phases(marks, summary["phases"])
     result["window"] = {
         "warmup_s": summary["phases"]["warmup"]["wall_s"],
         "measured_s": summary["elapsed_s"],
     }
     clock = stream.clock or cpu_clock(stream.cpus)
-    result["host"] = window.host(start, end, server, client) | clock
+    result["host"] = {**window.host(start, end, server, client), **clock}
     if stream.counted is not None:
         result["counters"] = stream.counted
-        result["per_op"] |= counter_metrics(stream.counted, result["q"]["count"])
+        result["per_op"] |= counter_metrics(stream.counted, count)
     return result
 
 
-def counter_metrics(counted: dict[str, Any], count: int) -> dict[str, float | None]:
+def counter_metrics(counted: shapes.Counters, count: int) -> dict[str, float | None]:
     """Cycles and instructions of the server (an embedded engine: the loadgen) per
     operation of Q, where perf counted them."""
     server = counted.get("server") or {}
-    return {
-        f"server_{event}": server[event] / count
-        if server.get(event) is not None and count
-        else None
-        for event in pmu.EVENTS
-    }
+    out: dict[str, float | None] = {}
+    for event in pmu.EVENTS:
+        value = server.get(event)
+        out[f"server_{event}"] = value / count if value is not None and count else None
+    return out
 
 
 class _Counters:
@@ -245,16 +254,21 @@ class _Counters:
         self.close()
         self.counters = {}
 
-    def stop(self) -> dict[str, Any] | None:
+    def stop(self) -> shapes.Counters | None:
         """The counts per side, or None where the host cannot count."""
         if not self.found.available:
             return None
-        counted: dict[str, Any] = {"events": list(self.found.events), "note": self.note}
+        counted: shapes.Counters = {"events": list(self.found.events), "note": self.note}
         for side, counter in self.counters.items():
             try:
-                counted[side] = counter.stop()
+                counts = counter.stop()
             except PerfError as e:
                 counted["note"] = f"not counted: {e}"
+                continue
+            if side == "server":
+                counted["server"] = counts
+            else:
+                counted["client"] = counts
         self.counters = {}
         return counted
 
@@ -282,33 +296,35 @@ class _Follower(Handler):
         self.turns: Turns | None = None
         self.side = 0
 
-    def mark(self, name: str, event: dict[str, Any]) -> None:
+    def mark(self, name: str, process: ProcessUsage) -> None:
         stream = self.stream
         # The measured window ends at `stopped`: the host's counters are read first.
         stream.marks[name] = window.take_mark(
             self.server_pid,
             self.loadgen.pid,
-            event["process"],
+            process,
             stream.cpus,
             host_first=name == "stopped",
             device=stream.device.name,
         )
 
     def ready(self, event: dict[str, Any]) -> None:
-        self.mark("ready", event)
+        self.mark("ready", event["process"])
         self.counters.attach(self.server_pid, self.loadgen.pid)
 
     def measuring(self, event: dict[str, Any]) -> None:
         self.counters.switch(on=True)
         if event["t_s"] > 0:
-            self.mark("measuring", event)
+            self.mark("measuring", event["process"])
         else:  # no warm-up: the window began at go, right after the ready mark
             ready = self.stream.marks["ready"]
             self.stream.marks["measuring"] = dataclasses.replace(ready, process=event["process"])
 
     def interval(self, event: dict[str, Any], since_start_s: float) -> None:
-        _on_interval(event, self.stream)
-        rate = live_rate(event, self.interval_end_s)
+        # follow.py's Handler is still untyped: the event is an interval Event
+        typed = cast(Event, event)
+        _on_interval(typed, self.stream)
+        rate = live_rate(typed, self.interval_end_s)
         self.interval_end_s = event["t_s"]
         self.report(since_start_s, self.remaining(event["t_s"]), rate)
 
@@ -345,11 +361,11 @@ class _Follower(Handler):
 
     def error(self, event: dict[str, Any]) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
-            self.stream.errors.append(event)
+            self.stream.errors.append(cast(Event, event))  # follow.py's Handler is untyped
 
     def stopped(self, event: dict[str, Any]) -> None:
         self.counters.switch(on=False)
-        self.mark("stopped", event)
+        self.mark("stopped", event["process"])
         self.stream.clock = self.stream.clock or cpu_clock(self.stream.cpus)
 
     def remaining(self, t_s: float) -> float | None:
@@ -362,18 +378,20 @@ class _Follower(Handler):
         return None
 
 
-def live_rate(event: dict[str, Any], since_s: float) -> LiveRate | None:
+def live_rate(event: Event, since_s: float) -> LiveRate | None:
     """The main operation's rate over an interval that began at `since_s` (loadgen
     seconds); None when the interval counts none of LIVE_OPS or has no length."""
     span = event["t_s"] - since_s
-    op = next((o for o in LIVE_OPS if o in event["ops"]), None)
+    ops = event["ops"]
+    op = next((o for o in LIVE_OPS if o in ops), None)
     if op is None or span <= 0:
         return None
-    unit = "rows" if op in ROW_OPS else "ops"
-    return LiveRate(op, unit, event["ops"][op][unit] / span)
+    if op in ROW_OPS:
+        return LiveRate(op, "rows", ops[op]["rows"] / span)
+    return LiveRate(op, "ops", ops[op]["ops"] / span)
 
 
-def _on_interval(event: dict[str, Any], stream: _Stream) -> None:
+def _on_interval(event: Event, stream: _Stream) -> None:
     for op, c in event["ops"].items():
         stream.series.append({"t_s": event["t_s"], "op": op, **c})
         if op in ("insert", "delete", "create_index"):
@@ -382,9 +400,19 @@ def _on_interval(event: dict[str, Any], stream: _Stream) -> None:
         stream.clock = cpu_clock(stream.cpus)  # inside the window, while the CPUs work
 
 
+def q_count(summary: Summary) -> int:
+    """Q over the measured window: its operation's rows or operations, as the loadgen
+    counts it."""
+    q_op = summary["q_op"]
+    if q_op not in summary["ops"]:
+        return 0
+    q = summary["ops"][q_op]
+    return q["ops"] if summary.get("q_unit", "rows") == "ops" else q["rows"]
+
+
 def step_result(
-    plan: StepPlan, summary: dict[str, Any], server: Usage, client: Usage | None
-) -> dict[str, Any]:
+    plan: StepPlan, summary: Summary, server: Usage, client: Usage | None
+) -> shapes.StepResult:
     """The stored StepResult of a finished step (pure: no I/O)."""
     checks = summary["checks"]
     if checks["rows_expected"] is not None and checks["rows_expected"] != checks["rows_found"]:
@@ -401,15 +429,8 @@ def step_result(
     elapsed = summary["elapsed_s"]
     q_op = summary["q_op"]
     q_unit = summary.get("q_unit", "rows")
-    count = summary["ops"][q_op][q_unit] if q_op in summary["ops"] else 0
-    ops = {
-        name: {k: v for k, v in o.items() if k != "histogram"}
-        | {
-            "rows_per_s": o["rows"] / elapsed if elapsed else 0.0,
-            "ops_per_s": o["ops"] / elapsed if elapsed else 0.0,
-        }
-        for name, o in summary["ops"].items()
-    }
+    count = q_count(summary)
+    ops = {name: _op_figures(o, elapsed) for name, o in summary["ops"].items()}
     return {
         "kind": "step",
         "step": plan.name,
@@ -432,6 +453,17 @@ def step_result(
     }
 
 
+def _op_figures(o: OpSummary, elapsed: float) -> shapes.OpFigures:
+    """An operation's summary as stored: all the loadgen said but the histogram (kept in
+    the .hlog), in its order, and its rates."""
+    kept = {k: v for k, v in o.items() if k != "histogram"}
+    rates = {
+        "rows_per_s": o["rows"] / elapsed if elapsed else 0.0,
+        "ops_per_s": o["ops"] / elapsed if elapsed else 0.0,
+    }
+    return cast(shapes.OpFigures, kept | rates)
+
+
 def per_op_metrics(
     count: int, elapsed: float, server: Usage, client: Usage | None
 ) -> dict[str, float | None]:
@@ -452,15 +484,19 @@ def per_op_metrics(
     }
 
 
-def _sla(summary: dict[str, Any], elapsed: float) -> dict[str, Any] | None:
+def _sla(summary: Summary, elapsed: float) -> shapes.Sla | None:
     """The background writer held to a target rate (the q-steps' inserts, the
     *whilewriting steps' puts): did it keep up?"""
-    paced = [(name, op) for name, op in summary["ops"].items() if op.get("target_rows_per_s")]
+    paced = [
+        (name, op["rows"], target)
+        for name, op in summary["ops"].items()
+        if (target := op.get("target_rows_per_s"))
+    ]
     if not paced or not elapsed:
         return None
-    name, op = next(((n, o) for n, o in paced if n == "insert"), paced[0])
-    target = float(op["target_rows_per_s"])
-    achieved = op["rows"] / elapsed
+    name, rows, target = next((p for p in paced if p[0] == "insert"), paced[0])
+    target = float(target)
+    achieved = rows / elapsed
     return {
         "op": name,
         "target_rows_per_s": target,
@@ -469,7 +505,7 @@ def _sla(summary: dict[str, Any], elapsed: float) -> dict[str, Any] | None:
     }
 
 
-def _hlog(summary: dict[str, Any]) -> str:
+def _hlog(summary: Summary) -> str:
     lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
     lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
     return "\n".join(lines) + "\n"
@@ -601,7 +637,7 @@ def collect_interleaved(
     return done
 
 
-def _cpu_s(usage: dict[str, Any] | None) -> float:
+def _cpu_s(usage: shapes.Usage | None) -> float:
     return float(usage["user_s"] + usage["system_s"]) if usage else 0.0
 
 
@@ -612,9 +648,10 @@ def _others_are_ours(outcomes: list[StepOutcome]) -> None:
     own = [_cpu_s(o.result.get("server")) + _cpu_s(o.result.get("client")) for o in outcomes]
     total = sum(own)
     for outcome, mine in zip(outcomes, own, strict=True):
-        host = outcome.result.get("host") or {}
-        if host.get("other_cpu_s") is None:
+        host = outcome.result.get("host")
+        if host is None or (before := host.get("other_cpu_s")) is None:
             continue
-        host["other_cpu_s"] = other = max(0.0, host["other_cpu_s"] - (total - mine))
-        if host.get("other_cpu_frac") is not None and host.get("window_s") and host.get("cpus"):
-            host["other_cpu_frac"] = other / (host["window_s"] * host["cpus"])
+        host["other_cpu_s"] = other = max(0.0, before - (total - mine))
+        window_s, cpus = host.get("window_s"), host.get("cpus")
+        if host.get("other_cpu_frac") is not None and window_s and cpus:
+            host["other_cpu_frac"] = other / (window_s * cpus)

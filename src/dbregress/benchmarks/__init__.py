@@ -5,12 +5,11 @@ One dispatcher, so the runner never branches on the benchmark's name.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbregress.benchmarks import insert, kv, micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab import Comparison, InsertSizes, KvSizes, MicroSizes
+from dbregress.shapes.spec import EngineSpec, StepSpec
 
 
 def plans(comparison: Comparison) -> list[StepPlan]:
@@ -22,8 +21,8 @@ def plans(comparison: Comparison) -> list[StepPlan]:
 
 
 def step_spec(
-    comparison: Comparison, connection: dict[str, Any], plan: StepPlan, seed: int
-) -> dict[str, Any]:
+    comparison: Comparison, connection: EngineSpec, plan: StepPlan, seed: int
+) -> StepSpec:
     if isinstance(comparison.sizes, InsertSizes):
         return insert.step_spec(connection, plan, comparison.sizes.clients, seed)
     if isinstance(comparison.sizes, MicroSizes):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab import InsertSizes
+from dbregress.shapes.spec import EngineSpec, StepSpec
 
 # Bytes a row costs with its three secondary indexes, from l.i0+l.x on PostgreSQL 17
 # (about 120 B heap + 3 x 40 B index entries, rounded up for page fill).
@@ -74,9 +74,7 @@ def plan(sizes: InsertSizes) -> list[StepPlan]:
     return [steps[name] for name in sizes.steps]
 
 
-def step_spec(
-    connection: dict[str, Any], plan: StepPlan, clients: int, seed: int
-) -> dict[str, Any]:
+def step_spec(connection: EngineSpec, plan: StepPlan, clients: int, seed: int) -> StepSpec:
     """The loadgen step spec (schema/step-spec.schema.json) of one step."""
     return {
         "engine": connection,

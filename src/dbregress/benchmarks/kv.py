@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
 
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.lab import KvSizes
+from dbregress.shapes.spec import EngineSpec, RocksDbOptions, StepSpec, WorkloadFields
 
 RANGE_STEPS = ("revrange", "fwdrange", "revrangewhilewriting", "fwdrangewhilewriting")
 WHILE_WRITING = ("revrangewhilewriting", "fwdrangewhilewriting", "readwhilewriting")
@@ -32,10 +32,10 @@ SINGLE_CLIENT = ("fillseq", "flush_mt_l0")  # one writer; a maintenance action
 SETTLE_STEPS = ("overwritesome", "overwrite", "overwriteandwait")
 
 
-def _section(sizes: KvSizes, step: str, seconds: float | None = None) -> dict[str, Any]:
+def _section(sizes: KvSizes, step: str, seconds: float | None = None) -> WorkloadFields:
     """The kv workload's fields of the step spec: the data's shape plus what this step
     needs."""
-    section: dict[str, Any] = {
+    section: WorkloadFields = {
         "keys": sizes.keys,
         "key_size": sizes.key_size,
         "value_size": sizes.value_size,
@@ -89,9 +89,7 @@ def plan(sizes: KvSizes) -> list[StepPlan]:
     return [steps[name] for name in sizes.steps]
 
 
-def step_spec(
-    connection: dict[str, Any], plan: StepPlan, threads: int, seed: int
-) -> dict[str, Any]:
+def step_spec(connection: EngineSpec, plan: StepPlan, threads: int, seed: int) -> StepSpec:
     """The loadgen step spec (schema/step-spec.schema.json) of one kv step."""
     return {
         "engine": connection,
@@ -124,7 +122,7 @@ DB_BENCH_CACHE_TYPES = {
 }
 
 
-def _flag(name: str, value: Any) -> str:
+def _flag(name: str, value: object) -> str:
     if isinstance(value, bool):
         value = "true" if value else "false"
     elif isinstance(value, float):
@@ -132,7 +130,7 @@ def _flag(name: str, value: Any) -> str:
     return f"--{name}={value}"
 
 
-def _option_flags(options: dict[str, Any]) -> list[str]:
+def _option_flags(options: RocksDbOptions) -> list[str]:
     """Our engine options (the spec's `options`, typed) as db_bench flags."""
     mb = 2**20
     direct = bool(options.get("direct_io", False))
@@ -157,7 +155,7 @@ def _option_flags(options: dict[str, Any]) -> list[str]:
 
 
 def db_bench_args(
-    step: str, sizes: KvSizes, options: dict[str, Any], db: Path | str, seed: int = 1
+    step: str, sizes: KvSizes, options: RocksDbOptions, db: Path | str, seed: int = 1
 ) -> list[str]:
     """db_bench's flags (without the program name) for our kv `step` with these sizes
     and engine options, on database directory `db`; checked with Debian's db_bench 7.8.3.

@@ -8,19 +8,18 @@ whose range is longer than a table (read-only-range10000 on small tables) are le
 
 from __future__ import annotations
 
-from typing import Any
-
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab import MicroSizes
 from dbregress.micro_names import PRE, READS, WRITES, loadgen_step
+from dbregress.shapes.spec import EngineSpec, StepSpec, WorkloadFields
 
 LAST = ("delete", "insert")  # they change the table's size, so they run at the very end
 
 
 def _timed(name: str, sizes: MicroSizes) -> StepPlan:
     step, range_size = loadgen_step(name)
-    section: dict[str, Any] = {
+    section: WorkloadFields = {
         "tables": sizes.tables,
         "rows": sizes.rows,
         "duration_s": sizes.seconds,
@@ -37,8 +36,8 @@ def plan(sizes: MicroSizes) -> list[StepPlan]:
         return [n for n in fits if not sizes.only or n in sizes.only]
 
     reads, writes = chosen(READS), chosen(WRITES)
-    base = {"tables": sizes.tables, "rows": sizes.rows}
-    plans = [StepPlan("load", "load", dict(base), reported=False, work=sizes.total_rows)]
+    base: WorkloadFields = {"tables": sizes.tables, "rows": sizes.rows}
+    plans = [StepPlan("load", "load", base.copy(), reported=False, work=sizes.total_rows)]
     if sizes.reads_before_writes:
         plans += [_timed(n + PRE, sizes) for n in reads]
     plans += [_timed(n, sizes) for n in writes if n not in LAST]
@@ -46,7 +45,7 @@ def plan(sizes: MicroSizes) -> list[StepPlan]:
         StepPlan(
             "cleanup",
             "cleanup",
-            dict(base),
+            base.copy(),
             reported=False,
             wait_after_s=sizes.cleanup_wait(),
             work=sizes.total_rows,
@@ -57,9 +56,7 @@ def plan(sizes: MicroSizes) -> list[StepPlan]:
     return plans
 
 
-def step_spec(
-    connection: dict[str, Any], plan: StepPlan, clients: int, seed: int
-) -> dict[str, Any]:
+def step_spec(connection: EngineSpec, plan: StepPlan, clients: int, seed: int) -> StepSpec:
     """The loadgen step spec (schema/step-spec.schema.json) of one microbenchmark step."""
     return {
         "engine": connection,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
+
+from dbregress.shapes.spec import WorkloadFields, WorkloadSpec
 
 
 @dataclass(frozen=True)
@@ -11,13 +13,13 @@ class StepPlan:
     name: str  # as reported: l.i0, qr100, ...
     step: str  # as the loadgen knows it: l.i0, qr, ...
     # the workload's own fields in the step spec (its `workload` besides kind and step)
-    section: dict[str, Any] = field(default_factory=dict)
+    section: WorkloadFields = field(default_factory=lambda: WorkloadFields())
     reported: bool = True  # the cleanup has no Q of its own
     wait_after_s: float = 0.0  # quiet time after the step (post-write cleanup)
     work: int = 0  # rows to insert, or 0 for timed steps; for progress
     duration_s: float = 0.0  # timed steps
 
-    def workload(self, kind: str) -> dict[str, Any]:
+    def workload(self, kind: Literal["insert", "kv", "micro"]) -> WorkloadSpec:
         """The step spec's `workload` (schema/step-spec.schema.json): an object tagged
         by `kind`, with the step and the workload's own fields."""
         return {"kind": kind, "step": self.step, **self.section}

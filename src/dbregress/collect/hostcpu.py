@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dbregress.collect.host import read_text
 from dbregress.collect.proc import TICKS_PER_S
+from dbregress.shapes.step_result import Clock, HostWindow
 
 PROC_STAT = Path("/proc/stat")
 CPUINFO = Path("/proc/cpuinfo")
@@ -67,9 +67,7 @@ def read_cpu_times(cpus: set[int] | None = None) -> CpuTimes | None:
         return None
 
 
-def host_window(
-    start: CpuTimes, end: CpuTimes, window_s: float, own_cpu_s: float
-) -> dict[str, Any]:
+def host_window(start: CpuTimes, end: CpuTimes, window_s: float, own_cpu_s: float) -> HostWindow:
     """The host's noise over a window: steal, busy time, and the busy time not spent by
     the server and the loadgen (`own_cpu_s`), as seconds and as fractions of the CPUs'
     time (null for a window shorter than MIN_WINDOW_S)."""
@@ -88,7 +86,7 @@ def host_window(
     }
 
 
-def cpu_clock(cpus: set[int] | None = None) -> dict[str, Any]:
+def cpu_clock(cpus: set[int] | None = None) -> Clock:
     """The frequency governor and current MHz of `cpus` (default: ours), where the
     host exposes them (cpufreq in /sys, else /proc/cpuinfo's "cpu MHz"); null if not."""
     chosen = sorted(os.sched_getaffinity(0) if cpus is None else cpus)

@@ -17,8 +17,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -38,11 +39,29 @@ class Probe:
     low: float | None  # slowest block / median
     high: float | None  # fastest block / median
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def as_dict(self) -> ProbeJson:
+        return {
+            "name": self.name,
+            "block_s": self.block_s,
+            "rates": list(self.rates),
+            "cv": self.cv,
+            "low": self.low,
+            "high": self.high,
+        }
 
 
-def _probe(name: str, seconds: float, block_s: float, work: Any) -> Probe:
+class ProbeJson(TypedDict):
+    """A Probe as calibration.json keeps it."""
+
+    name: str
+    block_s: float
+    rates: list[float]
+    cv: float | None
+    low: float | None
+    high: float | None
+
+
+def _probe(name: str, seconds: float, block_s: float, work: Callable[[], int]) -> Probe:
     rates = []
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -69,7 +88,7 @@ def _cpu_work() -> int:
     return 20_000
 
 
-def memory_work(buffer_bytes: int = BUFFER_BYTES, seed: int = 1) -> Any:
+def memory_work(buffer_bytes: int = BUFFER_BYTES, seed: int = 1) -> Callable[[], int]:
     """A function doing GATHER random reads from a buffer of buffer_bytes per call."""
     rng = np.random.default_rng(seed)
     buffer = rng.permutation(buffer_bytes // 8).astype(np.int64)

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from dbregress.collect.perfctl import PerfControl
 
@@ -33,13 +33,21 @@ NO_PMU = "no PMU: instructions come from `dbregress explain` (valgrind)"
 Counts = dict[str, float | None]
 
 
+class PmuJson(TypedDict):
+    """Whether this host counts, as an explanation's method record keeps it."""
+
+    available: bool
+    note: str
+    events: list[str]
+
+
 @dataclass(frozen=True)
 class Pmu:
     available: bool
     note: str  # what a report says once
     events: tuple[str, ...] = EVENTS
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PmuJson:
         return {"available": self.available, "note": self.note, "events": list(self.events)}
 
 

@@ -14,13 +14,26 @@ IO with it; such a step would show less than it spent.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
+
+from dbregress.shapes import step_result as shapes
 
 PROC = Path("/proc")
+
+
+class ServerUser(TypedDict, total=False):
+    """subprocess keyword arguments that run a child as the server's user (engines/
+    process.py as_server_user): all or none of them."""
+
+    user: int
+    group: int
+    extra_groups: list[int]
+
+
 TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 
 
@@ -106,8 +119,17 @@ class Usage:
     io_complete: bool  # False if some member's /proc/<pid>/io could not be read
     root_alive: bool  # False if the root was gone in either sample: totals are partial
 
-    def to_json(self) -> dict[str, float | int | bool]:
-        return dataclasses.asdict(self)
+    def to_json(self) -> shapes.Usage:
+        return {
+            "user_s": self.user_s,
+            "system_s": self.system_s,
+            "ctx_switches": self.ctx_switches,
+            "read_bytes": self.read_bytes,
+            "write_bytes": self.write_bytes,
+            "wall_s": self.wall_s,
+            "io_complete": self.io_complete,
+            "root_alive": self.root_alive,
+        }
 
 
 @dataclass(frozen=True)

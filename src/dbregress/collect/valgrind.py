@@ -23,8 +23,8 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from dbregress.collect.proc import ServerUser
 from dbregress.errors import DbregressError
 
 # A fixed simulated cache hierarchy, so figures compare across hosts (valgrind would
@@ -60,7 +60,7 @@ class Callgrind:
     """callgrind for one program and its children, writing into `out_dir`."""
 
     out_dir: Path
-    server_user: dict[str, Any]  # subprocess keyword arguments that run as the program's user
+    server_user: ServerUser  # subprocess keyword arguments that run as the program's user
     # A file per thread (callgrind.out.PID[.N]-TID): for an engine embedded in the
     # loadgen, whose own background threads are then told from the client threads.
     separate_threads: bool = False

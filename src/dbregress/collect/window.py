@@ -13,11 +13,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from dbregress.collect.diskstats import SECTOR_BYTES, Device, DiskSample, read_device
 from dbregress.collect.hostcpu import CpuTimes, host_window, read_cpu_times
 from dbregress.collect.proc import TreeSample, Usage, all_stats, snapshot_tree
+from dbregress.shapes import events
+from dbregress.shapes import step_result as shapes
 
 # The phases outside the measured window, between the runner's marks.
 PHASES = {
@@ -35,14 +37,14 @@ class Mark:
     server: TreeSample | None  # None for an embedded engine
     loadgen: TreeSample | None  # None before the loadgen runs
     cpu: CpuTimes | None  # the host's CPUs; None where /proc/stat is unreadable
-    process: dict[str, Any] | None = None  # the loadgen's getrusage at this boundary
+    process: events.ProcessUsage | None = None  # the loadgen's getrusage at this boundary
     disk: DiskSample | None = None  # the data directory's block device (collect/diskstats.py)
 
 
 def take_mark(
     server_pid: int | None,
     loadgen_pid: int | None,
-    process: dict[str, Any] | None = None,
+    process: events.ProcessUsage | None = None,
     cpus: set[int] | None = None,
     host_first: bool = False,
     device: str | None = None,
@@ -60,18 +62,31 @@ def take_mark(
     return Mark(at, server, loadgen, cpu, process, disk)
 
 
-def device_window(start: Mark, end: Mark, device: Device, clients: int) -> dict[str, Any]:
+def device_window(start: Mark, end: Mark, device: Device, clients: int) -> shapes.Device:
     """The block device's reads over the window (the whole device's: other processes'
     reads count too), or nulls and why not."""
-    out: dict[str, Any] = device.to_json() | {"clients": clients}
     if start.disk is None or end.disk is None:
         note = device.note or f"{device.name}'s counters could not be read"
-        return out | {"note": note, "reads": None, "read_bytes": None, "read_ms": None}
+        return {
+            "name": device.name,
+            "note": note,
+            "clients": clients,
+            "reads": None,
+            "read_bytes": None,
+            "read_ms": None,
+        }
     d = start.disk.delta(end.disk)
-    return out | {"reads": d.reads, "read_bytes": d.sectors * SECTOR_BYTES, "read_ms": d.read_ms}
+    return {
+        "name": device.name,
+        "note": device.note,
+        "clients": clients,
+        "reads": d.reads,
+        "read_bytes": d.sectors * SECTOR_BYTES,
+        "read_ms": d.read_ms,
+    }
 
 
-def _cpu_s(p: dict[str, Any]) -> float:
+def _cpu_s(p: events.ProcessUsage) -> float:
     return float(p["user_s"] + p["system_s"])
 
 
@@ -97,31 +112,40 @@ def window_usage(start: Mark, end: Mark) -> tuple[Usage, Usage | None]:
     return start.server.delta(end.server), loadgen
 
 
-def phases(marks: dict[str, Mark], loadgen_phases: dict[str, Any]) -> dict[str, Any]:
+def phases(marks: dict[str, Mark], loadgen_phases: events.Phases) -> shapes.Phases:
     """Wall time (the loadgen's clock), server CPU (null for an embedded engine) and the
     loadgen's CPU of each phase outside the measured window."""
-    out = {}
-    for name, (a, b) in PHASES.items():
+
+    def phase(name: Literal["setup", "warmup", "checks"]) -> shapes.Phase:
+        a, b = PHASES[name]
         first, last = marks[a].server, marks[b].server
         server = None
         if first is not None and last is not None:
             usage = first.delta(last)
             server = usage.user_s + usage.system_s
         own = loadgen_phases[name]
-        out[name] = {
+        return {
             "wall_s": own["wall_s"],
             "server_cpu_s": server,
             "client_cpu_s": _cpu_s(own["process"]),
         }
-    return out
+
+    return {"setup": phase("setup"), "warmup": phase("warmup"), "checks": phase("checks")}
 
 
-def host(start: Mark, end: Mark, server: Usage, client: Usage | None) -> dict[str, Any]:
+def host(start: Mark, end: Mark, server: Usage, client: Usage | None) -> shapes.HostWindow:
     """The host's noise over the window (collect/hostcpu.py); nulls where /proc/stat
     could not be read."""
     window_s = end.at - start.at
     if start.cpu is None or end.cpu is None:
-        keys = ("cpus", "steal_s", "busy_s", "other_cpu_s", "steal_frac", "other_cpu_frac")
-        return {"window_s": window_s} | dict.fromkeys(keys)
+        return {
+            "window_s": window_s,
+            "cpus": None,
+            "steal_s": None,
+            "busy_s": None,
+            "other_cpu_s": None,
+            "steal_frac": None,
+            "other_cpu_frac": None,
+        }
     own = server.user_s + server.system_s + (client.user_s + client.system_s if client else 0.0)
     return host_window(start.cpu, end.cpu, window_s, own)

@@ -17,9 +17,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from dbregress.collect.proc import PROC, tree_pids
+from dbregress.collect.proc import PROC, ServerUser, tree_pids
 from dbregress.errors import EngineError
 
 RUN_AS_WHEN_ROOT = "nobody"
@@ -33,7 +33,7 @@ def run_as() -> tuple[int, int] | None:
     return entry.pw_uid, entry.pw_gid
 
 
-def as_server_user() -> dict[str, Any]:
+def as_server_user() -> ServerUser:
     """subprocess keyword arguments that run a child as the server user (uid, gid, no
     supplementary groups); empty unless we are root."""
     ids = run_as()

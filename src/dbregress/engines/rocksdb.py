@@ -16,13 +16,14 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import configs, spec_schema
 from dbregress.engines.base import Engine, EngineOptions, ReadPattern
 from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision.versioning import version_key
+from dbregress.shapes.spec import RocksDbOptions
 
 TRUE_WORDS = ("true", "on", "yes", "1")
 FALSE_WORDS = ("false", "off", "no", "0")
@@ -62,7 +63,7 @@ class Option:
         return int(number) if float(number).is_integer() else number
 
 
-def _option(prop: dict[str, Any]) -> Option:
+def _option(prop: spec_schema.Property) -> Option:
     """An option's type and bounds as the step-spec schema states them."""
     if "enum" in prop:
         return Option("enum", choices=tuple(prop["enum"]))
@@ -77,7 +78,7 @@ OPTIONS: dict[str, Option] = {
 }
 
 # (option, value that needs it, oldest RocksDB that has it)
-CAPABILITIES: tuple[tuple[str, Any, tuple[int, int]], ...] = (
+CAPABILITIES: tuple[tuple[str, str | bool, tuple[int, int]], ...] = (
     ("cache_type", "hyper_clock", (8, 1)),
     ("cache_type", "auto_hyper_clock", (8, 7)),
     ("block_align", True, (11, 0)),
@@ -85,9 +86,9 @@ CAPABILITIES: tuple[tuple[str, Any, tuple[int, int]], ...] = (
 FRACTIONAL_BLOOM_SINCE = (6, 24)  # bits per key was an int in the C API before
 
 
-def parse_options(raw: dict[str, str], preset: str, source: str) -> dict[str, Any]:
+def parse_options(raw: dict[str, str], preset: str, source: str) -> RocksDbOptions:
     """Typed options; ConfigRejected naming the key, the preset and the allowed values."""
-    typed: dict[str, Any] = {}
+    typed: dict[str, bool | int | float | str] = {}
     for key, text in raw.items():
         option = OPTIONS.get(key)
         if option is None:
@@ -102,10 +103,11 @@ def parse_options(raw: dict[str, str], preset: str, source: str) -> dict[str, An
                 f"rocksdb option {key} = {text!r} in {source} (preset {preset!r}) is not "
                 f"allowed; allowed: {option.allowed()}"
             ) from None
-    return typed
+    # each key is one of the schema's options, its value parsed to the option's type
+    return cast(RocksDbOptions, typed)
 
 
-def check_capabilities(options: dict[str, Any], version: str, what: str) -> None:
+def check_capabilities(options: RocksDbOptions, version: str, what: str) -> None:
     """Refuse options this RocksDB version lacks, before the loadgen ever loads it."""
     have = version_key(version)
     for key, value, since in CAPABILITIES:
@@ -127,7 +129,7 @@ def check_capabilities(options: dict[str, Any], version: str, what: str) -> None
         )
 
 
-def _bool_text(value: Any) -> str:
+def _bool_text(value: object) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -142,7 +144,7 @@ class RocksdbEngine(Engine):
             raise EngineError(f"{build.spec} is not a RocksDB library build")
         self.library: Path = build.library
         self.version: str = build.library_version
-        self._options: dict[str, Any] | None = None
+        self._options: RocksDbOptions | None = None
 
     @property
     def db_dir(self) -> Path:
@@ -150,7 +152,7 @@ class RocksdbEngine(Engine):
 
     # -- options ------------------------------------------------------------------------
 
-    def rocksdb_options(self) -> dict[str, Any]:
+    def rocksdb_options(self) -> RocksDbOptions:
         """The preset sized from the data, then the lab's settings; typed and checked."""
         if self._options is None:
             preset = self.options.config_name
@@ -160,7 +162,7 @@ class RocksdbEngine(Engine):
             what = f"{self.build.spec} with preset {preset!r}"
             check_capabilities(options, self.version, what)
             self._options = options
-        return dict(self._options)
+        return self._options.copy()
 
     def settings_applied(self) -> dict[str, str]:
         return {key: _bool_text(value) for key, value in self.rocksdb_options().items()}
@@ -209,7 +211,7 @@ class RocksdbEngine(Engine):
                 f"{e.strerror}; give a writable DBREGRESS_WORKDIR"
             ) from e
 
-    def _check_room(self, options: dict[str, Any]) -> None:
+    def _check_room(self, options: RocksDbOptions) -> None:
         need_mb = 2 * self.options.sizes.data_mb + 2 * int(options.get("write_buffer_mb", 64))
         need_mb += SPARE_MB
         stat = os.statvfs(self.db_dir)

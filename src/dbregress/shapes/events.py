@@ -36,6 +36,18 @@ class LatencyUs(TypedDict):
     mean: float
 
 
+class SeriesRow(TypedDict):
+    """One operation kind's figures in one interval event: a row of the step's series
+    (steps/NN-<step>.csv)."""
+
+    t_s: float
+    op: str
+    ops: int
+    rows: int
+    max_us: int
+    errors: int
+
+
 class OpSummary(TypedDict):
     ops: int
     rows: int

@@ -53,31 +53,36 @@ class Cleanup(TypedDict, total=False):
     statements_timeout_s: float
 
 
-class WorkloadSpec(TypedDict):
+class WorkloadFields(TypedDict, total=False):
+    """A workload's own fields, besides its `kind` and `step` (a step plan's section)."""
+
+    duration_s: float
+    rows: int
+    # insert, micro
+    cleanup: Cleanup
+    # insert
+    expected_rows: list[int]
+    insert_rate: int
+    lockstep: bool
+    rows_per_commit: int
+    # kv
+    disable_wal: bool
+    key_size: int
+    keys: int
+    overwrite_fraction: float
+    range_len: int
+    value_size: int
+    writer_mb_per_s: float
+    # micro
+    range_size: int
+    tables: int
+
+
+class WorkloadSpec(WorkloadFields):
     """What the step does: `kind` names the family (insert, kv, micro), `step` the step."""
 
     kind: Literal["insert", "kv", "micro"]
     step: str
-    duration_s: NotRequired[float]
-    rows: NotRequired[int]
-    # insert, micro
-    cleanup: NotRequired[Cleanup]
-    # insert
-    expected_rows: NotRequired[list[int]]
-    insert_rate: NotRequired[int]
-    lockstep: NotRequired[bool]
-    rows_per_commit: NotRequired[int]
-    # kv
-    disable_wal: NotRequired[bool]
-    key_size: NotRequired[int]
-    keys: NotRequired[int]
-    overwrite_fraction: NotRequired[float]
-    range_len: NotRequired[int]
-    value_size: NotRequired[int]
-    writer_mb_per_s: NotRequired[float]
-    # micro
-    range_size: NotRequired[int]
-    tables: NotRequired[int]
 
 
 class Slices(TypedDict, total=False):
@@ -99,7 +104,7 @@ class WindowSpec(TypedDict):
 
 
 class StepSpec(TypedDict):
-    spec_version: Literal[3]
+    spec_version: NotRequired[Literal[3]]  # added where the loadgen is started (loadgen.py)
     seed: int
     clients: int
     engine: EngineSpec

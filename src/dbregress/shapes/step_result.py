@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from dbregress.shapes.events import Checks, EngineStats, LatencyUs
+from dbregress.shapes.events import Checks, EngineStats, Event, LatencyUs
 
 
 class StepError(TypedDict):
     type: str
     message: str
     server_log_tail: str
+    traceback: NotRequired[str]  # an error dbregress did not expect (a bug to report)
 
 
 class Q(TypedDict):
@@ -45,6 +46,10 @@ class Usage(TypedDict):
     ctx_switches: int
     read_bytes: int
     write_bytes: int
+    # written by the runner (collect/proc.py Usage), absent from imported results
+    wall_s: NotRequired[float]
+    io_complete: NotRequired[bool]
+    root_alive: NotRequired[bool]
 
 
 class Sla(TypedDict):
@@ -77,7 +82,9 @@ class Window(TypedDict):
     measured_s: float
 
 
-class Host(TypedDict):
+class HostWindow(TypedDict):
+    """What the CPUs did over the window, from /proc/stat (collect/hostcpu.py)."""
+
     window_s: float
     cpus: int | None
     steal_s: float | None
@@ -85,8 +92,17 @@ class Host(TypedDict):
     other_cpu_s: float | None
     steal_frac: float | None
     other_cpu_frac: float | None
-    cpu_mhz: list[float] | None
+
+
+class Clock(TypedDict):
+    """The CPUs' frequency governor and MHz, read inside the window."""
+
     governor: str | None
+    cpu_mhz: list[float] | None
+
+
+class Host(HostWindow, Clock):
+    pass
 
 
 class Device(TypedDict):
@@ -149,3 +165,4 @@ class StepResult(TypedDict):
     inject_slowdown: NotRequired[float]
     device: NotRequired[Device]
     counters: NotRequired[Counters]
+    error_samples: NotRequired[list[Event]]  # the first ignorable errors the loadgen told

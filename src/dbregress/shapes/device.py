@@ -1,0 +1,47 @@
+"""run.json's `device_baseline` (io_baseline.py): per IO-bound comparison, fio's random
+reads with the engines' read pattern before and after its jobs, or why there is none.
+The run schema keeps each entry an open object; these say what io_baseline.py writes
+and analysis/io_efficiency.py reads."""
+
+from __future__ import annotations
+
+from typing import NotRequired, TypedDict
+
+
+class FioFigures(TypedDict):
+    """The reads' figures in fio's JSON (collect/fio.py read_figures)."""
+
+    iops: float
+    ios: float
+    clat_mean_us: float
+    lat_mean_us: float
+    usr_cpu_pct: float
+    sys_cpu_pct: float
+    job_runtime_ms: float
+
+
+class FioRun(TypedDict):
+    """One fio run: its figures, command and file, or (`error` alone) why it failed."""
+
+    error: NotRequired[str]
+    at: NotRequired[str]
+    file: NotRequired[str]  # fio's whole JSON, relative to the run folder
+    command: NotRequired[list[str]]
+    size_mb: NotRequired[int]
+    runtime_s: NotRequired[int]
+    figures: NotRequired[FioFigures]
+
+
+class DeviceBaseline(TypedDict):
+    """A comparison's entry: the read pattern, the device, and the runs before and after;
+    `absent` says why there is no baseline."""
+
+    numjobs: int
+    block_size: int | None
+    direct: bool | None
+    source: str | None
+    device: str | None
+    fio_version: str | None
+    before: FioRun | None
+    after: FioRun | None
+    absent: str | None
