@@ -137,6 +137,11 @@ class Executor(Protocol):
 
     def round(self, jobs: list[Job], builds: dict[str, Build]) -> None: ...
 
+    def kept(self, jobs: list[Job]) -> None:
+        """Jobs a resumed run finished before: the runner does not run them again (an
+        executor that counts jobs for its progress counts them)."""
+        ...
+
 
 def index_step(path: Path, writer: RunWriter, result: StepResult, index: int, h: History) -> None:
     """A finished step into the run history (store/history.py)."""
@@ -184,10 +189,10 @@ class LocalExecutor:
             )
         return builds
 
+    def kept(self, jobs: list[Job]) -> None:
+        self._jobs_run += len(jobs)
+
     def job(self, job: Job, builds: dict[str, Build]) -> None:
-        if self.writer.job_finished(job):  # a resumed run: kept as it was
-            self._jobs_run += 1
-            return
         self.writer.forget_job(job)  # an interrupted attempt is run again from its start
         if self._jobs_run and self.lab.sleep_between_s:
             time.sleep(self.lab.sleep_between_s)
@@ -215,9 +220,6 @@ class LocalExecutor:
         """An interleaved round: every column's engine up at once, each step run on all
         of them in turns (step.collect_interleaved). The first to run rotates with the
         round's order, which the lab's seed draws."""
-        if all(self.writer.job_finished(j) for j in jobs):  # a resumed run: kept
-            self._jobs_run += len(jobs)
-            return
         for job in jobs:  # an interrupted attempt is run again from its start
             self.writer.forget_job(job)
         if self._jobs_run and self.lab.sleep_between_s:

@@ -121,19 +121,14 @@ class Runner:
         minimum number of rounds, then more while a step is undecided and within reach of
         the maximum. An IO-bound comparison has fio before and after (io_baseline.py)."""
         self._device_baseline(comparison, builds, "before")
-        for job in self.lab.warmup_jobs(comparison):
-            self.executor.job(job, builds)
+        self._run_jobs(self.lab.warmup_jobs(comparison), builds, together=False)
         number = 0
         while True:  # rounds.after says when the comparison is done
             number += 1
             order = self.lab.round(comparison, number)
             if not self.writer.has_round(comparison.name, number):  # else a resumed run's
                 self.writer.add_round(comparison.name, number, [j.column.label for j in order])
-            if self.lab.schedule == "interleaved":
-                self.executor.round(order, builds)
-            else:
-                for job in order:
-                    self.executor.job(job, builds)
+            self._run_jobs(order, builds, together=self.lab.schedule == "interleaved")
             follows = rounds.after(self.lab, comparison, number, self.path)
             if follows.message:
                 self.notify(follows.message)
@@ -163,10 +158,23 @@ class Runner:
         warm-up job, or one round (the jobs schedule runs its jobs one after the other,
         the interleaved one together)."""
         builds = self.executor.provision([j.column for j in jobs])
-        if self.lab.schedule == "interleaved" and len(jobs) > 1:
-            self.executor.round(jobs, builds)
-        else:
-            for job in jobs:
+        together = self.lab.schedule == "interleaved" and len(jobs) > 1
+        self._run_jobs(jobs, builds, together)
+
+    def _run_jobs(self, jobs: list[Job], builds: dict[str, Build], together: bool) -> None:
+        """Jobs as the schedule says, an interleaved round together or one by one; those
+        a resumed run finished before are kept as they were, not run again (a round is
+        run again whole unless all of its jobs ended)."""
+        if together:
+            if all(self.writer.job_finished(j) for j in jobs):
+                self.executor.kept(jobs)
+            else:
+                self.executor.round(jobs, builds)
+            return
+        for job in jobs:
+            if self.writer.job_finished(job):
+                self.executor.kept([job])
+            else:
                 self.executor.job(job, builds)
 
     def _index(self, write: Callable[[History], object]) -> None:
