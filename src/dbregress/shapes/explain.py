@@ -161,3 +161,40 @@ class WindowEvent(TypedDict):
     t_s: float
     ops: int
     rows: int
+
+
+class ChangeRecord(TypedDict):
+    """A metric of the run, column against base, as a cause cites it."""
+
+    verdict: str
+    ratio: float | None
+    ci: list[float] | None
+
+
+class Moved(TypedDict):
+    """An explain figure on both builds, as a cause cites it."""
+
+    base: float
+    other: float
+    ratio: float | None
+
+
+class GrownFunction(TypedDict):
+    """A function whose instructions per operation grew (0 where the base lacks it)."""
+
+    function: str
+    object: str
+    base: float
+    other: float
+    delta: float
+
+
+# What a cause cites, by name: a metric's change, an explain figure on both builds, the
+# object file that grew most (and by how much), or the functions that grew.
+CauseFigure = ChangeRecord | Moved | list[GrownFunction] | str | float | None
+
+
+class CauseRecord(TypedDict):
+    key: str
+    text: str
+    figures: dict[str, CauseFigure]
