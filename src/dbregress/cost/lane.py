@@ -47,7 +47,13 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
-from dbregress.shapes.replay import LaneRecord, ReplayError, ReplayRecord, ReplayStep
+from dbregress.shapes.replay import (
+    LaneRecord,
+    MethodIdentity,
+    ReplayError,
+    ReplayRecord,
+    ReplayStep,
+)
 from dbregress.store import replays as replay_store
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run
@@ -166,6 +172,7 @@ class Lane:
         self.builds[column.label] = provision.fetch(column.build)
 
     def _finished(self, label: str) -> list[ReplayRecord]:
+        # cost/<column>/r<N>.json, as count_replay() made them
         replays = cast(list[ReplayRecord], replay_store.load_replays(self.run))
         return [r for r in replays if r["column"] == label]
 
@@ -433,15 +440,16 @@ def count_replay(
             "build": str(replay.column.build),
             # how this replay counted (the host's loadgen, valgrind, libc, ...): history
             # never sets counts of two methods against each other (dbregress/method.py)
-            "method_identity": method.identity(),
+            "method_identity": cast(MethodIdentity, method.identity()),
         },
     )
     if replay.steps is not None:
         record["counts_only"] = sorted(replay.steps)
     try:
         found = jobs.count(job, lambda line: None)
+        steps = {s: _kept(f) for s, f in found.items()}
         record["status"] = "ok"
-        record["steps"] = {s: _kept(f) for s, f in found.items()}
+        record["steps"] = steps
     except Exception as e:  # recorded: the other replays still run
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
@@ -474,6 +482,8 @@ def warmed(choice: Choice) -> Choice:
 
 
 def _kept(figures: CountFigures) -> ReplayStep:
+    """What a replay keeps of a window's figures: KEPT's (those it has, in KEPT's
+    order), then the figures per operation."""
     given: Mapping[str, object] = figures
     out = cast(ReplayStep, {k: given[k] for k in KEPT if k in given})
     out["per_op"] = figures["per_op"]

@@ -207,7 +207,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
         else None
     )
     out_root = request.run / EXPLAIN_DIR
-    stored = cast("ExplainRecord | None", load(request.run))
+    stored = cast("ExplainRecord | None", load(request.run))  # explain.json, as it was written
     kept = stored.get("results", []) if stored is not None else []
     entries = {(e["comparison"], e["step"], e["column"]): e for e in kept}
     started = time.monotonic()

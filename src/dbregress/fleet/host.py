@@ -36,9 +36,9 @@ from dbregress.shapes.fleet import (
     CountIdentity,
     CountingHost,
     Fingerprint,
-    HostFacts,
     IdentityField,
     MeasurementIdentity,
+    WorkerFacts,
 )
 from dbregress.store.calibration import load_calibration
 
@@ -205,7 +205,7 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fing
     mem = facts.get("mem_total_bytes")
     kernel = str(facts.get("kernel", ""))
     ident = measurement_identity()
-    out: HostFacts = {
+    out: WorkerFacts = {
         "name": name,
         "hostname": cast(str, facts["hostname"]),
         "dbregress": ident["dbregress"],
@@ -235,13 +235,13 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fing
     return {**out, "group": group or identity_group(out), "count_key": identity_key(out)}
 
 
-def identity_group(fp: HostFacts) -> str:
+def identity_group(fp: WorkerFacts) -> str:
     """A name for the group of hosts identical to `fp`."""
     key = "|".join(str(fp.get(k)) for k in IDENTITY)
     return "same-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
-def noise(fp: HostFacts) -> float | None:
+def noise(fp: WorkerFacts) -> float | None:
     cal = fp.get("calibration")
     cv = cal.get("median_cv") if cal else None
     return float(cv) if isinstance(cv, (int, float)) else None

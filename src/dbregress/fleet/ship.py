@@ -70,7 +70,7 @@ class ShippingWriter(RunWriter):
 
     # The methods below take what RunWriter's take, and send it on.
 
-    def set_build(self, label: str, identity: dict[str, Any]) -> None:
+    def set_build(self, label: str, identity: dict[str, str]) -> None:
         super().set_build(label, identity)
         self.send({**self._header(), "kind": "build", "label": label, "identity": identity})
 

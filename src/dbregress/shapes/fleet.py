@@ -56,7 +56,7 @@ class Calibration(TypedDict):
     median_cv: float | None
 
 
-class HostFacts(CountingHost):
+class WorkerFacts(CountingHost):
     """What a worker says of its host, in the order it is stored (the measurement
     identity's fields among them: `dbregress` after `hostname`, the rest after
     `valgrind`)."""
@@ -73,7 +73,7 @@ class HostFacts(CountingHost):
     calibration: Calibration | None
 
 
-class Fingerprint(HostFacts):
+class Fingerprint(WorkerFacts):
     """A worker's host: its facts, its group and its measurement identity's key. The
     coordinator adds its address, and why it was left out if it was."""
 

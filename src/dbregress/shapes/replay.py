@@ -9,6 +9,19 @@ from typing import Literal, NotRequired, TypedDict
 from dbregress.shapes.explain import EngineState
 
 
+class MethodIdentity(TypedDict):
+    """How the replay counted (dbregress/method.py identity(), as a run records it):
+    history never sets counts of two methods against each other."""
+
+    dbregress: str
+    loadgen_sha256: str | None
+    valgrind: str | None
+    libc: str
+    caches: str
+    cost_model: str
+    counting_profile: str
+
+
 class ReplayStep(TypedDict):
     """What a replay keeps of a counted window's figures (shapes/explain.py
     CountFigures): no function tables."""
@@ -47,7 +60,7 @@ class ReplayRecord(TypedDict):
     column: str
     replay: int
     build: str
-    method_identity: NotRequired[dict[str, str | None]]  # absent: the task itself failed
+    method_identity: NotRequired[MethodIdentity]  # absent: the task itself failed
     counts_only: NotRequired[list[str]]  # an added replay: the steps it counts
     status: Literal["ok", "failed"]
     error: NotRequired[ReplayError]
