@@ -26,11 +26,11 @@ import shutil
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress import benchmarks, method, provision
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
@@ -46,6 +46,14 @@ from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
+from dbregress.shapes.explain import CountFigures
+from dbregress.shapes.replay import (
+    LaneRecord,
+    MethodIdentity,
+    ReplayError,
+    ReplayRecord,
+    ReplayStep,
+)
 from dbregress.store import replays as replay_store
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run
@@ -163,8 +171,10 @@ class Lane:
         """The column's build, here (a fleet's lane has its workers fetch it)."""
         self.builds[column.label] = provision.fetch(column.build)
 
-    def _finished(self, label: str) -> list[dict[str, Any]]:
-        return [r for r in replay_store.load_replays(self.run) if r["column"] == label]
+    def _finished(self, label: str) -> list[ReplayRecord]:
+        # cost/<column>/r<N>.json, as count_replay() made them
+        replays = cast(list[ReplayRecord], replay_store.load_replays(self.run))
+        return [r for r in replays if r["column"] == label]
 
     def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
         """The replays wanted of a column and the steps the added ones count (None:
@@ -178,7 +188,6 @@ class Lane:
         done = [r for r in self._finished(label) if r.get("status") == "ok"]
         if len(done) < self.lab.count_replays:
             return self.lab.count_replays, None
-        band = self.lab.verdict.cost_band
         peers = {
             c.label
             for comp in self.lab.comparisons
@@ -188,35 +197,8 @@ class Lane:
         finished = {
             p: [r for r in self._finished(p) if r.get("status") == "ok"] for p in sorted(peers)
         }
-        # (base, column) of every comparison this column is in
-        pairs = [
-            (comp.columns[0].label, c.label)
-            for comp in self.lab.comparisons
-            if label in {c.label for c in comp.columns}
-            for c in comp.columns[1:]
-        ]
-        loose = set()
         counted = set(self.lab.count_steps) or set(self.choices.get(label, {}))
-        for step in counted & set(self.choices.get(label, {})):
-            for metric in EXTEND_ON:
-                sides = {
-                    p: [
-                        v
-                        for r in replays
-                        if step in r["steps"]
-                        and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
-                        and v > 0
-                    ]
-                    for p, replays in finished.items()
-                }
-                judged = [
-                    (sides[b], sides[c])
-                    for b, c in pairs
-                    if min(len(sides[b]), len(sides[c])) >= self.lab.count_replays
-                ]
-                alpha = self.lab.verdict.alpha
-                if needs_more(list(sides.values()), band, judged, alpha):
-                    loose.add(step)
+        loose = loose_steps(self.lab, label, counted & set(self.choices.get(label, {})), finished)
         if not loose:
             return self.lab.count_replays, None
         return self.lab.count_replays_max, frozenset(loose)
@@ -276,23 +258,9 @@ class Lane:
                 )
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
+        took_s = round(time.monotonic() - started, 1)
         replay_store.save_lane(
-            self.run,
-            {
-                "kind": "cost-lane",
-                "took_s": round(time.monotonic() - started, 1),
-                "workers": self.workers,
-                "replays_per_column": self.lab.count_replays,
-                "replays_max": self.lab.count_replays_max,
-                "valgrind": valgrind.version(),
-                "method": "callgrind --cache-sim=yes --branch-sim=yes --collect-systime=yes "
-                "over a window of each step's Q operations, zeroed and dumped through vgdb",
-                "caches": list(valgrind.CACHES),
-                "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
-                "replay_settings": {"postgres": jobs.QUIET_POSTGRES, "mysql": QUIET_MYSQL},
-                "lockstep_steps": list(insert.LOCKSTEP_STEPS),
-                "skipped": self.skipped,
-            },
+            self.run, dict(lane_record(self.lab, self.workers, took_s, self.skipped))
         )
         index_into(
             self.run.parent, lambda h: h.index_run(self.run), self.notify, existing_only=True
@@ -340,10 +308,10 @@ class Lane:
         if record is not None:
             self._keep(replay, record)
 
-    def _keep(self, replay: Replay, record: dict[str, Any]) -> None:
+    def _keep(self, replay: Replay, record: ReplayRecord) -> None:
         """A finished replay's record: stored, indexed, told."""
         label = replay.column.label
-        replay_store.save_replay(self.run, label, replay.number, record)
+        replay_store.save_replay(self.run, label, replay.number, dict(record))
         index_into(
             self.run.parent,
             lambda h: h.index_replay(self.run, record),
@@ -359,6 +327,64 @@ class Lane:
             f"cost lane: {replay.name} {what}{where} in {record['took_s']:.0f} s "
             f"({done}/{self._planned})"
         )
+
+
+def loose_steps(
+    lab: Lab, label: str, steps: set[str], finished: Mapping[str, list[ReplayRecord]]
+) -> set[str]:
+    """The steps of `steps` whose replays of a column of `label`'s comparisons (its ok
+    ones, `finished`, by column) split into clusters or disagree beyond the cost band,
+    or where a column against its base would be `undecided` once both have
+    count_replays (analysis/cost.py needs_more)."""
+    band = lab.verdict.cost_band
+    # (base, column) of every comparison this column is in
+    pairs = [
+        (comp.columns[0].label, c.label)
+        for comp in lab.comparisons
+        if label in {c.label for c in comp.columns}
+        for c in comp.columns[1:]
+    ]
+    loose = set()
+    for step in steps:
+        for metric in EXTEND_ON:
+            sides = {
+                p: [
+                    v
+                    for r in replays
+                    if step in r["steps"]
+                    and (v := value_of(r["steps"][step]["per_op"], metric)) is not None
+                    and v > 0
+                ]
+                for p, replays in finished.items()
+            }
+            judged = [
+                (sides[b], sides[c])
+                for b, c in pairs
+                if min(len(sides[b]), len(sides[c])) >= lab.count_replays
+            ]
+            alpha = lab.verdict.alpha
+            if needs_more(list(sides.values()), band, judged, alpha):
+                loose.add(step)
+    return loose
+
+
+def lane_record(lab: Lab, workers: int, took_s: float, skipped: dict[str, str]) -> LaneRecord:
+    """cost/lane.json: how the lane counted."""
+    return {
+        "kind": "cost-lane",
+        "took_s": took_s,
+        "workers": workers,
+        "replays_per_column": lab.count_replays,
+        "replays_max": lab.count_replays_max,
+        "valgrind": valgrind.version(),
+        "method": "callgrind --cache-sim=yes --branch-sim=yes --collect-systime=yes "
+        "over a window of each step's Q operations, zeroed and dumped through vgdb",
+        "caches": list(valgrind.CACHES),
+        "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
+        "replay_settings": {"postgres": jobs.QUIET_POSTGRES, "mysql": QUIET_MYSQL},
+        "lockstep_steps": list(insert.LOCKSTEP_STEPS),
+        "skipped": skipped,
+    }
 
 
 def kill_below(root: Path) -> None:
@@ -385,7 +411,7 @@ def count_replay(
     work: Path,
     out: Path,
     cancelled: threading.Event,
-) -> dict[str, Any] | None:
+) -> ReplayRecord | None:
     """One counting replay in `work` (its engine's data), its files in `out`; the record
     to store, or None when it was cancelled (not a finished replay)."""
     shutil.rmtree(work, ignore_errors=True)
@@ -404,27 +430,35 @@ def count_replay(
         lab, replay.comparison, replay.column, build, choices, work, out, pin=False, keep=False
     )
     t0 = time.monotonic()
-    record: dict[str, Any] = {
-        "comparison": replay.comparison.name,
-        "column": replay.column.label,
-        "replay": replay.number,
-        "build": str(replay.column.build),
-        # how this replay counted (the host's loadgen, valgrind, libc, ...): history
-        # never sets counts of two methods against each other (dbregress/method.py)
-        "method_identity": method.identity(),
-    }
+    # Built in the order it is stored; complete (status, steps, took_s) once it ran.
+    record = cast(
+        ReplayRecord,
+        {
+            "comparison": replay.comparison.name,
+            "column": replay.column.label,
+            "replay": replay.number,
+            "build": str(replay.column.build),
+            # how this replay counted (the host's loadgen, valgrind, libc, ...): history
+            # never sets counts of two methods against each other (dbregress/method.py)
+            "method_identity": cast(MethodIdentity, method.identity()),
+        },
+    )
     if replay.steps is not None:
         record["counts_only"] = sorted(replay.steps)
     try:
         found = jobs.count(job, lambda line: None)
-        record.update(status="ok", steps={s: _kept(f) for s, f in found.items()})
+        steps = {s: _kept(f) for s, f in found.items()}
+        record["status"] = "ok"
+        record["steps"] = steps
     except Exception as e:  # recorded: the other replays still run
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
-        why = {"type": type(e).__name__, "message": str(e)}
+        why: ReplayError = {"type": type(e).__name__, "message": str(e)}
         if not isinstance(e, DbregressError):
             why["traceback"] = "".join(traceback.format_exception(e)).strip()
-        record.update(status="failed", error=why, steps={})
+        record["status"] = "failed"
+        record["error"] = why
+        record["steps"] = {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     record["took_s"] = round(time.monotonic() - t0, 1)
@@ -447,12 +481,16 @@ def warmed(choice: Choice) -> Choice:
     return dataclasses.replace(choice, warm_ops=min(choice.skip_ops, choice.ops))
 
 
-def _kept(figures: dict[str, Any]) -> dict[str, Any]:
-    out = {k: figures[k] for k in KEPT if k in figures}
+def _kept(figures: CountFigures) -> ReplayStep:
+    """What a replay keeps of a window's figures: KEPT's (those it has, in KEPT's
+    order), then the figures per operation."""
+    given: Mapping[str, object] = figures
+    out = cast(ReplayStep, {k: given[k] for k in KEPT if k in given})
     out["per_op"] = figures["per_op"]
-    for extra in ("background_per_op", "client_per_op"):  # client: an embedded engine's
-        if extra in figures:
-            out[extra] = figures[extra]
+    if "background_per_op" in figures:
+        out["background_per_op"] = figures["background_per_op"]
+    if "client_per_op" in figures:  # an embedded engine's
+        out["client_per_op"] = figures["client_per_op"]
     return out
 
 

@@ -150,16 +150,21 @@ def parse(lines: Iterable[str]) -> Profile:
             n = len(profile.events)
             profile.totals = [0] * n
         elif line.startswith("desc:"):
-            text = line.split(":", 1)[1].strip()
-            cache = re.match(r"(I1|D1|LL) cache:\s*(.*)", text)
-            if cache:
-                profile.caches[cache.group(1)] = cache.group(2)
-            elif text.startswith("Trigger:"):
-                profile.triggers.append(text.split(":", 1)[1].strip())
+            _describe(profile, line.split(":", 1)[1].strip())
     for cost in profile.functions.values():
         for i, v in enumerate(cost):
             profile.totals[i] += v
     return profile
+
+
+def _describe(profile: Profile, text: str) -> None:
+    """A `desc:` line of the header: a simulated cache's geometry, or why the file was
+    written."""
+    cache = re.match(r"(I1|D1|LL) cache:\s*(.*)", text)
+    if cache:
+        profile.caches[cache.group(1)] = cache.group(2)
+    elif text.startswith("Trigger:"):
+        profile.triggers.append(text.split(":", 1)[1].strip())
 
 
 def trigger(path: Path, header_lines: int = 60) -> str:

@@ -13,7 +13,14 @@ about 1%) and by more than a floor in absolute terms. Nothing moved: `unexplaine
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from dbregress.shapes.explain import (
+    CauseFigure,
+    CauseRecord,
+    ChangeRecord,
+    FunctionFigures,
+    GrownFunction,
+)
 
 NOISE = 0.02  # relative change an explain figure must exceed
 MISS_FLOOR = 0.05  # misses per operation: smaller changes are noise whatever the ratio
@@ -28,7 +35,7 @@ class Change:
     ratio: float | None = None
     ci: tuple[float, float] | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ChangeRecord:
         return {
             "verdict": self.verdict,
             "ratio": self.ratio,
@@ -41,7 +48,7 @@ class Counted:
     """What explain measured on one build for one step, per operation."""
 
     per_op: dict[str, float]  # instructions, d1_read_misses, ... (jobs.FIGURES)
-    functions: list[dict[str, Any]] = field(default_factory=list)  # function, object, instructions
+    functions: list[FunctionFigures] = field(default_factory=list)
     objects: dict[str, float] = field(default_factory=dict)  # object -> instructions per op
 
 
@@ -58,9 +65,9 @@ class Evidence:
 class Cause:
     key: str
     text: str
-    figures: dict[str, Any]
+    figures: dict[str, CauseFigure]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CauseRecord:
         return {"key": self.key, "text": self.text, "figures": self.figures}
 
 
@@ -88,7 +95,7 @@ def _flat(c: Change | None) -> bool:
     return c is not None and c.verdict in ("same", "lower")
 
 
-def _figure(c: Change) -> dict[str, Any]:
+def _figure(c: Change) -> ChangeRecord:
     return c.to_json()
 
 
@@ -108,7 +115,7 @@ def _pair(b: Counted, o: Counted, *keys: str) -> tuple[float, float]:
     )
 
 
-def grown_functions(b: Counted, o: Counted, top: int = TOP_FUNCTIONS) -> list[dict[str, Any]]:
+def grown_functions(b: Counted, o: Counted, top: int = TOP_FUNCTIONS) -> list[GrownFunction]:
     """The functions whose instructions per operation grew most (matched by name and
     object; a function the base's list lacks counts from 0)."""
 
@@ -155,7 +162,7 @@ def _explain_figures(e: Evidence, causes: list[Cause]) -> None:
             )
         )
     elif not _moved(ir_o, ir_b, e.noise):  # instructions flat (within the noise both ways)
-        misses = {}
+        misses: dict[str, CauseFigure] = {}
         for name, keys in (
             ("d1_misses", ("d1_read_misses", "d1_write_misses")),
             ("ll_misses", ("ll_read_misses", "ll_write_misses")),
@@ -194,7 +201,7 @@ def explain(e: Evidence) -> list[Cause]:
     instructions = m.get("server_instructions")  # perf stat's, on a host with a PMU
     if _up(instructions):
         assert instructions is not None
-        figures = {"server_instructions": _figure(instructions)}
+        figures: dict[str, CauseFigure] = {"server_instructions": _figure(instructions)}
         causes.append(Cause("counted_code", TEXTS["counted_code"], figures))
     _explain_figures(e, causes)
     for key, metric in (("reads", "rkb"), ("writes", "wkb"), ("switches", "cs")):

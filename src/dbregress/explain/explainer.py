@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress import benchmarks, provision
 from dbregress.analysis import state
@@ -24,6 +24,14 @@ from dbregress.explain import flame, jobs
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
 from dbregress.lab import Comparison, Lab, load_lab
+from dbregress.shapes.explain import (
+    ExplainEntry,
+    ExplainRecord,
+    PmuNote,
+    Profiled,
+    ProfileEntry,
+)
+from dbregress.shapes.step_result import StepResult
 from dbregress.store.run import RunData, read_run
 
 # A window's size when --ops is not given: for a step that runs for a duration, as many Q
@@ -134,7 +142,7 @@ class Sizing:
 
 
 def window_for(
-    results: list[dict[str, Any]],
+    results: list[StepResult],
     index: int,
     plan_name: str,
     ops: int | None,
@@ -145,7 +153,7 @@ def window_for(
     rates, totals = [], []
     for r in results:
         q_op = r["q"]["op"]
-        o = r.get("ops", {}).get(q_op)
+        o = r["ops"].get(q_op) if "ops" in r else None
         if o:
             rates.append(float(o["ops_per_s"]))
             totals.append(int(o["ops"]))
@@ -170,18 +178,19 @@ def window_for(
     return skip, n, rate
 
 
-def sizing_results(data: RunData) -> list[dict[str, Any]]:
+def sizing_results(data: RunData) -> list[StepResult]:
     """The step results that size the windows: the undisturbed repeats; a step with none
     (one repeat, disturbed by a neighbour) is sized from its disturbed ones, whose rate
     is merely lower."""
     samples = [r for rs in data.steps.values() for r in usable(rs)]
     have = {(r["column"], r["step"]) for r in samples}
-    return samples + [
+    found = samples + [
         r
         for rs in data.steps.values()
         for r in rs
         if (r["column"], r["step"]) not in have and measured(r)
     ]
+    return cast(list[StepResult], found)  # stored step results, read back
 
 
 def explain(request: ExplainRequest, notify: Notify) -> Path:
@@ -198,8 +207,9 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
         else None
     )
     out_root = request.run / EXPLAIN_DIR
-    stored = load(request.run) or {}
-    entries = {(e["comparison"], e["step"], e["column"]): e for e in stored.get("results", [])}
+    stored = cast("ExplainRecord | None", load(request.run))  # explain.json, as it was written
+    kept = stored.get("results", []) if stored is not None else []
+    entries = {(e["comparison"], e["step"], e["column"]): e for e in kept}
     started = time.monotonic()
     for comp in lab.comparisons:
         if not steps.get(comp.name) or not columns.get(comp.name):
@@ -215,7 +225,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
         _flames(out_root, comp, steps[comp.name], entries)
     with contextlib.suppress(OSError):  # each column removed its own work directory
         run_work_dir(request.run.name, "explain").rmdir()
-    record = {
+    record: ExplainRecord = {
         "run_id": data.record["run_id"],
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "took_s": round(time.monotonic() - started, 1),
@@ -231,7 +241,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },
         "profiler": {"available": no_perf is None, "why_not": no_perf},
-        "pmu": pmu.detect().to_json(),
+        "pmu": cast(PmuNote, pmu.detect().to_json()),
         "results": sorted(entries.values(), key=lambda e: (e["comparison"], e["column"])),
     }
     return save(request.run, record)
@@ -241,7 +251,7 @@ def windows(
     comp: Comparison,
     steps: list[str],
     label: str,
-    results: list[dict[str, Any]],
+    results: list[StepResult],
     window_ops: int | None = None,
     sizing: Sizing = Sizing(),
     own_pace: bool = True,
@@ -280,7 +290,7 @@ def windows(
                 base_results = [
                     r for r in results if r["column"] == comp.base.label and r["step"] == plan.name
                 ]
-                until = state.until_rate(state.timed(base_results))
+                until = state.until_rate(state.timed([dict(r) for r in base_results]))
         pace = sized[label if own_pace else comp.base.label][2]
         own = [r for r in results if r["column"] == label and r["step"] == plan.name]
         choices[plan.name] = Choice(
@@ -290,7 +300,7 @@ def windows(
             ops,
             pace,
             warm_ops=warm,
-            timed=state.timed(own),
+            timed=state.timed([dict(r) for r in own]),
             until_hit_rate=until,
         )
     return choices
@@ -323,15 +333,15 @@ def _column_job(
     return ColumnJob(lab, comp, column, provision.fetch(column.build), choices, work, out)
 
 
-def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, dict[str, Any]]:
-    entries: dict[str, dict[str, Any]] = {}
+def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, ExplainEntry]:
+    entries: dict[str, ExplainEntry] = {}
     try:
         counted = jobs.count(job, notify)
         profiled = jobs.profile(job, notify) if profile else {}
     finally:
         shutil.rmtree(job.work, ignore_errors=True)
     for step, figures in counted.items():
-        entry: dict[str, Any] = {
+        entry: ExplainEntry = {
             "comparison": job.comparison.name,
             "step": step,
             "column": job.column.label,
@@ -343,35 +353,52 @@ def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, dict
         p = profiled.get(step)
         if p is not None:
             folded = job.out / f"{step}.folded"
-            folded.write_text(p.pop("folded"))
-            entry["profile"] = {**p, "folded": str(folded.relative_to(job.out.parent.parent))}
+            folded.write_text(p["folded"])
+            entry["profile"] = _stored_profile(p, str(folded.relative_to(job.out.parent.parent)))
         entries[step] = entry
     return entries
 
 
+def _stored_profile(p: Profiled, folded: str) -> ProfileEntry:
+    """A step's profile as stored: its folded stacks in a file of their own, `folded`
+    (a path in the run folder)."""
+    return {
+        "samples": p["samples"],
+        "cpu_s": p["cpu_s"],
+        "count": p["count"],
+        "elapsed_s": p["elapsed_s"],
+        "hz": p["hz"],
+        "pmu_per_op": p["pmu_per_op"],
+        "folded": folded,
+    }
+
+
 def _flames(
-    root: Path, comp: Comparison, steps: list[str], entries: dict[tuple[str, str, str], Any]
+    root: Path,
+    comp: Comparison,
+    steps: list[str],
+    entries: dict[tuple[str, str, str], ExplainEntry],
 ) -> None:
     """Per step: a flame graph per build, and per column one of its change from the base."""
     base = comp.base.label
     for step in steps:
         have = {
-            lb: e
+            lb: p
             for (c, s, lb), e in entries.items()
-            if c == comp.name and s == step and e.get("profile")
+            if c == comp.name and s == step and (p := e.get("profile"))
         }
-        folded = {lb: root.parent / e["profile"]["folded"] for lb, e in have.items()}
-        for label, e in list(have.items()):
+        folded = {lb: root.parent / p["folded"] for lb, p in have.items()}
+        for label, p in list(have.items()):
             if not folded[label].read_text().strip():
-                e["profile"]["why_no_flame"] = "perf sampled nothing in the measured window"
+                p["why_no_flame"] = "perf sampled nothing in the measured window"
                 del have[label], folded[label]
-        for label, e in have.items():
+        for label, p in have.items():
             svg = root / "flame" / comp.name / step / f"{label}.svg"
             title = f"{step} on {label}: CPU ns per operation"
             flame.flamegraph(folded[label].read_text(), title, svg)
-            e["profile"]["flame"] = str(svg.relative_to(root.parent))
+            p["flame"] = str(svg.relative_to(root.parent))
             if label != base and base in folded:
                 diff = root / "flame" / comp.name / step / f"{label}-vs-{base}.svg"
                 title = f"{step}: {label} vs {base} (red: more CPU per operation)"
                 flame.differential(folded[base], folded[label], title, diff)
-                e["profile"]["diff"] = str(diff.relative_to(root.parent))
+                p["diff"] = str(diff.relative_to(root.parent))

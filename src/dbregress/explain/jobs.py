@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress import benchmarks, prepare
 from dbregress.analysis import state
@@ -49,6 +49,15 @@ from dbregress.loadgen import Loadgen
 from dbregress.prepare import COUNT, PROFILE
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
+from dbregress.shapes.events import Event, Summary
+from dbregress.shapes.explain import (
+    CountFigures,
+    EntryFigures,
+    FunctionFigures,
+    Profiled,
+    WindowEvent,
+)
+from dbregress.shapes.spec import EngineSpec, StepSpec
 
 Notify = Callable[[str], None]
 SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one
@@ -167,7 +176,7 @@ def _replay(
     job: ColumnJob,
     engine: Engine,
     name: str,
-    measure: Callable[[Choice, dict[str, Any], Path], Stepped],
+    measure: Callable[[Choice, StepSpec, Path], Stepped],
     slow: float,
     notify: Notify,
 ) -> None:
@@ -181,15 +190,7 @@ def _replay(
             if index > last:
                 break
             choice = job.choices.get(plan.name)
-            if name == "count":
-                window = None if choice is None else choice.window()
-                spec = prepare.step_spec(
-                    job.lab, job.comparison, job.column, engine, index, plan, COUNT, window
-                )
-            else:
-                spec = prepare.step_spec(
-                    job.lab, job.comparison, job.column, engine, index, plan, PROFILE
-                )
+            spec = _step_spec(job, engine, name, index, plan, choice)
             stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
             t0 = time.monotonic()
             if choice is not None:
@@ -197,7 +198,7 @@ def _replay(
                 where = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
                 what = f"{name} {plan.name}{where}"
             else:
-                timeout = prepare.step_timeout(job.lab, plan, spec, slow)
+                timeout = prepare.step_timeout(job.lab, plan, dict(spec), slow)
                 drive(engine, spec, stem, timeout, job.client_cpus)
                 what = f"{name}: replayed {plan.name}"
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
@@ -209,6 +210,21 @@ def _replay(
             engine.stop()
         finally:
             shutil.rmtree(job.work / name, ignore_errors=True)
+
+
+def _step_spec(
+    job: ColumnJob, engine: Engine, name: str, index: int, plan: StepPlan, choice: Choice | None
+) -> StepSpec:
+    """The spec of step `index` in a counting (with the chosen step's window) or a
+    profiling replay."""
+    if name == "count":
+        window = None if choice is None else choice.window()
+        spec = prepare.step_spec(
+            job.lab, job.comparison, job.column, engine, index, plan, COUNT, window
+        )
+    else:
+        spec = prepare.step_spec(job.lab, job.comparison, job.column, engine, index, plan, PROFILE)
+    return cast(StepSpec, spec)  # checked against the loadgen's schema when it starts
 
 
 # -- counting: callgrind over the window ----------------------------------------------
@@ -231,17 +247,17 @@ class _CountHooks(Hooks):
         self.counting = counting
         self.hold = hold  # the MySQL family: purge held off the window (threads.py)
         self.opened = self.closed = 0.0
-        self.close: dict[str, Any] | None = None
+        self.close: WindowEvent | None = None
         self.sessions: set[str] = set()  # pids of the server processes serving the clients
 
-    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+    def ready(self, loadgen: Loadgen, event: Event) -> None:
         self.sessions = {str(p) for p in event.get("server_pids", [])}
         if self.hold is not None:
             self.hold.start()  # before the warm-up calls
         if not self.warm and self.counting:
             self.cg.control(self.targets(loadgen), "instrumentation on")
 
-    def window(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+    def window(self, loadgen: Loadgen, event: WindowEvent) -> None:
         if not self.counting:
             if event["edge"] == "close":
                 self.close = event
@@ -263,7 +279,7 @@ class _CountHooks(Hooks):
                 self.hold.release()
 
 
-def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
+def count(job: ColumnJob, notify: Notify) -> dict[str, CountFigures]:
     """callgrind's figures for each chosen step: {step: figures} (see figures())."""
     cg = Callgrind(
         job.work / "callgrind",
@@ -273,20 +289,16 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
     cg.prepare(None if job.embedded else process.run_as())
     wrapper = tuple(cg.wrapper())
     engine = _engine(job, "count", () if job.embedded else wrapper)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, CountFigures] = {}
 
     def targets(loadgen: Loadgen) -> list[int]:
         return [loadgen.pid] if job.embedded else tree_pids(engine.server_pid())
 
-    def measure(choice: Choice, spec: dict[str, Any], stem: Path) -> Stepped:
+    def measure(choice: Choice, spec: StepSpec, stem: Path) -> Stepped:
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
-        hold = None
-        if job.threaded and (client := client_binary(job.build.basedir)) is not None:
-            env = mysql_family.build_env(job.build.basedir)
-            hold = ReadViewHold(client, engine.connection(), env)
+        hold = _read_view_hold(job, engine)
         hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0, hold, choice.counted)
-        plan = choice.plan
-        timeout = prepare.step_timeout(job.lab, plan, spec, SLOWDOWN)
+        timeout = prepare.step_timeout(job.lab, choice.plan, dict(spec), SLOWDOWN)
         try:
             stepped = drive(
                 engine,
@@ -302,54 +314,75 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
                 hold.release()  # idempotent
         if hooks.close is None:
             raise callgrind.CallgrindError(
-                f"{job.column.label} {plan.name}: the window never opened: the step made "
-                f"fewer than {choice.skip_ops + 1} calls of its Q operation"
+                f"{job.column.label} {choice.plan.name}: the window never opened: the step "
+                f"made fewer than {choice.skip_ops + 1} calls of its Q operation"
             )
-        if not choice.counted:
-            return stepped
-        files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
-        keep = job.out / f"{choice.index:02d}-{plan.name}"
-        profiles = {f: callgrind.read(f) for f in files}
-        if job.embedded:
-            split = split_threads(profiles)
-        elif job.threaded:
-            split = split_connection_threads(profiles)
-        else:
-            split = split_sessions(files, hooks.sessions)
-        sessions, background = split or (files, [])
-        profile = callgrind.merge(profiles[f] for f in sessions)
-        # An embedded engine: only its calls from the loadgen's threads count (the
-        # client's loop, timing and injected slowdown stay out), see engine_work().
-        work = engine_work(job.build, profile, plan.name) if job.embedded and split else None
-        found[plan.name] = figures(
-            profile,
-            hooks.close,
-            stepped.summary,
-            choice,
-            len(files),
-            functions=job.keep,
-            engine=work,
-        )
-        step = found[plan.name]
-        step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
-        # where the window opened: skip_ops, or earlier once the cache was warm
-        step["skip_ops"] = int(stepped.summary.get("window_skip_ops", choice.skip_ops))
-        window_stats = stepped.summary.get("window_engine_stats")
-        step.update(state.judged(window_stats, hooks.close["ops"], choice.timed))
-        step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"
-        if split:
-            rest = callgrind.merge(profiles[f] for f in background)
-            step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
-        if job.keep:
-            _keep(files, keep)
-        else:
-            for f in files:
-                f.unlink()
+        if choice.counted:
+            files = window_files(cg.out_dir, hint, hooks.opened, hooks.closed)
+            found[choice.plan.name] = _window(job, choice, files, hooks, hooks.close, stepped)
         return stepped
 
     slow = 1.0 if job.embedded else SLOWDOWN
     _replay(job, engine, "count", measure, slow, notify)
     return found
+
+
+def _read_view_hold(job: ColumnJob, engine: Engine) -> ReadViewHold | None:
+    """The MySQL family's hold of purge off the window (threads.py), where the build
+    has a client to hold it with."""
+    if job.threaded and (client := client_binary(job.build.basedir)) is not None:
+        env = mysql_family.build_env(job.build.basedir)
+        # the engine's connection is the spec's engine block (EngineSpec)
+        return ReadViewHold(client, cast(EngineSpec, engine.connection()), env)
+    return None
+
+
+def _window(
+    job: ColumnJob,
+    choice: Choice,
+    files: list[Path],
+    hooks: _CountHooks,
+    close: WindowEvent,
+    stepped: Stepped,
+) -> CountFigures:
+    """One counted window's figures, from its callgrind files (then kept gzipped with
+    the run, or removed): the work of the processes or threads serving the loadgen's
+    sessions, the rest as the engine's background."""
+    plan = choice.plan
+    profiles = {f: callgrind.read(f) for f in files}
+    if job.embedded:
+        split = split_threads(profiles)
+    elif job.threaded:
+        split = split_connection_threads(profiles)
+    else:
+        split = split_sessions(files, hooks.sessions)
+    sessions, background = split or (files, [])
+    profile = callgrind.merge(profiles[f] for f in sessions)
+    # An embedded engine: only its calls from the loadgen's threads count (the
+    # client's loop, timing and injected slowdown stay out), see engine_work().
+    work = engine_work(job.build, profile, plan.name) if job.embedded and split else None
+    step = figures(
+        profile, close, stepped.summary, choice, len(files), functions=job.keep, engine=work
+    )
+    step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
+    # where the window opened: skip_ops, or earlier once the cache was warm
+    step["skip_ops"] = int(stepped.summary.get("window_skip_ops", choice.skip_ops))
+    window_stats = stepped.summary.get("window_engine_stats")
+    stats = dict(window_stats) if window_stats is not None else None
+    judged = state.judged(stats, close["ops"], choice.timed)
+    if judged:
+        step["engine_state"] = judged["engine_state"]
+        step["state_mismatch"] = judged["state_mismatch"]
+    step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"
+    if split:
+        rest = callgrind.merge(profiles[f] for f in background)
+        step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
+    if job.keep:
+        _keep(files, job.out / f"{choice.index:02d}-{plan.name}")
+    else:
+        for f in files:
+            f.unlink()
+    return step
 
 
 def window_files(out_dir: Path, hint: str, opened: float, closed: float) -> list[Path]:
@@ -462,6 +495,7 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "branches": ("Bc", "Bi"),
     "branch_mispredictions": ("Bcm", "Bim"),
 }
+# The figures of each function in the table (shapes/explain.py FunctionFigures).
 FUNCTION_FIGURES = ("instructions", "d1_read_misses", "ll_read_misses", "branch_mispredictions")
 FUNCTIONS_KEPT = 300
 
@@ -501,13 +535,13 @@ ENTRIES_KEPT = 20  # the engine's entry points (its C API functions) kept per st
 
 def figures(
     profile: callgrind.Profile,
-    close: dict[str, Any],
-    summary: dict[str, Any],
+    close: WindowEvent,
+    summary: Summary,
     choice: Choice,
     files: int,
     functions: bool = True,
     engine: callgrind.EngineCalls | None = None,
-) -> dict[str, Any]:
+) -> CountFigures:
     """Per-operation figures of one window: per op of the step's Q unit (rows for the
     load steps, calls otherwise), as the run's per-op metrics are.
 
@@ -525,24 +559,11 @@ def figures(
             f"{choice.plan.name}: the window counted no {unit}; nothing to divide by"
         )
     events = profile.events
-    # By name without parameters and object file: overloads (and C++ signatures that
-    # change between versions) count as one function.
-    merged: dict[tuple[str, str], list[int]] = {}
-    objects: dict[str, float] = {}
-    table = profile.functions if engine is None else engine.functions
-    for (ob, fn), cost in table.items():
-        key = (callgrind.object_name(ob), callgrind.short_name(fn))
-        callgrind.add_cost(merged, key, cost)
-    by_object = (
-        [(ob, c) for (ob, _), c in table.items()] if engine is None else engine.objects.items()
-    )
-    for ob, cost in by_object:
-        name = callgrind.object_name(ob)
-        objects[name] = objects.get(name, 0.0) + cost[0] / divisor
+    merged, objects = _by_function(profile, engine, divisor)
     kept = FUNCTIONS_KEPT if functions else 0
     top = sorted(merged.items(), key=lambda kv: -kv[1][0])[:kept]
     totals = profile.totals if engine is None else engine.total
-    out: dict[str, Any] = {
+    out: CountFigures = {
         "index": choice.index,
         "unit": unit,
         "ops": close["ops"],
@@ -555,31 +576,65 @@ def figures(
         "per_op": per_op(events, totals, divisor),
         "objects": dict(sorted(objects.items(), key=lambda kv: -kv[1])),
         "functions": [
-            {
-                "function": fn,
-                "object": ob,
-                **{k: v for k, v in per_op(events, cost, divisor).items() if k in FUNCTION_FIGURES},
-            }
-            for (ob, fn), cost in top
+            _function_figures(fn, ob, per_op(events, cost, divisor)) for (ob, fn), cost in top
         ],
     }
     if engine is not None:
         out["client_per_op"] = per_op(events, profile.totals, divisor)
         out["reentered_per_op"] = per_op(events, engine.reentered, divisor)
         out["nested_per_op"] = per_op(events, engine.nested, divisor)
-        entries = sorted(engine.entries.items(), key=lambda kv: -kv[1][0])[:ENTRIES_KEPT]
-        out["entries"] = [
-            {
-                "function": callgrind.short_name(fn),
-                "calls_per_op": engine.entry_calls.get(fn, 0) / divisor,
-                "instructions": cost[0] / divisor,
-            }
-            for fn, cost in entries
-        ]
+        out["entries"] = _entries(engine, divisor)
     return out
 
 
-def per_op_of(profile: callgrind.Profile, window: dict[str, Any]) -> dict[str, float]:
+def _by_function(
+    profile: callgrind.Profile, engine: callgrind.EngineCalls | None, divisor: float
+) -> tuple[dict[tuple[str, str], list[int]], dict[str, float]]:
+    """The window's costs by (object, function), by name without parameters and
+    object file: overloads (and C++ signatures that change between versions) count as
+    one function; and its instructions per operation by object file. With `engine`, the
+    engine's calls'."""
+    merged: dict[tuple[str, str], list[int]] = {}
+    objects: dict[str, float] = {}
+    table = profile.functions if engine is None else engine.functions
+    for (ob, fn), cost in table.items():
+        key = (callgrind.object_name(ob), callgrind.short_name(fn))
+        callgrind.add_cost(merged, key, cost)
+    by_object = (
+        [(ob, c) for (ob, _), c in table.items()] if engine is None else engine.objects.items()
+    )
+    for ob, cost in by_object:
+        name = callgrind.object_name(ob)
+        objects[name] = objects.get(name, 0.0) + cost[0] / divisor
+    return merged, objects
+
+
+def _function_figures(function: str, obj: str, figures: dict[str, float]) -> FunctionFigures:
+    """A function's row of the table: FUNCTION_FIGURES of its per-operation figures."""
+    return {
+        "function": function,
+        "object": obj,
+        "instructions": figures["instructions"],
+        "d1_read_misses": figures["d1_read_misses"],
+        "ll_read_misses": figures["ll_read_misses"],
+        "branch_mispredictions": figures["branch_mispredictions"],
+    }
+
+
+def _entries(engine: callgrind.EngineCalls, divisor: float) -> list[EntryFigures]:
+    """The embedded engine's entry points the loadgen called most, per operation."""
+    entries = sorted(engine.entries.items(), key=lambda kv: -kv[1][0])[:ENTRIES_KEPT]
+    return [
+        {
+            "function": callgrind.short_name(fn),
+            "calls_per_op": engine.entry_calls.get(fn, 0) / divisor,
+            "instructions": cost[0] / divisor,
+        }
+        for fn, cost in entries
+    ]
+
+
+def per_op_of(profile: callgrind.Profile, window: CountFigures) -> dict[str, float]:
     """Another profile of the same window (the background processes or threads, each
     counted whole) per operation."""
     return per_op(profile.events, profile.totals, window["divisor"])
@@ -601,7 +656,7 @@ class PerfHooks(Hooks):
         self.pmu: pmu.Counter | None = None
         self.counters: pmu.Counts = {}
 
-    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+    def ready(self, loadgen: Loadgen, event: Event) -> None:
         pids = self.targets(loadgen)
         args = ["record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ)]
         args += ["--call-graph", PERF_CALL_GRAPH, "-o", str(self.data)]
@@ -637,27 +692,27 @@ class PerfHooks(Hooks):
                 perf.close()
 
 
-def profile(job: ColumnJob, notify: Notify) -> dict[str, dict[str, Any]]:
+def profile(job: ColumnJob, notify: Notify) -> dict[str, Profiled]:
     """For each chosen step: the folded stacks of its measured window, in CPU
     nanoseconds per operation of Q ({step: {"folded": text, ...}})."""
     engine = _engine(job, "profile", ())
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Profiled] = {}
 
     def targets(loadgen: Loadgen) -> list[int]:
         return [loadgen.pid] if job.embedded else tree_pids(engine.server_pid())
 
-    def measure(choice: Choice, spec: dict[str, Any], stem: Path) -> Stepped:
+    def measure(choice: Choice, spec: StepSpec, stem: Path) -> Stepped:
         data = job.work / f"{choice.index:02d}-{choice.plan.name}.perf.data"
         hooks = PerfHooks(targets, data)
         plan = choice.plan
-        timeout = prepare.step_timeout(job.lab, plan, spec)
+        timeout = prepare.step_timeout(job.lab, plan, dict(spec))
         try:
             stepped = drive(engine, spec, stem, timeout, job.client_cpus, hooks)
         finally:
             hooks.close()
         summary = stepped.summary
-        q = summary["ops"].get(summary["q_op"], {})
-        count = q.get(summary.get("q_unit", "ops"), 0)
+        q = summary["ops"].get(summary["q_op"])
+        count = q.get(summary.get("q_unit", "ops"), 0) if q is not None else 0
         folded = flame.collapse(data)
         data.unlink(missing_ok=True)
         cpu_ns = sum(n for _, n in flame.parse_folded(folded))

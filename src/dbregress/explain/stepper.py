@@ -9,25 +9,28 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.engines.base import Engine
 from dbregress.follow import Handler, follow
 from dbregress.loadgen import Loadgen
+from dbregress.shapes.events import Event, Summary
+from dbregress.shapes.explain import WindowEvent
+from dbregress.shapes.spec import StepSpec
 from dbregress.store.files import sibling
 
 
 class Hooks:
     """What happens at each boundary of a step; by default nothing."""
 
-    def ready(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+    def ready(self, loadgen: Loadgen, event: Event) -> None:
         """Every client is set up; nothing timed has run. The event's `server_pids` name
         the server processes serving the sessions, where the engine has them."""
 
     def measuring(self, loadgen: Loadgen) -> None:
         """The measured window begins (after the warm-up)."""
 
-    def window(self, loadgen: Loadgen, event: dict[str, Any]) -> None:
+    def window(self, loadgen: Loadgen, event: WindowEvent) -> None:
         """An edge of the profiler's window; no Q call is in flight."""
 
     def stopped(self, loadgen: Loadgen) -> None:
@@ -36,27 +39,29 @@ class Hooks:
 
 @dataclass
 class Stepped:
-    summary: dict[str, Any]
-    windows: list[dict[str, Any]] = field(default_factory=list)  # the window events
+    summary: Summary
+    windows: list[WindowEvent] = field(default_factory=list)  # the window events
     wall_s: float = 0.0
 
 
 class _Hooked(Handler):
-    """The loop's handler: a step's hooks, given the loadgen, and its window events."""
+    """The loop's handler: a step's hooks, given the loadgen, and its window events.
+    Its methods take the events as follow.Handler's do."""
 
     def __init__(self, hooks: Hooks, loadgen: Loadgen) -> None:
         self.hooks, self.loadgen = hooks, loadgen
-        self.windows: list[dict[str, Any]] = []
+        self.windows: list[WindowEvent] = []
 
     def ready(self, event: dict[str, Any]) -> None:
-        self.hooks.ready(self.loadgen, event)
+        self.hooks.ready(self.loadgen, cast(Event, event))
 
     def measuring(self, event: dict[str, Any]) -> None:
         self.hooks.measuring(self.loadgen)
 
     def window(self, event: dict[str, Any]) -> None:
-        self.windows.append(event)
-        self.hooks.window(self.loadgen, event)
+        edge = cast(WindowEvent, event)  # an Event whose `ops` is the window's calls
+        self.windows.append(edge)
+        self.hooks.window(self.loadgen, edge)
 
     def stopped(self, event: dict[str, Any]) -> None:
         self.hooks.stopped(self.loadgen)
@@ -64,7 +69,7 @@ class _Hooked(Handler):
 
 def drive(
     engine: Engine,
-    spec: dict[str, Any],
+    spec: StepSpec,
     stem: Path,
     timeout_s: float,
     cpus: frozenset[int] | None,
@@ -74,12 +79,15 @@ def drive(
     """Run one step to its summary; LoadgenError, StepTimeout or the engine's crash."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
+    # dict(spec): Loadgen takes a plain dict (it writes its own copy of the spec)
+    loadgen = Loadgen(
+        dict(spec), sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper
+    )
     handler = _Hooked(hooks or Hooks(), loadgen)
     try:
         summary = follow(loadgen, engine, spec["workload"]["step"], timeout_s, handler, t0)
         loadgen.release()
-        return Stepped(summary, handler.windows, time.monotonic() - t0)
+        return Stepped(cast(Summary, summary), handler.windows, time.monotonic() - t0)
     except BaseException:
         loadgen.kill()
         raise

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.errors import StoreError
+from dbregress.shapes.explain import ExplainRecord
 from dbregress.store.files import write_json
 
 EXPLAIN_DIR = "explain"
@@ -19,7 +20,7 @@ def path_of(run: Path) -> Path:
     return run / EXPLAIN_DIR / FILE
 
 
-def save(run: Path, record: dict[str, Any]) -> Path:
+def save(run: Path, record: ExplainRecord) -> Path:
     path = path_of(run)
     write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "explain", **record})
     return path

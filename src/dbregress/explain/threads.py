@@ -16,10 +16,11 @@ import select
 import subprocess
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from dbregress.errors import DbregressError
 from dbregress.explain import callgrind
+from dbregress.shapes.spec import EngineSpec
 
 # The counting replay's settings for the MySQL family, under a column's own settings. A
 # `loose_` option is skipped, with a warning, by a server that does not know it.
@@ -158,7 +159,7 @@ class ReadViewHold:
     def __init__(
         self,
         client: Path,
-        connection: dict[str, Any],
+        connection: EngineSpec,
         env: dict[str, str] | None = None,
         timeout_s: float = HOLD_TIMEOUT_S,
     ) -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from dbregress import rounds
 from dbregress.errors import LabError
@@ -45,9 +45,22 @@ from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
 from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
 from dbregress.interrupts import shielded
-from dbregress.lab import Comparison, Lab
+from dbregress.lab import Comparison, Job, Lab
 from dbregress.records import StepResult
 from dbregress.runner import Runner
+from dbregress.shapes.fleet import (
+    ChosenIdentity,
+    CountIdentity,
+    CountingHost,
+    Fingerprint,
+    HostEntry,
+    Message,
+    UnitOutcome,
+    UnitRequest,
+    UnitTiming,
+)
+from dbregress.shapes.run import RunJson
+from dbregress.store.run import RunWriter
 
 RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
 
@@ -65,6 +78,16 @@ def group_resource(group: str) -> str:
 STATUS_EVERY_S = 30.0
 
 
+class Pending(Protocol):
+    """A unit's Dask future, as far as the coordinator uses it."""
+
+    def done(self) -> bool: ...
+
+    def cancel(self) -> object: ...
+
+    def result(self) -> UnitOutcome: ...
+
+
 @dataclass
 class Plan:
     """One comparison on the fleet: the hosts its units may use and its rounds so far."""
@@ -75,11 +98,11 @@ class Plan:
     cpus: int  # all of the host's: nothing runs beside a time-lane unit
     submitted: int = 0  # rounds
     finished: set[int] = field(default_factory=set)
-    running: dict[str, Any] = field(default_factory=dict)  # unit -> future
+    running: dict[str, Pending] = field(default_factory=dict)  # unit -> its future
     stopped: bool = False  # no more rounds
 
 
-def worker_fingerprint(dask_worker: Any) -> dict[str, Any] | None:
+def worker_fingerprint(dask_worker: Any) -> Fingerprint | None:
     """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
     from dbregress.fleet.unit import WORKERS
 
@@ -108,10 +131,8 @@ class FleetRunner(Runner):
             self.security: Any = fleet_tls.security(self.tls)  # its files checked, now
         super().__init__(lab, results_root, progress, notify, resume, history)
         self.wait_for_workers_s = wait_for_workers_s
-        self.hosts: dict[str, dict[str, Any]] = {}
-        self._submitted_at: dict[str, float] = {}
-        self._submitted_wall: dict[str, float] = {}
-        self._timeline: list[dict[str, Any]] = list(self.writer.record.get("fleet_units", []))
+        self.hosts: dict[str, HostEntry] = {}
+        self._timeline: list[UnitTiming] = list(self.writer.record.get("fleet_units", []))
 
     def _resume_command(self) -> str:
         tls = f" --tls {self.tls}" if self.tls is not None else ""
@@ -142,18 +163,18 @@ class FleetRunner(Runner):
         finally:
             client.close()
 
-    def _count_identity(self, notify: Callable[[str], None]) -> dict[str, Any]:
+    def _count_identity(self, notify: Callable[[str], None]) -> CountIdentity:
         """The measurement identity of the lab's replays (host.py): the one a resumed run's
         replays were counted with, else the coordinator's own if it could count, else the
         most workers'. Stored in run.json (`count_identity`)."""
-        own: dict[str, Any] | None = self.writer.record.get("count_identity")
+        own: ChosenIdentity | None = self.writer.record.get("count_identity")
         if own is None:
-            mine = {
+            mine: CountingHost = {
                 **measurement_identity(),
                 "valgrind": bool(shutil.which("valgrind") and shutil.which("vgdb")),
             }
             if can_count(mine):
-                own = {**mine, "chosen_by": "the coordinator's own"}
+                own = {**measurement_identity(), "chosen_by": "the coordinator's own"}
         identity = count_identity(own, self._usable())
         shown = ", ".join(f"{k} {shown_value(k, identity[k])}" for k in COUNT_IDENTITY)
         notify(
@@ -199,11 +220,12 @@ class FleetRunner(Runner):
 
     def _run_all(self) -> None:
         client = self._connect()
-        messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        messages: queue.Queue[Message] = queue.Queue()
         topic = f"dbregress/{self.path.name}"
         client.subscribe_topic(topic, lambda event: messages.put(event[1]))
         jobs = {j.name: j for j in self._all_jobs()}
         receiver = Receiver(self.writer, jobs, self._index_received, self.notify)
+        units = Units(self.lab, self.writer, self.notify, client, topic, self._timeline)
         plans: list[Plan] = []
         try:
             self._learn_hosts(client)
@@ -213,8 +235,8 @@ class FleetRunner(Runner):
                 f"fleet: {len(self.hosts)} worker(s) at {self.scheduler}; dashboard {dashboard}"
             )
             for plan in plans:
-                self._start_comparison(client, plan, topic)
-            self._loop(client, plans, messages, receiver)
+                units.start_comparison(plan)
+            units.loop(plans, messages, receiver)
         except BaseException:
             with shielded():
                 for plan in plans:
@@ -226,7 +248,7 @@ class FleetRunner(Runner):
                 _drain(messages, receiver)
                 client.close()
 
-    def _all_jobs(self) -> list[Any]:
+    def _all_jobs(self) -> list[Job]:
         out = []
         for comp in self.lab.comparisons:
             out += self.lab.warmup_jobs(comp)
@@ -235,13 +257,14 @@ class FleetRunner(Runner):
         return out
 
     def _learn_hosts(self, client: Any) -> None:
-        found: dict[str, Any] = client.run(worker_fingerprint)
-        hosts: dict[str, dict[str, Any]] = {}
+        found: dict[str, Fingerprint | None] = client.run(worker_fingerprint)
+        hosts: dict[str, HostEntry] = {}
         for address, fp in found.items():
             if fp is None:
                 self.notify(f"fleet: {address} is not a `dbregress worker`: not used")
                 continue
-            hosts[fp["name"]] = {**fp, "address": address}
+            # a fingerprint has no left_out: only the coordinator leaves a host out
+            hosts[fp["name"]] = cast(HostEntry, {**fp, "address": address})
         if not hosts:
             raise LabError(
                 f"no `dbregress worker` among the workers of {self.scheduler}; start one "
@@ -253,7 +276,7 @@ class FleetRunner(Runner):
         self.hosts = hosts
         self.writer.set_record("hosts", hosts)
 
-    def _usable(self) -> dict[str, dict[str, Any]]:
+    def _usable(self) -> dict[str, HostEntry]:
         return {n: fp for n, fp in self.hosts.items() if "left_out" not in fp}
 
     def _plan(self) -> list[Plan]:
@@ -286,44 +309,69 @@ class FleetRunner(Runner):
         self.writer.set_record("fleet_plan", {p.comparison.name: p.hosts for p in plans})
         return plans
 
-    def _start_comparison(self, client: Any, plan: Plan, topic: str) -> None:
-        if self.lab.warmup_jobs(plan.comparison):
-            self._submit(client, plan, 0, topic)
-        for _ in range(self.lab.repeats.minimum):
-            self._next_round(client, plan, topic)
+    def _index_received(self, result: StepResult, index: int) -> None:
+        self._index(functools.partial(self._index_step, result, index))
 
-    def _next_round(self, client: Any, plan: Plan, topic: str) -> None:
+
+class Units:
+    """A run's units on the fleet: submitted round by round to the hosts of their
+    comparison's plan, followed as they run, and more rounds added while steps are
+    undecided, as a local run adds them."""
+
+    def __init__(
+        self,
+        lab: Lab,
+        writer: RunWriter,
+        notify: Callable[[str], None],
+        client: Any,
+        topic: str,
+        timeline: list[UnitTiming],
+    ) -> None:
+        self.lab, self.writer, self.notify = lab, writer, notify
+        self.client, self.topic = client, topic
+        self.timeline = timeline  # run.json `fleet_units`, grown as units end
+        self._submitted_at: dict[str, float] = {}
+        self._submitted_wall: dict[str, float] = {}
+
+    def start_comparison(self, plan: Plan) -> None:
+        if self.lab.warmup_jobs(plan.comparison):
+            self._submit(plan, 0)
+        for _ in range(self.lab.repeats.minimum):
+            self._next_round(plan)
+
+    def _next_round(self, plan: Plan) -> None:
         plan.submitted += 1
         number = plan.submitted
         comp = plan.comparison
         if not self.writer.has_round(comp.name, number):  # else a resumed run's
             order = [j.column.label for j in self.lab.round(comp, number)]
             self.writer.add_round(comp.name, number, order)
-        self._submit(client, plan, number, topic)
+        self._submit(plan, number)
 
-    def _submit(self, client: Any, plan: Plan, number: int, topic: str) -> None:
+    def _submit(self, plan: Plan, number: int) -> None:
         comp = plan.comparison
         unit = unit_name(comp.name, number)
         jobs = unit_jobs(self.lab, comp.name, number)
         if all(self.writer.job_finished(j) for j in jobs):  # a resumed run keeps it
             plan.finished.add(number)
             return
-        payload = {
-            "topic": topic,
-            "run": self.path.name,
+        run = self.writer.path.name
+        payload: UnitRequest = {
+            "topic": self.topic,
+            "run": run,
             "unit": unit,
             "comparison": comp.name,
             "number": number,
             "lab_file": self.lab.path.name,
             "lab_text": self.lab.text,
-            "record": {k: v for k, v in self.writer.record.items() if k != "hosts"},
+            "record": cast(RunJson, {k: v for k, v in self.writer.record.items() if k != "hosts"}),
         }
         # Earlier units first on a host: the warm-up, then rounds in order.
         priority = 10**6 if number == 0 else -number
-        plan.running[unit] = client.submit(
+        plan.running[unit] = self.client.submit(
             run_unit,
             payload,
-            key=f"{self.path.name}/{unit}",
+            key=f"{run}/{unit}",
             pure=False,
             resources={RESOURCE: 1, CPUS: plan.cpus, plan.resource: 1},
             priority=priority,
@@ -331,13 +379,7 @@ class FleetRunner(Runner):
         self._submitted_at[unit] = time.monotonic()
         self._submitted_wall[unit] = time.time()
 
-    def _loop(
-        self,
-        client: Any,
-        plans: list[Plan],
-        messages: queue.Queue[dict[str, Any]],
-        receiver: Receiver,
-    ) -> None:
+    def loop(self, plans: list[Plan], messages: queue.Queue[Message], receiver: Receiver) -> None:
         last_status = time.monotonic()
         while any(p.running for p in plans):
             # Every message that has come, then every unit that has ended, then a short
@@ -357,16 +399,16 @@ class FleetRunner(Runner):
                         del plan.running[unit]
                         self._unit_done(plan, unit, future, receiver)
                 if not plan.running and not plan.stopped:
-                    self._more_rounds(client, plan, f"dbregress/{self.path.name}")
+                    self._more_rounds(plan)
             if time.monotonic() - last_status > STATUS_EVERY_S:
                 last_status = time.monotonic()
                 self._status(plans, receiver)
 
-    def _tell(self, msg: dict[str, Any]) -> None:
+    def _tell(self, msg: Message) -> None:
         if msg["kind"] == "start":
             self.notify(f"{msg['host']}: {msg['unit']} started ({', '.join(msg['jobs'])})")
 
-    def _unit_done(self, plan: Plan, unit: str, future: Any, receiver: Receiver) -> None:
+    def _unit_done(self, plan: Plan, unit: str, future: Pending, receiver: Receiver) -> None:
         number = 0 if unit.endswith("/warm-up") else int(unit.rsplit(" ", 1)[1])
         try:
             outcome = future.result()
@@ -382,7 +424,7 @@ class FleetRunner(Runner):
         self.notify(f"{outcome['host']}: {unit} finished ({took:.0f} s)")
         # The unit's timeline (wall clocks of the coordinator and the worker): what the
         # fleet cost beyond the unit's own time (bench/fleet_overhead.py).
-        self._timeline.append(
+        self.timeline.append(
             {
                 "unit": unit,
                 "host": outcome["host"],
@@ -396,20 +438,21 @@ class FleetRunner(Runner):
             "messages": receiver.messages,
             "busy_s": round(receiver.busy_s, 3),
         }
-        self.writer.set_record("fleet_units", self._timeline)  # saves both
+        self.writer.set_record("fleet_units", self.timeline)  # saves both
 
-    def _more_rounds(self, client: Any, plan: Plan, topic: str) -> None:
+    def _more_rounds(self, plan: Plan) -> None:
         """After the rounds submitted so far ended: more while a step is undecided and
         within reach, as a local run adds them (runner.py)."""
         at_once = len(plan.hosts) if self.lab.schedule == "interleaved" else 1
-        follows = rounds.after(self.lab, plan.comparison, plan.submitted, self.path, at_once)
+        run = self.writer.path
+        follows = rounds.after(self.lab, plan.comparison, plan.submitted, run, at_once)
         if follows.message:
             self.notify(follows.message)
         if not follows.rounds or plan.submitted < self.lab.repeats.minimum:
             plan.stopped = True
             return
         for _ in range(follows.rounds):
-            self._next_round(client, plan, topic)
+            self._next_round(plan)
 
     def _status(self, plans: list[Plan], receiver: Receiver) -> None:
         """Every host's unit, and what is left (rounds beyond the minimum may be added)."""
@@ -432,11 +475,8 @@ class FleetRunner(Runner):
             f"{'; '.join(running) or 'none under way'}; {receiver.steps_received} step(s) received"
         )
 
-    def _index_received(self, result: StepResult, index: int) -> None:
-        self._index(functools.partial(self._index_step, result, index))
 
-
-def _drain(messages: queue.Queue[dict[str, Any]], receiver: Receiver) -> None:
+def _drain(messages: queue.Queue[Message], receiver: Receiver) -> None:
     while True:
         try:
             receiver.apply(messages.get_nowait())

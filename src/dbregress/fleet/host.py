@@ -24,12 +24,22 @@ import hashlib
 import shutil
 import statistics
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import cast
 
-from dbregress import __version__, method
+from dbregress import method
 from dbregress.collect.host import host_facts, read_text
 from dbregress.errors import LabError
+from dbregress.shapes.fleet import (
+    ChosenIdentity,
+    CountIdentity,
+    CountingHost,
+    Fingerprint,
+    IdentityField,
+    MeasurementIdentity,
+    WorkerFacts,
+)
 from dbregress.store.calibration import load_calibration
 
 # A host whose calibrated noise (median coefficient of variation of its steadiest
@@ -38,11 +48,16 @@ NOISY_FACTOR = 2.0
 IDENTITY = ("cpu_model", "cpu_count", "mem_gib", "machine", "kernel_release", "governor", "virt")
 # What a count depends on besides the build and the lab: replays of one comparison all
 # run where these agree.
-COUNT_IDENTITY = ("dbregress", "loadgen_sha256", "valgrind_version", "libc")
+COUNT_IDENTITY: tuple[IdentityField, ...] = (
+    "dbregress",
+    "loadgen_sha256",
+    "valgrind_version",
+    "libc",
+)
 
 
 @functools.cache
-def measurement_identity() -> dict[str, Any]:
+def measurement_identity() -> MeasurementIdentity:
     """This host's measurement identity (COUNT_IDENTITY's fields), from the method
     identity every run and counting replay records (dbregress/method.py)."""
     mine = method.identity()
@@ -54,24 +69,35 @@ def measurement_identity() -> dict[str, Any]:
     }
 
 
-def identity_key(fp: dict[str, Any]) -> str:
+def identity_of(fp: MeasurementIdentity) -> MeasurementIdentity:
+    """The measurement identity's fields of a fingerprint or identity, alone and in
+    their order (None where one lacks a field)."""
+    return {
+        "dbregress": fp.get("dbregress"),
+        "loadgen_sha256": fp.get("loadgen_sha256"),
+        "valgrind_version": fp.get("valgrind_version"),
+        "libc": fp.get("libc"),
+    }
+
+
+def identity_key(fp: MeasurementIdentity) -> str:
     """A short name of a measurement identity (a Dask resource of its workers)."""
     key = "|".join(str(fp.get(k)) for k in COUNT_IDENTITY)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-def can_count(fp: dict[str, Any]) -> bool:
+def can_count(fp: CountingHost) -> bool:
     return bool(fp.get("valgrind")) and fp.get("loadgen_sha256") is not None
 
 
-def shown_value(field: str, value: Any) -> str:
+def shown_value(field: str, value: object) -> str:
     """An identity field as messages show it (a loadgen hash cut to 12 digits)."""
     if field == "loadgen_sha256" and isinstance(value, str):
         return value[:12]
     return str(value)
 
 
-def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def count_identity(own: ChosenIdentity | None, hosts: Mapping[str, Fingerprint]) -> CountIdentity:
     """The measurement identity of a lab's counting replays and the workers that have it.
 
     `own`: the coordinator's identity if it could count itself (it is then the one), or
@@ -86,41 +112,16 @@ def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]])
             "the fleet has both: run `make setup` on the benchmark hosts, or set count = false"
         )
     if own is not None:
-        wanted = {k: own.get(k) for k in COUNT_IDENTITY}
+        wanted = identity_of(own)
         chosen_by = str(own.get("chosen_by") or "the coordinator's own")
     else:
-        by_key: dict[str, list[str]] = {}
-        for name, fp in counters.items():
-            by_key.setdefault(identity_key(fp), []).append(name)
-        ranked = sorted(by_key.values(), key=len, reverse=True)
-        if len(ranked) > 1 and len(ranked[0]) == len(ranked[1]):
-            a, b = counters[ranked[0][0]], counters[ranked[1][0]]
-            differ = [k for k in COUNT_IDENTITY if a.get(k) != b.get(k)]
-            what = "; ".join(
-                f"{k}: {', '.join(f'{n} {shown_value(k, counters[n].get(k))}' for n in counters)}"
-                for k in differ
-            )
-            raise LabError(
-                f"the fleet's workers do not agree on what counts, and as many have one "
-                f"identity as another ({what}): counts of one comparison must come from one "
-                "identity; make the hosts alike (same dbregress, loadgen, valgrind, libc) or "
-                "run the coordinator on a host that can count (its identity is then the lab's)"
-            )
-        wanted = {k: counters[ranked[0][0]].get(k) for k in COUNT_IDENTITY}
+        wanted = identity_of(counters[_most_workers(counters)])
         chosen_by = "the most workers'"
-    members = [n for n, fp in counters.items() if all(fp.get(k) == v for k, v in wanted.items())]
+    members = [
+        n for n, fp in counters.items() if all(fp.get(k) == wanted[k] for k in COUNT_IDENTITY)
+    ]
     if not members:
-        what = "; ".join(
-            f"{k}: wanted {shown_value(k, v)}, "
-            + ", ".join(f"{n} {shown_value(k, fp.get(k))}" for n, fp in counters.items())
-            for k, v in wanted.items()
-            if any(fp.get(k) != v for fp in counters.values())
-        )
-        raise LabError(
-            f"no worker of the fleet counts as {chosen_by} identity does ({what}): counts of "
-            "one comparison must come from one identity; install the same dbregress, loadgen "
-            "build, valgrind and libc on the benchmark hosts"
-        )
+        raise _none_counts_as(chosen_by, wanted, counters)
     others = {
         n: [k for k in COUNT_IDENTITY if fp.get(k) != wanted[k]]
         for n, fp in counters.items()
@@ -133,6 +134,47 @@ def count_identity(own: dict[str, Any] | None, hosts: dict[str, dict[str, Any]])
         "hosts": members,
         "left_out": {n: ", ".join(ks) for n, ks in others.items()},
     }
+
+
+def _most_workers(counters: dict[str, Fingerprint]) -> str:
+    """A worker of the identity shared by the most of the workers that can count; a
+    tie between two identities is refused, naming the fields in which they differ."""
+    by_key: dict[str, list[str]] = {}
+    for name, fp in counters.items():
+        by_key.setdefault(identity_key(fp), []).append(name)
+    ranked = sorted(by_key.values(), key=len, reverse=True)
+    if len(ranked) > 1 and len(ranked[0]) == len(ranked[1]):
+        a, b = counters[ranked[0][0]], counters[ranked[1][0]]
+        differ = [k for k in COUNT_IDENTITY if a.get(k) != b.get(k)]
+        what = "; ".join(
+            f"{k}: {', '.join(f'{n} {shown_value(k, counters[n].get(k))}' for n in counters)}"
+            for k in differ
+        )
+        raise LabError(
+            f"the fleet's workers do not agree on what counts, and as many have one "
+            f"identity as another ({what}): counts of one comparison must come from one "
+            "identity; make the hosts alike (same dbregress, loadgen, valgrind, libc) or "
+            "run the coordinator on a host that can count (its identity is then the lab's)"
+        )
+    return ranked[0][0]
+
+
+def _none_counts_as(
+    chosen_by: str, wanted: MeasurementIdentity, counters: dict[str, Fingerprint]
+) -> LabError:
+    """The refusal of a fleet with no worker of the wanted identity, naming the fields in
+    which its workers differ from it."""
+    what = "; ".join(
+        f"{k}: wanted {shown_value(k, wanted[k])}, "
+        + ", ".join(f"{n} {shown_value(k, fp.get(k))}" for n, fp in counters.items())
+        for k in COUNT_IDENTITY
+        if any(fp.get(k) != wanted[k] for fp in counters.values())
+    )
+    return LabError(
+        f"no worker of the fleet counts as {chosen_by} identity does ({what}): counts of "
+        "one comparison must come from one identity; install the same dbregress, loadgen "
+        "build, valgrind and libc on the benchmark hosts"
+    )
 
 
 def virtualization() -> str:
@@ -157,24 +199,27 @@ def virtualization() -> str:
     return "vm" if " hypervisor" in flags else "none"
 
 
-def fingerprint(name: str, group: str | None, results_root: Path | None) -> dict[str, Any]:
+def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fingerprint:
     """What a worker tells the coordinator about its host."""
     facts = host_facts()
     mem = facts.get("mem_total_bytes")
     kernel = str(facts.get("kernel", ""))
-    out: dict[str, Any] = {
+    ident = measurement_identity()
+    out: WorkerFacts = {
         "name": name,
-        "hostname": facts["hostname"],
-        "dbregress": __version__,
-        "cpu_model": facts["cpu_model"],
-        "cpu_count": facts["cpu_count"],
+        "hostname": cast(str, facts["hostname"]),
+        "dbregress": ident["dbregress"],
+        "cpu_model": cast("str | None", facts["cpu_model"]),
+        "cpu_count": cast("int | None", facts["cpu_count"]),
         "mem_gib": round(mem / 2**30) if isinstance(mem, int) else None,
-        "machine": facts["machine"],
+        "machine": cast(str, facts["machine"]),
         "kernel_release": kernel.split(" ")[1] if " " in kernel else kernel,
-        "governor": facts.get("cpu_governor"),
+        "governor": cast("str | None", facts.get("cpu_governor")),
         "virt": virtualization(),
         "valgrind": bool(shutil.which("valgrind") and shutil.which("vgdb")),  # the cost lane
-        **measurement_identity(),
+        "loadgen_sha256": ident["loadgen_sha256"],
+        "valgrind_version": ident["valgrind_version"],
+        "libc": ident["libc"],
         "calibration": None,
     }
     cal = load_calibration(results_root, str(facts["hostname"])) if results_root else None
@@ -187,24 +232,22 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> dict
             "placement": steadiest,
             "median_cv": cv,
         }
-    out["group"] = group or identity_group(out)
-    out["count_key"] = identity_key(out)
-    return out
+    return {**out, "group": group or identity_group(out), "count_key": identity_key(out)}
 
 
-def identity_group(fp: dict[str, Any]) -> str:
+def identity_group(fp: WorkerFacts) -> str:
     """A name for the group of hosts identical to `fp`."""
     key = "|".join(str(fp.get(k)) for k in IDENTITY)
     return "same-" + hashlib.sha256(key.encode()).hexdigest()[:8]
 
 
-def noise(fp: dict[str, Any]) -> float | None:
-    cal = fp.get("calibration") or {}
-    cv = cal.get("median_cv")
+def noise(fp: WorkerFacts) -> float | None:
+    cal = fp.get("calibration")
+    cv = cal.get("median_cv") if cal else None
     return float(cv) if isinstance(cv, (int, float)) else None
 
 
-def noisy_hosts(hosts: dict[str, dict[str, Any]]) -> dict[str, str]:
+def noisy_hosts(hosts: Mapping[str, Fingerprint]) -> dict[str, str]:
     """name -> why, for each host whose calibrated noise is far above its group's."""
     out: dict[str, str] = {}
     groups: dict[str, list[str]] = {}
@@ -226,6 +269,6 @@ def noisy_hosts(hosts: dict[str, dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def unlike(hosts: dict[str, dict[str, Any]], members: list[str]) -> list[str]:
+def unlike(hosts: Mapping[str, Fingerprint], members: list[str]) -> list[str]:
     """The identity fields on which members of one named group differ."""
     return [k for k in IDENTITY if len({str(hosts[m].get(k)) for m in members}) > 1]

@@ -18,13 +18,16 @@ import contextlib
 import shutil
 import threading
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
+from dbregress.explain.jobs import Choice
 from dbregress.fleet.ship import inside
 from dbregress.lab import Column, Lab, load_lab
+from dbregress.shapes.fleet import CountIdentity, Fingerprint, ReplayOutcome
 from dbregress.store import replays as replay_store
 from dbregress.store.files import write_atomic
 
@@ -36,7 +39,21 @@ def count_resource(key: str) -> str:
     return f"count:{key}"
 
 
-def replay_resources(identity: dict[str, Any]) -> dict[str, float]:
+class ReplayRequest(TypedDict):
+    """One counting replay for a worker of the lab's measurement identity (a Dask task's
+    argument: its windows go as they are, pickled)."""
+
+    run: str
+    lab_file: str
+    lab_text: str
+    comparison: str
+    column: str
+    number: int
+    steps: list[str] | None  # None: every step
+    choices: dict[str, Choice]  # step -> its window
+
+
+def replay_resources(identity: CountIdentity) -> dict[str, float]:
     """A replay takes a CPU of a worker of the lab's measurement identity."""
     return {CPUS: 1, count_resource(identity["key"]): 1}
 
@@ -48,8 +65,8 @@ class FleetLane(Lane):
         lab: Lab,
         notify: Any,
         client: Any,
-        hosts: dict[str, Any],
-        identity: dict[str, Any],
+        hosts: Mapping[str, Fingerprint],
+        identity: CountIdentity,
     ):
         """`identity`: the measurement identity the replays run with (host.count_identity),
         its workers in identity["hosts"]."""
@@ -72,7 +89,7 @@ class FleetLane(Lane):
 
         futures = {}
         for replay in todo:
-            payload = {
+            payload: ReplayRequest = {
                 "run": self.run.name,
                 "lab_file": self.lab.path.name,
                 "lab_text": self.lab.text,
@@ -95,7 +112,7 @@ class FleetLane(Lane):
             for future in done:
                 replay = futures[future]
                 try:
-                    outcome = future.result()
+                    outcome: ReplayOutcome | None = future.result()
                 except Exception as e:  # the task itself failed (its workers kept dying)
                     outcome = {
                         "record": {
@@ -126,7 +143,7 @@ class FleetLane(Lane):
             ) from None
 
 
-def count_on_worker(payload: dict[str, Any]) -> dict[str, Any] | None:
+def count_on_worker(payload: ReplayRequest) -> ReplayOutcome | None:
     """The Dask task of one replay: count it here; its record and files."""
     from distributed import get_worker
 

@@ -21,15 +21,16 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import StepResult
+from dbregress.shapes.fleet import Message, MessageHeader, UnitOutcome
+from dbregress.shapes.run import RunJson
 from dbregress.store.files import write_atomic
 from dbregress.store.run import RunWriter
 
-Message = dict[str, Any]
 Send = Callable[[Message], None]
 
 
@@ -37,7 +38,7 @@ class ShippingWriter(RunWriter):
     """A worker's scratch run folder whose every change is also sent to the coordinator."""
 
     def __init__(
-        self, path: Path, lab: Lab, record: dict[str, Any], send: Send, unit: str, attempt: str
+        self, path: Path, lab: Lab, record: RunJson, send: Send, unit: str, attempt: str
     ) -> None:
         if path.exists():
             shutil.rmtree(path)
@@ -55,45 +56,57 @@ class ShippingWriter(RunWriter):
         self._shipped: dict[str, tuple[int, int]] = {}  # relative path -> (size, mtime_ns)
         self._save()
 
-    def send(self, kind: str, **fields: Any) -> None:
-        msg = {"unit": self.unit, "attempt": self.attempt, "seq": len(self.sent), "kind": kind}
-        msg.update(fields)
+    def send(self, msg: Message) -> None:
         self.sent.append(msg)
         self._send_out(msg)
 
+    def _header(self) -> MessageHeader:
+        """The next message's unit, attempt and number."""
+        return {"unit": self.unit, "attempt": self.attempt, "seq": len(self.sent)}
+
     def start(self, jobs: list[Job], host: str) -> None:
         self.host = host
-        self.send("start", jobs=[j.name for j in jobs], host=host)
+        self.send({**self._header(), "kind": "start", "jobs": [j.name for j in jobs], "host": host})
 
-    def set_build(self, label: str, identity: dict[str, Any]) -> None:
+    # The methods below take what RunWriter's take, and send it on.
+
+    def set_build(self, label: str, identity: dict[str, str]) -> None:
         super().set_build(label, identity)
-        self.send("build", label=label, identity=identity)
+        self.send({**self._header(), "kind": "build", "label": label, "identity": identity})
 
     def set_job(self, job: Job, info: dict[str, Any]) -> None:
         info = {**info, "host": self.host}  # which host measured the job
         super().set_job(job, info)
-        self.send("job", job=job.name, info=info)
+        self.send({**self._header(), "kind": "job", "job": job.name, "info": info})
 
     def end_job(self, job: Job, status: str) -> None:
         super().end_job(job, status)
-        self.send("end", job=job.name, status=status, files=self._changed(job))
+        files = self._changed(job)
+        self.send(
+            {**self._header(), "kind": "end", "job": job.name, "status": status, "files": files}
+        )
 
     def add_failure_record(self, failure: dict[str, Any]) -> None:
         super().add_failure_record(failure)
-        self.send("failure", failure=failure)
+        self.send({**self._header(), "kind": "failure", "failure": failure})
 
     def note_cache_drop(self, failure: str | None) -> None:
         super().note_cache_drop(failure)
-        self.send("cache", failure=failure)
+        self.send({**self._header(), "kind": "cache", "failure": failure})
 
     def write_step(self, job: Job, index: int, result: StepResult, series: Any, hlog: str) -> Path:
         path = super().write_step(job, index, result, series, hlog)
+        rel = str(path.relative_to(self.path))
+        files = self._changed(job)
         self.send(
-            "step",
-            job=job.name,
-            index=index,
-            result=str(path.relative_to(self.path)),
-            files=self._changed(job),
+            {
+                **self._header(),
+                "kind": "step",
+                "job": job.name,
+                "index": index,
+                "result": rel,
+                "files": files,
+            }
         )
         return path
 
@@ -176,29 +189,30 @@ class Receiver:
             self._apply(msg)
         self.applied.add((attempt, msg["seq"]))
 
-    def finish(self, outcome: dict[str, Any]) -> None:
+    def finish(self, outcome: UnitOutcome) -> None:
         """The unit's task returned: every message it sent, in order."""
         for msg in outcome["messages"]:
             self.apply(msg)
         self.done.add(outcome["unit"])
 
     def _apply(self, msg: Message) -> None:
-        kind = msg["kind"]
-        for rel, data in msg.get("files", {}).items():
+        # A message's files first, whatever its kind (end and step messages carry them):
+        # each is checked to stay inside the run folder.
+        for rel, data in cast("dict[str, bytes]", msg.get("files", {})).items():
             target = inside(self.writer.path, rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(target, data)
-        if kind == "build":
+        if msg["kind"] == "build":
             self.writer.set_build(msg["label"], msg["identity"])
-        elif kind == "job":
+        elif msg["kind"] == "job":
             self.writer.set_job(self.jobs[msg["job"]], msg["info"])
-        elif kind == "end":
+        elif msg["kind"] == "end":
             self.writer.end_job(self.jobs[msg["job"]], msg["status"])
-        elif kind == "failure":
+        elif msg["kind"] == "failure":
             self.writer.add_failure_record(msg["failure"])
-        elif kind == "cache":
+        elif msg["kind"] == "cache":
             self.writer.note_cache_drop(msg["failure"])
-        elif kind == "step":
+        elif msg["kind"] == "step":
             path = inside(self.writer.path, msg["result"])
             result = StepResult.from_json(json.loads(path.read_text()), str(path))
             self.steps_received += 1

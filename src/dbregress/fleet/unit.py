@@ -14,19 +14,20 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import interrupts
 from dbregress.fleet.ship import ShippingWriter
 from dbregress.lab import Job, Lab, load_lab
+from dbregress.shapes.fleet import Fingerprint, Message, UnitOutcome, UnitRequest, WorkerState
 
 # Each worker's state, by its name: set by `dbregress worker` before it joins the fleet
 # (one per process there; a simulated fleet holds many in one process).
-WORKERS: dict[str, dict[str, Any]] = {}
+WORKERS: dict[str, WorkerState] = {}
 
 
-def worker_state(name: str, scratch: Path, fingerprint: dict[str, Any]) -> dict[str, Any]:
-    state = {
+def worker_state(name: str, scratch: Path, fingerprint: Fingerprint) -> WorkerState:
+    state: WorkerState = {
         "name": name,
         "scratch": str(scratch),
         "fingerprint": fingerprint,
@@ -51,9 +52,10 @@ class Cancelled(KeyboardInterrupt):
     """The coordinator no longer wants this unit (Ctrl-C there, or the run was given up)."""
 
 
-def _me(worker: Any) -> dict[str, Any]:
+def _me(worker: Any) -> WorkerState:
+    # A worker `dbregress worker` did not start: an empty fingerprint stands for its own.
     return WORKERS.get(worker.name) or worker_state(
-        str(worker.name), Path("/var/tmp/dbregress/fleet-scratch"), {}
+        str(worker.name), Path("/var/tmp/dbregress/fleet-scratch"), cast(Fingerprint, {})
     )
 
 
@@ -75,7 +77,7 @@ def _watch(worker: Any, key: Any, done: threading.Event) -> None:
             return
 
 
-def _warm_up(lab: Lab, payload: dict[str, Any], scratch: Path) -> None:
+def _warm_up(lab: Lab, payload: UnitRequest, scratch: Path) -> None:
     """The comparison's warm-up job on a host that has not run it in this run: a host's
     first job is often an outlier (cold caches, a build's first start). Its results are
     discarded: the recorded warm-up job ran on the host that took the warm-up unit."""
@@ -92,7 +94,7 @@ def _warm_up(lab: Lab, payload: dict[str, Any], scratch: Path) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_unit(payload: dict[str, Any]) -> dict[str, Any]:
+def run_unit(payload: UnitRequest) -> UnitOutcome:
     """Run one unit; returns every message it sent (ship.Receiver.finish)."""
     from distributed import Reschedule, get_worker
 
@@ -106,7 +108,7 @@ def run_unit(payload: dict[str, Any]) -> dict[str, Any]:
     attempt = uuid.uuid4().hex
     host = me["name"]
 
-    def send(msg: dict[str, Any]) -> None:
+    def send(msg: Message) -> None:
         worker.log_event(topic, msg)
         if msg["kind"] == "step" and not _still_wanted(worker, key):
             raise Cancelled("SIGINT")  # at a step's end; the runner records the interrupt

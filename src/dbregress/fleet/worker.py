@@ -24,12 +24,13 @@ import shutil
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from dbregress import interrupts
 from dbregress.errors import LabError
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import fingerprint
+from dbregress.shapes.fleet import Fingerprint
 
 # A benchmark host's worker must not add noise of its own: Dask's statistical profiler
 # (a thread sampling every 10 ms) and its system monitor's disk sampling are off or slowed.
@@ -38,6 +39,31 @@ QUIET_WORKER = {
     "distributed.admin.system-monitor.interval": "5s",
     "distributed.admin.system-monitor.disk": False,
 }
+
+
+class SchedulerOptions(TypedDict):
+    """The keyword arguments of the fleet's Dask Scheduler."""
+
+    host: str
+    port: int
+    protocol: NotRequired[str]
+    security: NotRequired[Any]  # distributed.Security
+    dashboard_address: str | None
+    dashboard: bool
+
+
+class WorkerOptions(TypedDict):
+    """The keyword arguments of a benchmark host's Dask Worker."""
+
+    nthreads: int
+    name: str
+    resources: dict[str, float]
+    dashboard: bool
+    memory_limit: int
+    local_directory: str
+    host: NotRequired[str]
+    security: NotRequired[Any]  # distributed.Security
+    protocol: NotRequired[str]
 
 
 def resources(name: str, group: str, cpus: int, count_key: str | None = None) -> dict[str, float]:
@@ -101,12 +127,15 @@ def serve_scheduler(
     from distributed import Scheduler
 
     fleet_tls.require_loopback_without_tls("--host", host, tls)
-    kwargs: dict[str, Any] = {"host": host, "port": port}
+    kwargs: SchedulerOptions = {
+        "host": host,
+        "port": port,
+        "dashboard_address": dashboard if dashboard else None,
+        "dashboard": bool(dashboard),
+    }
     if tls is not None:
         kwargs["protocol"] = "tls"
         kwargs["security"] = fleet_tls.security(tls)
-    kwargs["dashboard_address"] = dashboard if dashboard else None
-    kwargs["dashboard"] = bool(dashboard)
 
     async def main() -> None:
         try:
@@ -201,22 +230,7 @@ def _serve_worker(
         interrupts.hurry_now()
 
     async def main() -> None:
-        cpus = int(fp.get("cpu_count") or 1)
-        kwargs: dict[str, Any] = {
-            "nthreads": cpus,  # replays side by side; a time-lane unit takes every CPU
-            "name": name,
-            "resources": resources(name, fp["group"], cpus, fp["count_key"]),
-            "dashboard": False,
-            # Its engines run as processes of their own: nothing of a unit lives in the
-            # worker's memory for Dask to manage.
-            "memory_limit": 0,
-            "local_directory": str(own / "dask"),
-        }
-        if listen:
-            kwargs["host"] = listen
-        if security is not None:
-            kwargs["security"] = security
-            kwargs["protocol"] = "tls"
+        kwargs = worker_options(fp, own, listen, security)
         try:
             started = await Worker(scheduler, **kwargs)
         except (RuntimeError, ValueError) as e:  # the scheduler's answer to the registration
@@ -235,3 +249,24 @@ def _serve_worker(
             asyncio.run(main())
     finally:
         shutil.rmtree(own, ignore_errors=True)
+
+
+def worker_options(fp: Fingerprint, own: Path, listen: str | None, security: Any) -> WorkerOptions:
+    """The Dask Worker of the host `fp` describes, its files below `own`."""
+    cpus = int(fp.get("cpu_count") or 1)
+    kwargs: WorkerOptions = {
+        "nthreads": cpus,  # replays side by side; a time-lane unit takes every CPU
+        "name": fp["name"],
+        "resources": resources(fp["name"], fp["group"], cpus, fp["count_key"]),
+        "dashboard": False,
+        # Its engines run as processes of their own: nothing of a unit lives in the
+        # worker's memory for Dask to manage.
+        "memory_limit": 0,
+        "local_directory": str(own / "dask"),
+    }
+    if listen:
+        kwargs["host"] = listen
+    if security is not None:
+        kwargs["security"] = security
+        kwargs["protocol"] = "tls"
+    return kwargs

@@ -1,0 +1,210 @@
+"""The fleet's records: what a worker says of its host (`Fingerprint`, stored in run.json
+`hosts`), the measurement identity counting replays run under (`CountIdentity`, run.json
+`count_identity`), and the messages between coordinator and workers: a time-lane unit
+asked for (`UnitRequest`) and what its worker sends back (`Message`, `UnitOutcome`), a
+counting replay asked for (`ReplayRequest`) and its outcome (`ReplayOutcome`).
+
+A message is a union of one TypedDict per `kind`, each with the unit, attempt and
+sequence number every message carries: code narrows on `kind`."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import RunJson
+
+# The fields of a measurement identity (fleet/host.py COUNT_IDENTITY).
+IdentityField = Literal["dbregress", "loadgen_sha256", "valgrind_version", "libc"]
+
+
+class MeasurementIdentity(TypedDict):
+    """What a count depends on besides the build and the lab (None: not known)."""
+
+    dbregress: str | None
+    loadgen_sha256: str | None
+    valgrind_version: str | None
+    libc: str | None
+
+
+class CountingHost(MeasurementIdentity):
+    """A host's measurement identity and whether it has valgrind (and vgdb)."""
+
+    valgrind: bool
+
+
+class ChosenIdentity(MeasurementIdentity):
+    """A measurement identity and who chose it (the coordinator's own, the most
+    workers')."""
+
+    chosen_by: str
+
+
+class CountIdentity(ChosenIdentity):
+    """The identity a lab's counting replays run under, and the workers that have it."""
+
+    key: str  # host.identity_key: the Dask resource count:<key> of its workers
+    hosts: list[str]
+    left_out: dict[str, str]  # worker -> the fields in which it differs
+
+
+class Calibration(TypedDict):
+    """A host's calibration, as far as the fleet uses it (its noise)."""
+
+    measured_at: str | None
+    placement: str | None
+    median_cv: float | None
+
+
+class WorkerFacts(CountingHost):
+    """What a worker says of its host, in the order it is stored (the measurement
+    identity's fields among them: `dbregress` after `hostname`, the rest after
+    `valgrind`)."""
+
+    name: str
+    hostname: str
+    cpu_model: str | None
+    cpu_count: int | None
+    mem_gib: int | None
+    machine: str
+    kernel_release: str
+    governor: str | None
+    virt: str
+    calibration: Calibration | None
+
+
+class Fingerprint(WorkerFacts):
+    """A worker's host: its facts, its group and its measurement identity's key. The
+    coordinator adds its address, and why it was left out if it was."""
+
+    group: str
+    count_key: str
+
+
+class HostEntry(Fingerprint):
+    """A host as run.json `hosts` stores it, by name."""
+
+    address: str  # its worker's, at the scheduler
+    left_out: NotRequired[str]  # why its units go elsewhere (too noisy)
+
+
+class WorkerState(TypedDict):
+    """A `dbregress worker`'s state in its process (fleet/unit.py WORKERS)."""
+
+    name: str
+    scratch: str
+    fingerprint: Fingerprint
+    warmed: set[tuple[str, str]]  # (run, comparison) whose warm-up job this host has run
+    stopping: bool  # told to stop: the running unit goes elsewhere
+
+
+class UnitRequest(TypedDict):
+    """One unit of a lab for a worker: a round of a comparison (0: its warm-up job)."""
+
+    topic: str  # the run's Dask event topic, which the worker's messages go to
+    run: str
+    unit: str
+    comparison: str
+    number: int
+    lab_file: str
+    lab_text: str
+    record: RunJson  # the run's record so far, without its hosts
+
+
+class MessageHeader(TypedDict):
+    """What every message carries: its unit, the attempt (a fresh id each time the unit
+    starts) and its number within the attempt."""
+
+    unit: str
+    attempt: str
+    seq: int
+
+
+class StartMessage(MessageHeader):
+    kind: Literal["start"]
+    jobs: list[str]
+    host: str
+
+
+class BuildMessage(MessageHeader):
+    kind: Literal["build"]
+    label: str
+    identity: dict[str, str]
+
+
+class JobMessage(MessageHeader):
+    kind: Literal["job"]
+    job: str
+    info: dict[str, Any]  # as RunWriter.set_job takes it
+
+
+class EndMessage(MessageHeader):
+    kind: Literal["end"]
+    job: str
+    status: str
+    files: dict[str, bytes]  # path in the run folder -> the file, written or grown
+
+
+class FailureMessage(MessageHeader):
+    kind: Literal["failure"]
+    failure: dict[str, Any]  # as RunWriter.add_failure_record takes it
+
+
+class CacheMessage(MessageHeader):
+    kind: Literal["cache"]
+    failure: str | None  # None: the page cache was dropped
+
+
+class StepMessage(MessageHeader):
+    kind: Literal["step"]
+    job: str
+    index: int
+    result: str  # the step result's path in the run folder
+    files: dict[str, bytes]
+
+
+Message = (
+    StartMessage
+    | BuildMessage
+    | JobMessage
+    | EndMessage
+    | FailureMessage
+    | CacheMessage
+    | StepMessage
+)
+
+
+class UnitOutcome(TypedDict):
+    """What a unit's task returns: every message it sent, in order."""
+
+    unit: str
+    attempt: str
+    host: str
+    messages: list[Message]
+    started: float  # the worker's clock (time.time())
+    ended: float
+
+
+class ReplayOutcome(TypedDict):
+    """A replay's record and its files (path in the run folder -> content)."""
+
+    record: ReplayRecord
+    files: dict[str, bytes]
+
+
+class UnitTiming(TypedDict):
+    """A unit's timeline in wall clocks (run.json `fleet_units`)."""
+
+    unit: str
+    host: str
+    submitted: float | None
+    started: float | None
+    ended: float | None
+    received: float
+
+
+class FleetStore(TypedDict):
+    """What storing the fleet's messages cost the coordinator (run.json `fleet_store`)."""
+
+    messages: int
+    busy_s: float
