@@ -241,7 +241,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },
         "profiler": {"available": no_perf is None, "why_not": no_perf},
-        "pmu": cast(PmuNote, pmu.detect().to_json()),
+        "pmu": pmu.detect().to_json(),
         "results": sorted(entries.values(), key=lambda e: (e["comparison"], e["column"])),
     }
     return save(request.run, record)
