@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from dbregress.errors import Interrupted
 from dbregress.analysis.compare import compare_run
+from dbregress.errors import Interrupted
 from dbregress.lab import Job, load_lab
 from dbregress.provision import Build
 from dbregress.runner import Runner

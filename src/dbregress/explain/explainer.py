@@ -27,7 +27,6 @@ from dbregress.lab import Comparison, Lab, load_lab
 from dbregress.shapes.explain import (
     ExplainEntry,
     ExplainRecord,
-    PmuNote,
     Profiled,
     ProfileEntry,
 )
