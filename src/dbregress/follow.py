@@ -8,11 +8,12 @@ update a progress line) is a `Handler`; a run's steps (step.py) and explain's re
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import cast
 
 from dbregress.engines.base import Engine
 from dbregress.errors import LoadgenError, StepTimeout
 from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
+from dbregress.shapes.events import Event, Summary
 
 CHECK_EVERY_S = 1.0  # how often the engine is checked while its step runs
 
@@ -22,27 +23,27 @@ class Handler:
     itself after the handler returns: `go` after ready, the edge after window, `run`
     after a slice that is not the last, `check` after stopped."""
 
-    def ready(self, event: dict[str, Any]) -> None:
+    def ready(self, event: Event) -> None:
         """Every client is set up; nothing timed has run. The event's `server_pids` name
         the server processes serving the sessions, where the engine has them."""
 
-    def measuring(self, event: dict[str, Any]) -> None:
+    def measuring(self, event: Event) -> None:
         """The measured window begins (after the warm-up)."""
 
-    def window(self, event: dict[str, Any]) -> None:
+    def window(self, event: Event) -> None:
         """An edge of the profiler's window; no Q call is in flight."""
 
-    def slice(self, event: dict[str, Any]) -> None:
+    def slice(self, event: Event) -> None:
         """A slice of an interleaved step ended (or, n = 0, the step is ready for its
         first): no call is in flight. Returns when this side may run its next slice."""
 
-    def interval(self, event: dict[str, Any], since_start_s: float) -> None:
+    def interval(self, event: Event, since_start_s: float) -> None:
         """A per-interval report, `since_start_s` after the loadgen was started."""
 
-    def error(self, event: dict[str, Any]) -> None:
+    def error(self, event: Event) -> None:
         """An ignorable error the loadgen counted."""
 
-    def stopped(self, event: dict[str, Any]) -> None:
+    def stopped(self, event: Event) -> None:
         """The last timed operation has ended; the checks have not run."""
 
 
@@ -53,7 +54,7 @@ def follow(
     timeout_s: float,
     handler: Handler,
     t0: float | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """The step's summary event. Raises StepTimeout past `timeout_s` (from `t0`, the
     loadgen's start), LoadgenError when the loadgen fails or exits without a summary,
     and the engine's own error first when the engine died (the likelier cause)."""
@@ -71,9 +72,10 @@ def follow(
             )
         if event is None:
             continue
+        # the loadgen's JSON lines, checked by its own schema: typed here, where they enter
         if event["type"] == "summary":
-            return event
-        _answer(event, loadgen, engine, step, handler, now - t0)
+            return cast(Summary, event)
+        _answer(cast(Event, event), loadgen, engine, step, handler, now - t0)
     loadgen.release(timeout_s=10)
     blame_engine_first(engine)
     tail = loadgen.stderr_tail()
@@ -84,7 +86,7 @@ def follow(
 
 
 def _answer(
-    event: dict[str, Any],
+    event: Event,
     loadgen: Loadgen,
     engine: Engine,
     step: str,

@@ -12,12 +12,13 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Final
 
 from dbregress.engines.process import die_with_parent
 from dbregress.errors import LoadgenError
+from dbregress.shapes.spec import StepSpec
 
-SPEC_VERSION = 3  # the only version the loadgen reads: workload tagged by kind
+SPEC_VERSION: Final = 3  # the only version the loadgen reads: workload tagged by kind
 EVENT_VERSION = 2
 BINARY = "dbregress-loadgen"
 
@@ -50,7 +51,7 @@ class Loadgen:
 
     def __init__(
         self,
-        spec: dict[str, Any],
+        spec: StepSpec,
         spec_path: Path,
         stderr_path: Path,
         cpus: frozenset[int] | None,

@@ -20,7 +20,6 @@ import enum
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 from dbregress import benchmarks
 from dbregress.analysis.state import PROBE_EVERY
@@ -29,7 +28,7 @@ from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.micro_names import WRITES
-from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
+from dbregress.shapes.spec import Slices, StepSpec, WindowSpec
 
 
 def host_memory() -> int:
@@ -121,16 +120,14 @@ def step_spec(
     plan: StepPlan,
     mode: Mode = Mode.TIMED,
     window: Window | None = None,
-) -> dict[str, Any]:
+) -> StepSpec:
     """The loadgen's spec of step `index` (1-based) of the comparison's benchmark in
     `mode`: the same seed, warm-up and injected slowdown in every job and replay of the
     column; a counting replay's step counts `window` (None: it runs uncounted, as the
-    mode runs it). Untyped for its callers in explain/, which take a plain dict yet."""
+    mode runs it)."""
     if window is not None and mode is not Mode.COUNT:
         raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
-    # the engines' connection() is untyped for explain/threads.py: it is the spec's engine
-    connection = cast(EngineSpec, engine.connection())
-    spec = benchmarks.step_spec(comparison, connection, plan, lab.seed * 1000 + index)
+    spec = benchmarks.step_spec(comparison, engine.connection(), plan, lab.seed * 1000 + index)
     warmup = comparison.sizes.warmup() if plan.duration_s else 0.0
     spec["warmup_s"] = warmup
     spec["inject_slowdown"] = column.inject_slowdown
@@ -140,7 +137,7 @@ def step_spec(
         spec = count_spec(spec)
         if window is not None:
             spec["window"] = window.to_spec(int(spec.get("clients", 1)))
-    return cast("dict[str, Any]", spec)
+    return spec
 
 
 def slice_spec(plan: StepPlan, slice_ms: int) -> Slices:
@@ -168,8 +165,8 @@ def count_spec(spec: StepSpec) -> StepSpec:
     return spec
 
 
-def step_timeout(lab: Lab, plan: StepPlan, spec: dict[str, Any], slow: float = 1.0) -> float:
+def step_timeout(lab: Lab, plan: StepPlan, spec: StepSpec, slow: float = 1.0) -> float:
     """The step's deadline: the lab's `step_timeout_s`, else ten times its expected
     length plus two minutes; times `slow` for a step run under valgrind."""
-    plain = lab.step_timeout_s or (plan.expected_s() + spec["warmup_s"]) * 10 + 120
+    plain = lab.step_timeout_s or (plan.expected_s() + spec.get("warmup_s", 0.0)) * 10 + 120
     return plain * slow

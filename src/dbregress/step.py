@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
@@ -35,6 +35,7 @@ from dbregress.lab import Placement
 from dbregress.loadgen import Loadgen
 from dbregress.shapes import step_result as shapes
 from dbregress.shapes.events import Event, OpSummary, ProcessUsage, SeriesRow, Summary
+from dbregress.shapes.spec import StepSpec
 from dbregress.store.files import sibling
 
 SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
@@ -102,7 +103,7 @@ class _Stream:
 
 def collect_step(
     engine: Engine,
-    spec: dict[str, Any],
+    spec: StepSpec,
     stem: Path,
     plan: StepPlan,
     timeout_s: float,
@@ -153,8 +154,7 @@ def _run(
     loadgen is stopped whatever happens, and an interleaved side leaves the turns."""
     stream, counters, turns = handler.stream, handler.counters, handler.turns
     try:
-        # follow.py's Handler is still untyped: its summary is the loadgen's Summary
-        summary = cast(Summary, follow(loadgen, engine, handler.plan.name, timeout_s, handler, t0))
+        summary = follow(loadgen, engine, handler.plan.name, timeout_s, handler, t0)
         stream.summary = summary
         handler.mark("end", summary["process"])
         stream.counted = counters.stop()
@@ -308,11 +308,11 @@ class _Follower(Handler):
             device=stream.device.name,
         )
 
-    def ready(self, event: dict[str, Any]) -> None:
+    def ready(self, event: Event) -> None:
         self.mark("ready", event["process"])
         self.counters.attach(self.server_pid, self.loadgen.pid)
 
-    def measuring(self, event: dict[str, Any]) -> None:
+    def measuring(self, event: Event) -> None:
         self.counters.switch(on=True)
         if event["t_s"] > 0:
             self.mark("measuring", event["process"])
@@ -320,15 +320,13 @@ class _Follower(Handler):
             ready = self.stream.marks["ready"]
             self.stream.marks["measuring"] = dataclasses.replace(ready, process=event["process"])
 
-    def interval(self, event: dict[str, Any], since_start_s: float) -> None:
-        # follow.py's Handler is still untyped: the event is an interval Event
-        typed = cast(Event, event)
-        _on_interval(typed, self.stream)
-        rate = live_rate(typed, self.interval_end_s)
+    def interval(self, event: Event, since_start_s: float) -> None:
+        _on_interval(event, self.stream)
+        rate = live_rate(event, self.interval_end_s)
         self.interval_end_s = event["t_s"]
         self.report(since_start_s, self.remaining(event["t_s"]), rate)
 
-    def slice(self, event: dict[str, Any]) -> None:
+    def slice(self, event: Event) -> None:
         if event["n"] > 0:
             figures = (event["t_s"], event["slice_s"], event["q"], event["q_all"])
             self.stream.slices.append([float(x) for x in figures])
@@ -359,11 +357,11 @@ class _Follower(Handler):
                 stopped.append(pid)
         return stopped
 
-    def error(self, event: dict[str, Any]) -> None:
+    def error(self, event: Event) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
-            self.stream.errors.append(cast(Event, event))  # follow.py's Handler is untyped
+            self.stream.errors.append(event)
 
-    def stopped(self, event: dict[str, Any]) -> None:
+    def stopped(self, event: Event) -> None:
         self.counters.switch(on=False)
         self.mark("stopped", event["process"])
         self.stream.clock = self.stream.clock or cpu_clock(self.stream.cpus)
@@ -570,7 +568,7 @@ class Side:
     """One engine's part of an interleaved step."""
 
     engine: Engine
-    spec: dict[str, Any]
+    spec: StepSpec
     stem: Path
     report: Report
 

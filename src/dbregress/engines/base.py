@@ -5,9 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from dbregress.provision import Build
+from dbregress.shapes.spec import EngineSpec
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class Engine(ABC):
         """Raise EngineCrashed (with the log's tail) if the server is no longer running."""
 
     @abstractmethod
-    def connection(self) -> dict[str, Any]:
+    def connection(self) -> EngineSpec:
         """The `engine` section of a loadgen step spec for this server."""
 
     @abstractmethod

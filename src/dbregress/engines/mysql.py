@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from dbregress import configs
 from dbregress.configs import mysql as mysql_configs
@@ -27,6 +26,7 @@ from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision import mysql as family
 from dbregress.provision.mysql import ServerVersion
+from dbregress.shapes.spec import EngineSpec
 
 INSTALL_TIMEOUT_S = 300.0  # old versions' mysql_install_db takes ~10 s on 2 vCPUs
 PROTOCOL_VERSION = 10  # first byte of the server's greeting packet since MySQL 3.21
@@ -263,7 +263,7 @@ class MysqlEngine(ServerEngine):
 
     # -- running ------------------------------------------------------------------------
 
-    def connection(self) -> dict[str, Any]:
+    def connection(self) -> EngineSpec:
         settings = self.settings_applied()
         engine = settings.get("default_storage_engine", "InnoDB")
         return {

@@ -5,9 +5,9 @@ store, the fleet and the reports in seconds. It measures no engine; never compar
 from __future__ import annotations
 
 import shutil
-from typing import Any
 
 from dbregress.engines.base import Engine
+from dbregress.shapes.spec import EngineSpec
 
 
 class NullEngine(Engine):
@@ -27,7 +27,7 @@ class NullEngine(Engine):
     def check_alive(self) -> None:
         return None
 
-    def connection(self) -> dict[str, Any]:
+    def connection(self) -> EngineSpec:
         return {"driver": "null"}
 
     def data_size_bytes(self) -> int:

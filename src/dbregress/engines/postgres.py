@@ -10,7 +10,6 @@ from __future__ import annotations
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from dbregress import configs
 from dbregress.engines import process
@@ -20,6 +19,7 @@ from dbregress.engines.server import ServerEngine
 from dbregress.errors import EngineCrashed, EngineError
 from dbregress.provision import Build
 from dbregress.provision.libenv import library_env
+from dbregress.shapes.spec import EngineSpec
 
 PAGE_BYTES = 8192  # a heap or index page (the default BLCKSZ)
 
@@ -178,7 +178,7 @@ class PostgresEngine(ServerEngine):
                     f"({marker}); log {self.options.log_path}:\n{self.log_tail()}"
                 )
 
-    def connection(self) -> dict[str, Any]:
+    def connection(self) -> EngineSpec:
         settings = self.settings_applied()
         return {
             "driver": "postgres",

@@ -16,14 +16,14 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dbregress import configs, spec_schema
 from dbregress.engines.base import Engine, EngineOptions, ReadPattern
 from dbregress.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision.versioning import version_key
-from dbregress.shapes.spec import RocksDbOptions
+from dbregress.shapes.spec import EngineSpec, RocksDbOptions
 
 TRUE_WORDS = ("true", "on", "yes", "1")
 FALSE_WORDS = ("false", "off", "no", "0")
@@ -241,7 +241,7 @@ class RocksdbEngine(Engine):
             f"{self.build.spec} is embedded: the loadgen's process is the one measured"
         )
 
-    def connection(self) -> dict[str, Any]:
+    def connection(self) -> EngineSpec:
         return {
             "driver": "rocksdb",
             "library": str(self.library),

@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from dbregress import benchmarks, prepare
 from dbregress.analysis import state
@@ -57,7 +56,7 @@ from dbregress.shapes.explain import (
     Profiled,
     WindowEvent,
 )
-from dbregress.shapes.spec import EngineSpec, StepSpec
+from dbregress.shapes.spec import StepSpec
 
 Notify = Callable[[str], None]
 SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one
@@ -198,7 +197,7 @@ def _replay(
                 where = f" ({choice.ops} calls after {choice.skip_ops})" if name == "count" else ""
                 what = f"{name} {plan.name}{where}"
             else:
-                timeout = prepare.step_timeout(job.lab, plan, dict(spec), slow)
+                timeout = prepare.step_timeout(job.lab, plan, spec, slow)
                 drive(engine, spec, stem, timeout, job.client_cpus)
                 what = f"{name}: replayed {plan.name}"
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
@@ -219,12 +218,10 @@ def _step_spec(
     profiling replay."""
     if name == "count":
         window = None if choice is None else choice.window()
-        spec = prepare.step_spec(
+        return prepare.step_spec(
             job.lab, job.comparison, job.column, engine, index, plan, COUNT, window
         )
-    else:
-        spec = prepare.step_spec(job.lab, job.comparison, job.column, engine, index, plan, PROFILE)
-    return cast(StepSpec, spec)  # checked against the loadgen's schema when it starts
+    return prepare.step_spec(job.lab, job.comparison, job.column, engine, index, plan, PROFILE)
 
 
 # -- counting: callgrind over the window ----------------------------------------------
@@ -298,7 +295,7 @@ def count(job: ColumnJob, notify: Notify) -> dict[str, CountFigures]:
         hint = f"dbregress-{job.column.label}-{choice.index:02d}"
         hold = _read_view_hold(job, engine)
         hooks = _CountHooks(cg, targets, hint, choice.warm_ops > 0, hold, choice.counted)
-        timeout = prepare.step_timeout(job.lab, choice.plan, dict(spec), SLOWDOWN)
+        timeout = prepare.step_timeout(job.lab, choice.plan, spec, SLOWDOWN)
         try:
             stepped = drive(
                 engine,
@@ -333,7 +330,7 @@ def _read_view_hold(job: ColumnJob, engine: Engine) -> ReadViewHold | None:
     if job.threaded and (client := client_binary(job.build.basedir)) is not None:
         env = mysql_family.build_env(job.build.basedir)
         # the engine's connection is the spec's engine block (EngineSpec)
-        return ReadViewHold(client, cast(EngineSpec, engine.connection()), env)
+        return ReadViewHold(client, engine.connection(), env)
     return None
 
 
@@ -705,7 +702,7 @@ def profile(job: ColumnJob, notify: Notify) -> dict[str, Profiled]:
         data = job.work / f"{choice.index:02d}-{choice.plan.name}.perf.data"
         hooks = PerfHooks(targets, data)
         plan = choice.plan
-        timeout = prepare.step_timeout(job.lab, plan, dict(spec))
+        timeout = prepare.step_timeout(job.lab, plan, spec)
         try:
             stepped = drive(engine, spec, stem, timeout, job.client_cpus, hooks)
         finally:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dbregress.engines.base import Engine
 from dbregress.follow import Handler, follow
@@ -52,18 +52,18 @@ class _Hooked(Handler):
         self.hooks, self.loadgen = hooks, loadgen
         self.windows: list[WindowEvent] = []
 
-    def ready(self, event: dict[str, Any]) -> None:
-        self.hooks.ready(self.loadgen, cast(Event, event))
+    def ready(self, event: Event) -> None:
+        self.hooks.ready(self.loadgen, event)
 
-    def measuring(self, event: dict[str, Any]) -> None:
+    def measuring(self, event: Event) -> None:
         self.hooks.measuring(self.loadgen)
 
-    def window(self, event: dict[str, Any]) -> None:
+    def window(self, event: Event) -> None:
         edge = cast(WindowEvent, event)  # an Event whose `ops` is the window's calls
         self.windows.append(edge)
         self.hooks.window(self.loadgen, edge)
 
-    def stopped(self, event: dict[str, Any]) -> None:
+    def stopped(self, event: Event) -> None:
         self.hooks.stopped(self.loadgen)
 
 
@@ -79,15 +79,12 @@ def drive(
     """Run one step to its summary; LoadgenError, StepTimeout or the engine's crash."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    # dict(spec): Loadgen takes a plain dict (it writes its own copy of the spec)
-    loadgen = Loadgen(
-        dict(spec), sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper
-    )
+    loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
     handler = _Hooked(hooks or Hooks(), loadgen)
     try:
         summary = follow(loadgen, engine, spec["workload"]["step"], timeout_s, handler, t0)
         loadgen.release()
-        return Stepped(cast(Summary, summary), handler.windows, time.monotonic() - t0)
+        return Stepped(summary, handler.windows, time.monotonic() - t0)
     except BaseException:
         loadgen.kill()
         raise
