@@ -1,0 +1,91 @@
+"""A run's cost lane as stored: cost/<column>/r<N>.json, one counting replay
+(`ReplayRecord`: what it counted of each step, or why it failed), and cost/lane.json,
+how the lane counted (`LaneRecord`)."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+from dbregress.shapes.explain import EngineState
+
+
+class MethodIdentity(TypedDict):
+    """How the replay counted (dbregress/method.py identity(), as a run records it):
+    history never sets counts of two methods against each other."""
+
+    dbregress: str
+    loadgen_sha256: str | None
+    valgrind: str | None
+    libc: str
+    caches: str
+    cost_model: str
+    counting_profile: str
+
+
+class ReplayStep(TypedDict):
+    """What a replay keeps of a counted window's figures (shapes/explain.py
+    CountFigures): no function tables."""
+
+    index: int
+    unit: str
+    ops: int
+    rows: int
+    divisor: float
+    skip_ops: int
+    files: int
+    scope: str
+    caches: dict[str, str]
+    wall_s: float
+    objects: dict[str, float]  # instructions per operation by object file
+    engine_state: NotRequired[EngineState]
+    state_mismatch: NotRequired[str | None]
+    per_op: dict[str, float]
+    background_per_op: NotRequired[dict[str, float]]
+    client_per_op: NotRequired[dict[str, float]]  # an embedded engine's
+
+
+class ReplayError(TypedDict):
+    type: str
+    message: str
+    traceback: NotRequired[str]
+
+
+class ReplayRecord(TypedDict):
+    """One counting replay of a column: `status` "ok" with its `steps`, or "failed"
+    with its `error` (and no steps)."""
+
+    schema_version: NotRequired[int]  # added where it is stored
+    kind: NotRequired[Literal["cost-replay"]]  # added where it is stored
+    comparison: str
+    column: str
+    replay: int
+    build: str
+    method_identity: NotRequired[MethodIdentity]  # absent: the task itself failed
+    counts_only: NotRequired[list[str]]  # an added replay: the steps it counts
+    status: Literal["ok", "failed"]
+    error: NotRequired[ReplayError]
+    steps: dict[str, ReplayStep]
+    took_s: float
+    host: NotRequired[str]  # the fleet worker that counted it
+
+
+class CyclesModel(TypedDict):
+    l1: int
+    ll: int
+    ram: int
+
+
+class LaneRecord(TypedDict):
+    schema_version: NotRequired[int]  # added where it is stored
+    kind: Literal["cost-lane"]
+    took_s: float
+    workers: int
+    replays_per_column: int
+    replays_max: int
+    valgrind: str
+    method: str
+    caches: list[str]
+    cycles_model: CyclesModel
+    replay_settings: dict[str, dict[str, str]]
+    lockstep_steps: list[str]
+    skipped: dict[str, str]  # comparison/step -> why it was not counted
