@@ -154,9 +154,8 @@ class Baseline:
         return self.after.iops / self.before.iops - 1
 
 
-def baseline_of(stored: dict[str, Any]) -> Baseline:
-    """A comparison's entry of run.json's `device_baseline` (io_baseline.py writes it),
-    as run.json's shape leaves it: open."""
+def baseline_of(stored: Mapping[str, Any]) -> Baseline:
+    """A comparison's entry of run.json's `device_baseline` (io_baseline.py writes it)."""
     runs: dict[str, FioFigures | None] = {}
     files, errors = [], []
     command: list[str] = []
@@ -192,7 +191,7 @@ def baselines(record: RunJson) -> dict[str, Baseline]:
     run (`dbregress compare`) names each column's own in `device_baseline_by_column`, a
     key of the merged record only, not of a stored run.json."""
     by_column = cast(
-        dict[str, dict[str, Any] | None] | None, record.get("device_baseline_by_column")
+        Mapping[str, Mapping[str, Any] | None] | None, record.get("device_baseline_by_column")
     )
     if by_column is not None:
         return {label: baseline_of(b) for label, b in by_column.items() if b is not None}

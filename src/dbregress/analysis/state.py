@@ -90,7 +90,7 @@ def of_stats(engine_stats: EngineStats | None, ops: int) -> CacheState | None:
     return CacheState(float(statistics.get(HITS, 0)), float(statistics.get(MISSES, 0)), ops)
 
 
-def _count(result: StepResult | dict[str, Any]) -> int:
+def _count(result: StepResult) -> int:
     """The Q calls a step result's measured window counted (a measured step has them)."""
     return int(cast(int, result.get("q", {}).get("count", 0)))
 
@@ -99,7 +99,8 @@ def timed(results: Iterable[StepResult | dict[str, Any]]) -> CacheState | None:
     """The timed state of one column's step: its repeats' measured windows pooled
     (stored step results, typed or as read, whose `engine_stats` cover the measured
     window)."""
-    states = [s for r in results if (s := of_stats(r.get("engine_stats"), _count(r))) is not None]
+    typed = cast(Iterable[StepResult], results)
+    states = [s for r in typed if (s := of_stats(r.get("engine_stats"), _count(r))) is not None]
     if not states:
         return None
     return CacheState(
