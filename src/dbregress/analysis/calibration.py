@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis import stats
 from dbregress.analysis.compare import RunVerdicts, usable
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 AA_SUFFIX = "-aa"  # the base's copy in an A/A comparison
 SLOW_SUFFIX = "-slow"  # the copy with an injected slowdown
@@ -35,7 +37,7 @@ class StepNoise:
 
 
 def _qps_by_step(
-    steps_by_job: dict[str, list[dict[str, Any]]], labels: set[str]
+    steps_by_job: dict[str, list[StepResult]], labels: set[str]
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for r in usable(r for rs in steps_by_job.values() for r in rs):
@@ -45,19 +47,21 @@ def _qps_by_step(
 
 
 def step_noise(
-    record: dict[str, Any],
-    steps_by_job: dict[str, list[dict[str, Any]]],
+    record: RunJson | dict[str, Any],
+    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
     verdicts: RunVerdicts,
     repeats: int,
     change: float,
 ) -> list[StepNoise]:
-    """Per comparison and step of an A/A run: noise, detectable change, repeats needed."""
+    """Per comparison and step of an A/A run: noise, detectable change, repeats needed
+    (run.json and its step results by job, typed or as read: store/run.py)."""
     alpha = verdicts.policy.alpha
+    jobs = cast(dict[str, list[StepResult]], steps_by_job)
     out = []
-    for comp in record["comparisons"]:
+    for comp in cast(RunJson, record)["comparisons"]:
         base = comp["labels"][0]
         same = {base, base + AA_SUFFIX}
-        for step, values in _qps_by_step(steps_by_job, same).items():
+        for step, values in _qps_by_step(jobs, same).items():
             positive = [v for v in values if v > 0]
             sd = stats.robust_log_sd(positive) if len(positive) >= 2 else math.nan
             ok = math.isfinite(sd) and sd > 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
@@ -22,8 +22,13 @@ from dbregress.analysis.paired import paired_all
 from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 Key = tuple[str, str, str]  # (comparison, column, step)
+# A step result as the verdicts read it: typed (shapes/step_result.py), or the JSON
+# object a caller outside the analysis still passes on as it was read (store/run.py).
+Result = TypeVar("Result", StepResult, dict[str, Any])
 
 # A repeat is disturbed when, during its measured window, processes other than the
 # engine and the loadgen used more than this share of the host's CPUs, or the
@@ -95,9 +100,10 @@ class RunVerdicts:
         return sum(c.verdict != "undecided" for c in found.values()), len(found)
 
 
-def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
+def lane_gaps(verdicts: RunVerdicts, record: RunJson | dict[str, Any]) -> dict[str, str]:
     """Each lane that gave no verdict a gate can rest on, with why: it did not run, or
-    it decided no step. A lane missing here judged at least one step."""
+    it decided no step. A lane missing here judged at least one step (`record`: run.json,
+    typed or as read)."""
     gaps: dict[str, str] = {}
     time_decided, time_all = verdicts.decided("time")
     if not time_all:
@@ -105,11 +111,11 @@ def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
     elif not time_decided:
         gaps["time"] = f"every step is undecided ({time_all})"
     if verdicts.cost is None:
-        lane = record.get("cost_lane") or {}
-        why = lane.get("why_not")
+        lane = cast(RunJson, record).get("cost_lane")
+        why = lane.get("why_not") if lane else None
         if why:
             gaps["cost"] = f"not run, {why}"
-        elif lane.get("planned"):
+        elif lane and lane.get("planned"):
             gaps["cost"] = "not finished (no counting replays are stored)"
         else:
             gaps["cost"] = "this run has no counting replays"
@@ -120,10 +126,11 @@ def lane_gaps(verdicts: RunVerdicts, record: dict[str, Any]) -> dict[str, str]:
     return gaps
 
 
-def disturbance(result: dict[str, Any]) -> str | None:
+def disturbance(result: Result) -> str | None:
     """Why a step's measured window was disturbed by the host, or None."""
-    host = result.get("host") or {}
-    other, steal = host.get("other_cpu_frac"), host.get("steal_frac")
+    host = result.get("host")
+    other = host.get("other_cpu_frac") if host else None
+    steal = host.get("steal_frac") if host else None
     if other is not None and other > DISTURBED_OTHER_CPU:
         return f"other processes used {other:.0%} of the host's CPU"
     if steal is not None and steal > DISTURBED_STEAL:
@@ -131,7 +138,7 @@ def disturbance(result: dict[str, Any]) -> str | None:
     return None
 
 
-def disturbed_jobs(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], str]:
+def disturbed_jobs(results: Iterable[Result]) -> dict[tuple[str, int], str]:
     """(column, repeat) -> why, for every job whose steps moved together far from the
     other jobs of its column (the rule above)."""
     logs: dict[str, dict[int, dict[str, float]]] = {}
@@ -167,15 +174,13 @@ def disturbed_jobs(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], s
     return out
 
 
-def measured(r: dict[str, Any]) -> bool:
+def measured(r: Result) -> bool:
     """A step result that measured something: not of the warm-up job, finished ok, and
     reported (whether or not the host disturbed it)."""
     return r.get("repeat", 1) != 0 and r.get("status") == "ok" and r.get("reported") is not False
 
 
-def usable(
-    results: Iterable[dict[str, Any]], disturbed: list[Disturbed] | None = None
-) -> list[dict[str, Any]]:
+def usable(results: Iterable[Result], disturbed: list[Disturbed] | None = None) -> list[Result]:
     """The step results that are samples: not the warm-up job, not failed, reported, not
     disturbed by the host or in a job disturbed as a whole (those are appended to
     `disturbed`: one entry per disturbed step, one per disturbed job)."""
@@ -183,7 +188,7 @@ def usable(
     whole = disturbed_jobs(results)
     if disturbed is not None:
         disturbed += [Disturbed(col, rep, "all steps", why) for (col, rep), why in whole.items()]
-    out = []
+    out: list[Result] = []
     for r in results:
         if not measured(r):
             continue
@@ -199,9 +204,9 @@ def usable(
 
 
 def _samples(
-    record: dict[str, Any],
-    results: list[dict[str, Any]],
-    value: Any,
+    record: RunJson,
+    results: list[StepResult],
+    value: Callable[[StepResult], float | None],
     ran: dict[str, list[str]] | None = None,
 ) -> dict[Key, tuple[list[float], list[float]]]:
     """(comparison, column, step) -> (base samples, column samples) for every non-base
@@ -226,7 +231,7 @@ def _samples(
     return out
 
 
-def _paired(keys: Iterable[Key], results: list[dict[str, Any]]) -> dict[Key, list[float | None]]:
+def _paired(keys: Iterable[Key], results: list[StepResult]) -> dict[Key, list[float | None]]:
     """Interleaved runs: per key, the paired ratio of each repeat whose base and column
     results are both usable (a disturbed side leaves its pair out)."""
     jobs = {(r["column"], r["repeat"], r["step"]) for r in results}
@@ -245,17 +250,25 @@ def _paired(keys: Iterable[Key], results: list[dict[str, Any]]) -> dict[Key, lis
     return out
 
 
+def _per_op(key: str) -> Callable[[StepResult], float | None]:
+    """A step result's per-operation figure `key`."""
+    return lambda r: r["per_op"].get(key)
+
+
 def compare_run(
-    record: dict[str, Any],
-    steps_by_job: dict[str, list[dict[str, Any]]],
+    record: RunJson | dict[str, Any],
+    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
     policy: VerdictPolicy | None = None,
 ) -> RunVerdicts:
-    """Verdicts for every comparison of a run (pure: step results in, verdicts out)."""
+    """Verdicts for every comparison of a run (pure: step results in, verdicts out):
+    run.json and its step results by job, typed or as read (store/run.py)."""
+    run = cast(RunJson, record)
+    jobs = cast(dict[str, list[StepResult]], steps_by_job)
     if policy is None:
-        policy = VerdictPolicy.of_record(record)
+        policy = VerdictPolicy.of_record(run)
     rule = Policy(alpha=policy.alpha, band=policy.band)
     disturbed: list[Disturbed] = []
-    every = [r for rs in steps_by_job.values() for r in rs]
+    every = [r for rs in jobs.values() for r in rs]
     results = usable(every, disturbed)
     ran: dict[str, list[str]] = {}
     for r in every:
@@ -263,20 +276,20 @@ def compare_run(
             steps = ran.setdefault(r["column"], [])
             if r["step"] not in steps:
                 steps.append(r["step"])
-    qps_samples = _samples(record, results, lambda r: r["q"]["value"], ran)
-    if record.get("schedule") == "interleaved":
+    qps_samples = _samples(run, results, lambda r: r["q"]["value"], ran)
+    if run.get("schedule") == "interleaved":
         qps = paired_all(_paired(qps_samples, results), rule)
     else:
         qps = compare_all(qps_samples, rule, "higher")
     metrics = {
         m.key: compare_all(
-            _samples(record, results, lambda r, k=m.key: r["per_op"].get(k)),
+            _samples(run, results, _per_op(m.key)),
             rule,
             m.better,
             metric=True,
         )
         for m in VERDICT_METRICS
     }
-    paired = record.get("schedule") == "interleaved"
-    io = sections(record, steps_by_job)
+    paired = run.get("schedule") == "interleaved"
+    io = sections(run, jobs)
     return RunVerdicts(policy, qps, metrics, disturbed, paired=paired, io=io)

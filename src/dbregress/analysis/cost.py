@@ -46,13 +46,15 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from scipy import stats as sps
 
 from dbregress.analysis import state, stats
 from dbregress.analysis.state import SideState
 from dbregress.lab import VerdictPolicy
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import RunJson
 
 Key = tuple[str, str, str]  # (comparison, column, step)
 
@@ -342,7 +344,7 @@ def compare_counts(
 
 
 def _cells(
-    replays: Iterable[dict[str, Any]], metric: CostMetric
+    replays: Iterable[ReplayRecord], metric: CostMetric
 ) -> dict[tuple[str, str], list[float]]:
     """(column, step) -> the metric per operation of each ok replay, in replay order."""
     cells: dict[tuple[str, str], list[float]] = {}
@@ -357,7 +359,7 @@ def _cells(
 
 
 def _samples(
-    record: dict[str, Any], replays: list[dict[str, Any]], metric: CostMetric
+    record: RunJson, replays: list[ReplayRecord], metric: CostMetric
 ) -> dict[Key, tuple[list[float], list[float], tuple[float | None, float | None]]]:
     by_cell = _cells(replays, metric)
     bg: dict[tuple[str, str], list[float]] = {}
@@ -389,8 +391,8 @@ def _samples(
 
 
 def cost_verdicts(
-    record: dict[str, Any],
-    replays: list[dict[str, Any]],
+    record: RunJson | dict[str, Any],
+    replays: list[ReplayRecord] | list[dict[str, Any]],
     policy: VerdictPolicy | None = None,
     planned: int = 0,
     settled: int = 5,
@@ -400,15 +402,18 @@ def cost_verdicts(
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
     run has no counting replays. `settled` is the lab's count_replays_max; `calibration`
     and `history` are measured spreads of the steps (metric -> step -> sd of log counts,
-    `replay_noise` computes them), each a floor of the step's noise when given."""
+    `replay_noise` computes them), each a floor of the step's noise when given. run.json
+    and the replays come typed or as read (store/run.py, store/replays.py)."""
     if not replays:
         return None
+    run = cast(RunJson, record)
+    counted = cast(list[ReplayRecord], replays)
     if policy is None:
-        policy = VerdictPolicy.of_record(record)
+        policy = VerdictPolicy.of_record(run)
     metrics: dict[str, dict[Key, CostComparison]] = {}
-    states = state.sides(record, replays)
+    states = state.sides(run, counted)
     for metric in COST_METRICS:
-        samples = _samples(record, replays, metric)
+        samples = _samples(run, counted, metric)
         tests = {
             k: _test(x, y, policy.cost_band, _known(metric.key, k, calibration, history))
             for k, (x, y, _) in samples.items()
@@ -427,7 +432,7 @@ def cost_verdicts(
 
 
 def replay_noise(
-    runs: Iterable[tuple[dict[str, Any], list[dict[str, Any]]]],
+    runs: Iterable[tuple[RunJson, list[ReplayRecord]]],
 ) -> dict[str, dict[str, float]]:
     """Measured spread of every step for `cost_verdicts`' calibration or history floors,
     from earlier runs' (record, replays): per metric and "comparison/step", the pooled

@@ -21,9 +21,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from dbregress.records import JobId
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 # A step whose main operation writes has no reads to set against fio's.
 WRITE_OPS = frozenset(
@@ -184,10 +186,13 @@ def baseline_of(stored: Mapping[str, Any]) -> Baseline:
     )
 
 
-def baselines(record: Mapping[str, Any]) -> dict[str, Baseline]:
+def baselines(record: RunJson) -> dict[str, Baseline]:
     """column label -> its comparison's baseline, for every IO-bound comparison. A merged
-    run (`dbregress compare`) names each column's own in `device_baseline_by_column`."""
-    by_column = record.get("device_baseline_by_column")
+    run (`dbregress compare`) names each column's own in `device_baseline_by_column`, a
+    key of the merged record only, not of a stored run.json."""
+    by_column = cast(
+        Mapping[str, Mapping[str, Any] | None] | None, record.get("device_baseline_by_column")
+    )
     if by_column is not None:
         return {label: baseline_of(b) for label, b in by_column.items() if b is not None}
     stored = record.get("device_baseline") or {}
@@ -277,29 +282,32 @@ class _Repeat:
     own_share: float | None
 
 
-def _repeat(result: Mapping[str, Any]) -> _Repeat | str:
+def _repeat(result: StepResult) -> _Repeat | str:
     """One step result's figures, or why it has none."""
-    q = result.get("q") or {}
-    op = str(q.get("op", ""))
+    q = result.get("q")
+    op = str(q.get("op", "")) if q else ""
     if op in WRITE_OPS:
         return f"its operations are writes ({op}): no reads to set against fio's"
     device = result.get("device")
     if not device:
         return "no device counters in its results (measured before they were recorded)"
-    if device.get("reads") is None:
+    device_reads = device.get("reads")
+    if device_reads is None:
         return str(device.get("note") or "no device counters")
-    count, elapsed = int(q.get("count") or 0), float(result.get("elapsed_s") or 0)
-    reads = int(device["reads"])
+    count, elapsed = int((q.get("count") if q else 0) or 0), float(result.get("elapsed_s") or 0)
+    reads = int(device_reads)
     if not count or not elapsed:
         return "no operations in its measured window"
     if reads == 0:
         return "it read nothing from the device (every read came from a cache)"
     clients = int(device.get("clients") or 1)
     read_bytes = int(device.get("read_bytes") or 0)
-    server = result.get("server") or {}
-    own = server.get("read_bytes")
+    server = result.get("server")
+    own = server.get("read_bytes") if server else None
     per_op = result.get("per_op") or {}
-    timed = ((result.get("ops") or {}).get(op) or {}).get("latency_us") or {}
+    figures = (result.get("ops") or {}).get(op)
+    latency = figures.get("latency_us") if figures else None
+    mean = latency.get("mean") if latency else None
     return _Repeat(
         clients=clients,
         reads_per_op=reads / count,
@@ -308,7 +316,7 @@ def _repeat(result: Mapping[str, Any]) -> _Repeat | str:
         user_us_per_op=float(per_op.get("server_user_us") or 0.0),
         system_us_per_op=float(per_op.get("server_system_us") or 0.0),
         measured_us=clients * elapsed * 1e6 / count,
-        timed_us=float(timed["mean"]) if timed.get("mean") else None,
+        timed_us=float(mean) if mean else None,
         own_share=own / read_bytes if own is not None and read_bytes else None,
     )
 
@@ -351,13 +359,11 @@ def _row(label: str, step: str, reps: list[_Repeat], base: Baseline) -> IoRow | 
     )
 
 
-def sections(
-    record: Mapping[str, Any], steps: Mapping[str, list[dict[str, Any]]]
-) -> list[IoSection]:
+def sections(record: RunJson, steps: Mapping[str, list[StepResult]]) -> list[IoSection]:
     """The IO-efficiency section of every comparison that has a device baseline (an
     IO-bound one: io_baseline.py), in the run's order."""
     found = baselines(record)
-    by_cell: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_cell: dict[tuple[str, str], list[StepResult]] = {}
     order: list[str] = []
     for job, results in steps.items():
         jid = JobId.of(job)
@@ -392,7 +398,7 @@ def sections(
 
 
 def _add(
-    section: IoSection, label: str, step: str, results: list[dict[str, Any]], base: Baseline
+    section: IoSection, label: str, step: str, results: list[StepResult], base: Baseline
 ) -> None:
     reps: list[_Repeat] = []
     whys: list[str] = []

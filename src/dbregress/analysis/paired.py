@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from statistics import NormalDist
-from typing import Any, TypeVar
+from typing import TypedDict, TypeVar
 
 from scipy import stats as sps
 
@@ -34,6 +34,13 @@ from dbregress.analysis import stats
 from dbregress.analysis.verdict import Policy, StepVerdict, usable
 
 Key = TypeVar("Key", bound=Hashable)
+
+
+class PairedSlices(TypedDict):
+    """A repeat's paired figures (a step result's `paired`, less the base's name)."""
+
+    ratio: float | None
+    pairs: int
 
 
 def measured_slices(slices: Sequence[Sequence[float]]) -> list[tuple[float, float] | None]:
@@ -46,9 +53,7 @@ def measured_slices(slices: Sequence[Sequence[float]]) -> list[tuple[float, floa
     return out
 
 
-def pair_slices(
-    base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]
-) -> dict[str, Any]:
+def pair_slices(base: Sequence[Sequence[float]], other: Sequence[Sequence[float]]) -> PairedSlices:
     """A repeat's paired figures: `ratio` (other / base, Q per second over the turns
     both measured whole; None without such a turn) and `pairs` (those turns). A step of
     one long call (l.x, a flush) runs in one slice per side, back to back: their rates

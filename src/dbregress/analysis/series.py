@@ -11,23 +11,26 @@ every series of the report.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import RunChanges, SeriesKey
 from dbregress.analysis.compare import measured, usable
 from dbregress.analysis.cost import COST_METRICS, FLOOR_SD, HEADLINE, value_of
 from dbregress.lab import VerdictPolicy
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import ComparisonEntry, RunJson
+from dbregress.shapes.step_result import StepResult
 
 MIN_COLUMNS = 3  # fewer is a comparison, not a series
 
 
-def _series_comparisons(record: dict[str, Any]) -> list[dict[str, Any]]:
+def _series_comparisons(record: RunJson) -> list[ComparisonEntry]:
     return [c for c in record.get("comparisons", []) if len(c["labels"]) >= MIN_COLUMNS]
 
 
 def _by_series(
-    record: dict[str, Any], by_cell: dict[tuple[str, str], list[float]], order: list[str]
+    record: RunJson, by_cell: dict[tuple[str, str], list[float]], order: list[str]
 ) -> dict[SeriesKey, list[list[float]]]:
     """(comparison, step) -> samples per column in the lab's order, for every series."""
     out: dict[SeriesKey, list[list[float]]] = {}
@@ -40,13 +43,13 @@ def _by_series(
 
 
 def time_samples(
-    record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]
+    record: RunJson, steps_by_job: dict[str, list[StepResult]]
 ) -> dict[SeriesKey, list[list[float]]]:
     every = [r for rs in steps_by_job.values() for r in rs]
     by_cell: dict[tuple[str, str], list[float]] = {}
     order: list[str] = []
     for r in usable(every):
-        q = (r.get("q") or {}).get("value")
+        q = figures.get("value") if (figures := r.get("q")) else None
         if q is not None and math.isfinite(q) and q > 0:
             by_cell.setdefault((r["column"], r["step"]), []).append(float(q))
     for r in every:
@@ -56,7 +59,7 @@ def time_samples(
 
 
 def cost_samples(
-    record: dict[str, Any], replays: list[dict[str, Any]]
+    record: RunJson, replays: list[ReplayRecord]
 ) -> dict[SeriesKey, list[list[float]]]:
     metric = next(m for m in COST_METRICS if m.key == HEADLINE)
     by_cell: dict[tuple[str, str], list[float]] = {}
@@ -74,21 +77,23 @@ def cost_samples(
 
 
 def run_changes(
-    record: dict[str, Any],
-    steps_by_job: dict[str, list[dict[str, Any]]],
-    replays: list[dict[str, Any]],
+    record: RunJson | dict[str, Any],
+    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
+    replays: list[ReplayRecord] | list[dict[str, Any]],
     policy: VerdictPolicy | None = None,
 ) -> RunChanges | None:
     """Change points of every series of a run on both lanes; None when the run has no
-    comparison of three or more columns."""
-    if not _series_comparisons(record):
+    comparison of three or more columns. run.json, its step results by job and its
+    counting replays come typed or as read (store/run.py, store/replays.py)."""
+    run = cast(RunJson, record)
+    if not _series_comparisons(run):
         return None
     if policy is None:
-        policy = VerdictPolicy.of_record(record)
-    time = changepoints.find_all(
-        time_samples(record, steps_by_job), better="higher", band=policy.band
-    )
+        policy = VerdictPolicy.of_record(run)
+    jobs = cast(dict[str, list[StepResult]], steps_by_job)
+    counted = cast(list[ReplayRecord], replays)
+    time = changepoints.find_all(time_samples(run, jobs), better="higher", band=policy.band)
     cost = changepoints.find_all(
-        cost_samples(record, replays), better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
+        cost_samples(run, counted), better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
     )
     return RunChanges(time, cost, changepoints.ALPHA)

@@ -21,7 +21,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar, cast
+
+from dbregress.shapes.events import EngineStats
+from dbregress.shapes.explain import CacheState as CacheStateJson
+from dbregress.shapes.explain import EngineState
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 HITS = "rocksdb.block.cache.data.hit"
 MISSES = "rocksdb.block.cache.data.miss"
@@ -63,7 +70,7 @@ class CacheState:
         total = self.hits + self.misses
         return self.hits / total if total else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CacheStateJson:
         rate = self.hit_rate
         return {
             "block_cache_data_hits": self.hits,
@@ -74,23 +81,26 @@ class CacheState:
         }
 
 
-def of_stats(engine_stats: dict[str, Any] | None, ops: int) -> CacheState | None:
+def of_stats(engine_stats: EngineStats | None, ops: int) -> CacheState | None:
     """The state in a loadgen's engine statistics (a summary's `engine_stats` or
     `window_engine_stats`) over `ops` Q calls; None without RocksDB's counters."""
-    statistics = (engine_stats or {}).get("statistics") or {}
+    statistics = (engine_stats.get("statistics") if engine_stats else None) or {}
     if not any(k.startswith("rocksdb.") for k in statistics):
         return None
     return CacheState(float(statistics.get(HITS, 0)), float(statistics.get(MISSES, 0)), ops)
 
 
-def timed(results: Iterable[dict[str, Any]]) -> CacheState | None:
+def _count(result: StepResult) -> int:
+    """The Q calls a step result's measured window counted (a measured step has them)."""
+    return int(cast(int, result.get("q", {}).get("count", 0)))
+
+
+def timed(results: Iterable[StepResult | dict[str, Any]]) -> CacheState | None:
     """The timed state of one column's step: its repeats' measured windows pooled
-    (stored step results, whose `engine_stats` cover the measured window)."""
-    states = [
-        s
-        for r in results
-        if (s := of_stats(r.get("engine_stats"), int(r.get("q", {}).get("count", 0)))) is not None
-    ]
+    (stored step results, typed or as read, whose `engine_stats` cover the measured
+    window)."""
+    typed = cast(Iterable[StepResult], results)
+    states = [s for r in typed if (s := of_stats(r.get("engine_stats"), _count(r))) is not None]
     if not states:
         return None
     return CacheState(
@@ -98,19 +108,27 @@ def timed(results: Iterable[dict[str, Any]]) -> CacheState | None:
     )
 
 
+class Judged(TypedDict, total=False):
+    """What a counted step's figures keep of its state (none when the engine reports
+    none): both windows' states, and why they differ (None: they agree)."""
+
+    engine_state: EngineState
+    state_mismatch: str | None
+
+
 def judged(
-    window_engine_stats: dict[str, Any] | None,
+    window_engine_stats: EngineStats | None,
     ops: int,
     timed_state: CacheState | None,
     tolerance: float = TOLERANCE,
-) -> dict[str, Any]:
+) -> Judged:
     """A counted step's record of its state: `engine_state` (the counted window's and
     the timed window's) and `state_mismatch` (None, or why the two differ); {} when the
     engine reports no state."""
     counted = of_stats(window_engine_stats, ops)
     if counted is None:
         return {}
-    record: dict[str, Any] = {
+    record: Judged = {
         "engine_state": {
             "counted": counted.to_json(),
             "timed": timed_state.to_json() if timed_state is not None else None,
@@ -145,17 +163,18 @@ class SideState:
     replays: int
 
 
-def _side(replays: list[dict[str, Any]], column: str, step: str) -> SideState | None:
-    counted, timed, mismatch = [], None, None
+def _side(replays: list[ReplayRecord], column: str, step: str) -> SideState | None:
+    counted: list[float] = []
+    timed: float | None = None
+    mismatch: str | None = None
     for r in replays:
-        figures: dict[str, Any] = r["steps"].get(step, {}) if r.get("column") == column else {}
-        state = figures.get("engine_state")
-        if state is None:
+        figures = r["steps"].get(step) if r.get("column") == column else None
+        if figures is None or (state := figures.get("engine_state")) is None:
             continue
         if (rate := state["counted"]["hit_rate"]) is not None:
             counted.append(float(rate))
-        if state.get("timed") is not None:
-            timed = state["timed"]["hit_rate"]
+        if (timed_state := state.get("timed")) is not None:
+            timed = timed_state["hit_rate"]
         mismatch = mismatch or figures.get("state_mismatch")
     if not counted and mismatch is None:
         return None
@@ -164,7 +183,7 @@ def _side(replays: list[dict[str, Any]], column: str, step: str) -> SideState | 
 
 
 def sides(
-    record: dict[str, Any], replays: list[dict[str, Any]]
+    record: RunJson, replays: list[ReplayRecord]
 ) -> dict[Key, tuple[SideState | None, SideState | None]]:
     """(base's, column's) state of every (comparison, column, step) the replays count."""
     ok = [r for r in replays if r.get("status") == "ok"]

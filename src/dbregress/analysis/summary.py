@@ -5,9 +5,24 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypedDict, cast
 
 from dbregress.lab import INSERT_STEPS, KV_STEPS
+from dbregress.shapes.run import ComparisonEntry, RunJson
+from dbregress.shapes.step_result import StepResult
+
+Percentile = Literal["p50", "p99", "p999", "max"]
+EngineFigure = Literal["write_amp", "stall_pct", "lsm_bytes"]
+PERCENTILES: tuple[Percentile, ...] = ("p50", "p99", "p999", "max")
+ENGINE_FIGURES: tuple[EngineFigure, ...] = ("write_amp", "stall_pct", "lsm_bytes")
+
+
+class CellSla(TypedDict):
+    """A cell's insert-rate SLA over its repeats."""
+
+    target_rows_per_s: float
+    achieved_rows_per_s: float | None  # median over the repeats
+    ok: bool  # every repeat met it
 
 
 @dataclass(frozen=True)
@@ -19,7 +34,7 @@ class Cell:
     per_op: dict[str, float | None] = field(default_factory=dict)
     # op -> p50/p99/p999/max; None where no repeat says (an import's file may not)
     latency: dict[str, dict[str, float | None]] = field(default_factory=dict)
-    sla: dict[str, Any] | None = None  # target, achieved (median), ok (every repeat)
+    sla: CellSla | None = None
     engine: dict[str, float | None] = field(default_factory=dict)  # write_amp, stall_pct, ...
     repeats: int = 0
     error: str = ""
@@ -46,32 +61,36 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def aggregate(results: list[dict[str, Any]]) -> Cell:
+def _engine_figure(result: StepResult, key: EngineFigure) -> float | None:
+    stats = result.get("engine_stats")
+    return stats.get(key) if stats else None
+
+
+def aggregate(results: list[StepResult]) -> Cell:
     ok = [r for r in results if r.get("status") == "ok"]
     if not ok:
         error = results[-1].get("error", {}).get("message", "") if results else ""
         return Cell("failed" if results else "missing", error=error)
     first = ok[0]
     per_op = {k: _median(r["per_op"].get(k) for r in ok) for k in first["per_op"]}
-    latency = {
+    latency: dict[str, dict[str, float | None]] = {
         op: {
             p: _median(r["ops"][op]["latency_us"].get(p) for r in ok if op in r["ops"])
-            for p in ("p50", "p99", "p999", "max")
+            for p in PERCENTILES
         }
         for op in first["ops"]
     }
-    slas = [r["sla"] for r in ok if r.get("sla")]
-    sla = None
+    slas = [s for r in ok if (s := r.get("sla"))]
+    sla: CellSla | None = None
     if slas:
         sla = {
             "target_rows_per_s": slas[0]["target_rows_per_s"],
             "achieved_rows_per_s": _median(s["achieved_rows_per_s"] for s in slas),
             "ok": all(s["ok"] for s in slas),
         }
-    engine_keys = ("write_amp", "stall_pct", "lsm_bytes")
-    engine = {
-        k: _median((r.get("engine_stats") or {}).get(k) for r in ok)
-        for k in engine_keys
+    engine: dict[str, float | None] = {
+        k: _median(_engine_figure(r, k) for r in ok)
+        for k in ENGINE_FIGURES
         if any(r.get("engine_stats") for r in ok)
     }
     return Cell(
@@ -87,18 +106,24 @@ def aggregate(results: list[dict[str, Any]]) -> Cell:
     )
 
 
-def matrices(record: dict[str, Any], steps_by_job: dict[str, list[dict[str, Any]]]) -> list[Matrix]:
-    """One Matrix per comparison of the lab, in the lab's order."""
-    return [matrix(record, steps_by_job, comp) for comp in record["comparisons"]]
+def matrices(
+    record: RunJson | dict[str, Any],
+    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
+) -> list[Matrix]:
+    """One Matrix per comparison of the lab, in the lab's order (run.json and its step
+    results by job, typed or as read: store/run.py)."""
+    run = cast(RunJson, record)
+    jobs = cast(dict[str, list[StepResult]], steps_by_job)
+    return [matrix(run, jobs, comp) for comp in run["comparisons"]]
 
 
 def matrix(
-    record: dict[str, Any],
-    steps_by_job: dict[str, list[dict[str, Any]]],
-    comparison: dict[str, Any],
+    record: RunJson,
+    steps_by_job: dict[str, list[StepResult]],
+    comparison: ComparisonEntry,
 ) -> Matrix:
     labels = list(comparison["labels"])
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    grouped: dict[tuple[str, str], list[StepResult]] = {}
     order: list[str] = []
     for results in steps_by_job.values():
         for r in results:

@@ -6,6 +6,7 @@ per lane; and a chart per step for the HTML report."""
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from markupsafe import Markup
 
@@ -152,9 +153,17 @@ def charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
     return out
 
 
-def html_tables(m: Matrix, v: RunVerdicts) -> list[dict[str, object]]:
+class SeriesTable(TypedDict):
+    """One lane's series table on the page: its title, header and rows of cells."""
+
+    title: str
+    header: list[str]
+    rows: list[list[str]]
+
+
+def html_tables(m: Matrix, v: RunVerdicts) -> list[SeriesTable]:
     """Per lane: a title, the header (col-N ... step) and rows of cells, for the page."""
-    out: list[dict[str, object]] = []
+    out: list[SeriesTable] = []
     for lane, series in shown(m, v).items():
         rows = []
         for step, s in series.items():

@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, compare_run
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.explain import cause
 from dbregress.explain.store import load
 from dbregress.report.verdict_tables import table
+from dbregress.shapes.explain import CountFigures, ExplainEntry, ExplainRecord
+from dbregress.shapes.run import RunJson
 from dbregress.store.run import read_run
+
+Key = tuple[str, str, str]  # (comparison, step, column) in explain.json's entries
 
 SHOWN = (
     ("instructions", "instructions"),
@@ -44,20 +48,22 @@ def _change(c: StepVerdict | None) -> cause.Change:
     return cause.Change(c.verdict, c.ratio, c.ci)
 
 
-def _counted(entry: dict[str, Any] | None) -> cause.Counted | None:
+def _counted(entry: ExplainEntry | None) -> cause.Counted | None:
     if entry is None or not entry.get("count"):
         return None
     c = entry["count"]
-    return cause.Counted(c["per_op"], c.get("functions", []), c.get("objects", {}))
+    # cause.Counted takes the functions as the plain objects explain.json holds
+    functions = cast(Any, c.get("functions", []))
+    return cause.Counted(c["per_op"], functions, c.get("objects", {}))
 
 
-def by_key(explain: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+def by_key(explain: ExplainRecord) -> dict[Key, ExplainEntry]:
     return {(e["comparison"], e["step"], e["column"]): e for e in explain.get("results", [])}
 
 
 def evidence(
-    explain: dict[str, Any],
-    record: dict[str, Any],
+    explain: ExplainRecord,
+    record: RunJson,
     verdicts: RunVerdicts,
     key: tuple[str, str, str],
 ) -> cause.Evidence:
@@ -75,7 +81,7 @@ def evidence(
 
 
 def causes_for(
-    explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdicts
+    explain: ExplainRecord, record: RunJson, verdicts: RunVerdicts
 ) -> dict[tuple[str, str, str], list[cause.Cause]]:
     """(comparison, column, step) -> causes, for every slower QPS verdict (whether or
     not explain measured it: the run's metrics alone may name a cause)."""
@@ -84,14 +90,16 @@ def causes_for(
     }
 
 
-def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, Any]) -> list[str]:
+def _figures_table(
+    comp: str, step: str, labels: list[str], entries: dict[Key, ExplainEntry]
+) -> list[str]:
     have = [lb for lb in labels if (comp, step, lb) in entries]
     if not have:
         return []
     base = have[0] if have[0] == labels[0] else None
-    counts = {lb: entries[(comp, step, lb)]["count"] for lb in have}
+    counts: dict[str, CountFigures] = {lb: entries[(comp, step, lb)]["count"] for lb in have}
 
-    def row(label: str, values: dict[str, Any]) -> list[str]:
+    def row(label: str, values: dict[str, float | None]) -> list[str]:
         """A figure for each build, then each build's difference from the base."""
         out = [label, *(_num(values[lb]) for lb in have)]
         for lb in have[1:]:
@@ -131,7 +139,9 @@ def _figures_table(comp: str, step: str, labels: list[str], entries: dict[Any, A
     return [*lines, "", *table(header, rows)]
 
 
-def _functions_table(comp: str, step: str, labels: list[str], entries: dict[Any, Any]) -> list[str]:
+def _functions_table(
+    comp: str, step: str, labels: list[str], entries: dict[Key, ExplainEntry]
+) -> list[str]:
     have = [lb for lb in labels if (comp, step, lb) in entries]
     out = []
     base = entries.get((comp, step, labels[0]))
@@ -151,10 +161,13 @@ def _functions_table(comp: str, step: str, labels: list[str], entries: dict[Any,
     return out
 
 
-def _flames(comp: str, step: str, labels: list[str], entries: dict[Any, Any]) -> list[str]:
+def _flames(comp: str, step: str, labels: list[str], entries: dict[Key, ExplainEntry]) -> list[str]:
     links = []
     for lb in labels:
-        p = (entries.get((comp, step, lb)) or {}).get("profile") or {}
+        entry = entries.get((comp, step, lb))
+        p = entry.get("profile") if entry else None
+        if not p:
+            continue
         if p.get("flame"):
             links.append(f"[{lb}]({p['flame']})")
         if p.get("diff"):
@@ -185,7 +198,7 @@ def _describe(key: str, value: Any) -> str:
     return f"{key} {value if not isinstance(value, float) else _num(value)}"
 
 
-def section(explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdicts) -> list[str]:
+def section(explain: ExplainRecord, record: RunJson, verdicts: RunVerdicts) -> list[str]:
     """The report's Explanations section."""
     entries = by_key(explain)
     causes = causes_for(explain, record, verdicts)
@@ -216,11 +229,11 @@ def section(explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdic
             "overlap under valgrind would otherwise change what each leaves the other.",
             "",
         ]
-    pmu = explain.get("pmu") or {}
-    if pmu.get("note"):
+    pmu = explain.get("pmu")
+    if pmu and pmu.get("note"):
         out += [f"Hardware counters: {pmu['note']}.", ""]
-    profiler = explain.get("profiler") or {}
-    if profiler.get("why_not"):
+    profiler = explain.get("profiler")
+    if profiler and profiler.get("why_not"):
         out += [f"No flame graphs: {profiler['why_not']}.", ""]
     for comp in record["comparisons"]:
         labels = comp["labels"]
@@ -249,12 +262,12 @@ def section(explain: dict[str, Any], record: dict[str, Any], verdicts: RunVerdic
 
 def causes_text(run: Path) -> str:
     """What `dbregress explain` prints at its end: the causes, or that none is slower."""
-    explain = load(run)
+    explain = cast(ExplainRecord | None, load(run))  # explain.json as read
     if explain is None:
         return "No explanations stored."
     data = read_run(run)
     verdicts = compare_run(data.record, data.steps)
-    causes = causes_for(explain, data.record, verdicts)
+    causes = causes_for(explain, cast(RunJson, data.record), verdicts)
     if not causes:
         return "No step has a `slower` verdict: figures only (see the report's Explanations)."
     lines = []

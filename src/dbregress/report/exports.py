@@ -16,16 +16,17 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.report import io_tables
+from dbregress.shapes.run import ColumnEntry, RunJson
 
 
-def _column_names(record: dict[str, Any]) -> dict[str, str]:
+def _column_names(record: RunJson) -> dict[str, str]:
     """label -> `label (build, config)`."""
     return {c["label"]: f"{c['label']} ({c['build']}, {c['config']})" for c in record["columns"]}
 
@@ -47,8 +48,9 @@ def _table(title: str, legend: list[str], rows: list[list[str]], width: int) -> 
     return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
 
 
-def tsv(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
-    names = _column_names(record)
+def tsv(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+    """The TSV tables (run.json typed or as read: store/run.py)."""
+    names = _column_names(cast(RunJson, record))
     out: list[str] = []
     for m in ms:
         legend = [f"col-{i} : {names.get(lb, lb)}" for i, lb in enumerate(m.labels, 1)]
@@ -130,13 +132,13 @@ CSV_HEADER = [
 ]
 
 
-def csv_rows(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> list[list[str]]:
-    columns = {c["label"]: c for c in record["columns"]}
+def csv_rows(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> list[list[str]]:
+    columns: dict[str, ColumnEntry] = {c["label"]: c for c in record["columns"]}
     rows = []
     for m in ms:
         found = v.for_comparison(m.comparison)
         for lb in m.labels:
-            col = columns.get(lb, {})
+            col = columns.get(lb)
             for s in m.steps:
                 cell = m.cell(lb, s)
                 c = found.get((lb, s)) if lb != m.base else None
@@ -145,8 +147,8 @@ def csv_rows(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> list[l
                     m.benchmark,
                     lb,
                     m.base,
-                    str(col.get("build", "")),
-                    str(col.get("config", "")),
+                    str(col.get("build", "")) if col else "",
+                    str(col.get("config", "")) if col else "",
                     s,
                     cell.status,
                     cell.q_op,
@@ -182,9 +184,10 @@ def _base_cost(v: RunVerdicts, m: Matrix, metric: str, step: str) -> CostCompari
     return None
 
 
-def csv_text(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+def csv_text(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+    """The CSV export (run.json typed or as read: store/run.py)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_HEADER)
-    writer.writerows(csv_rows(record, ms, v))
+    writer.writerows(csv_rows(cast(RunJson, record), ms, v))
     return buf.getvalue()

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypedDict, cast
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -27,7 +28,12 @@ from dbregress.analysis.verdict import StepVerdict
 from dbregress.records import JobId
 from dbregress.report import changes, io_tables, svg
 from dbregress.report import verdict_tables as vt
+from dbregress.report.changes import SeriesTable
+from dbregress.report.io_tables import IoHtml
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
+from dbregress.shapes.calibration import Calibration
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 from dbregress.store.run import RunData
 from dbregress.store.series import (
     StepFiles,
@@ -77,6 +83,59 @@ class StepCharts:
     throughput: Markup
     latency: Markup
     empty: bool  # no column had a series or a histogram for this step
+
+
+class MetricTable(TypedDict):
+    """One per-operation metric's table: each column's value, then each ratio."""
+
+    metric: Metric
+    rows: list[Row]
+
+
+class ComparisonPage(TypedDict):
+    """What the page shows of one comparison (templates/report.html.j2)."""
+
+    name: str
+    id: str
+    benchmark: str
+    base: str
+    labels: list[str]
+    others: list[str]
+    counts: str
+    relative: list[Row]
+    lanes: list[Row]
+    lanes_counts: str
+    cost_band: float
+    counting: str
+    ratio_charts: list[Markup]
+    series: list[SeriesTable]
+    series_legend: str
+    series_charts: list[Markup]
+    series_colours: dict[str, str]
+    throughput: list[Row]
+    colours: list[tuple[str, str]]
+    steps: list[StepCharts]
+    metrics: list[MetricTable]
+    groups: list[list[str]]
+    io: IoHtml | None
+    open: bool
+    heatmap: bool
+
+
+class Reproduce(TypedDict):
+    """What a reader needs to run this again, as the page lists it."""
+
+    host: list[tuple[str, str]]
+    placement: list[tuple[str, str]]
+    run: list[tuple[str, str]]
+    builds: list[list[str]]
+    configs: list[list[str]]
+    lab: str
+    commands: list[str]
+
+
+# A column's first measured repeat of a step: its job, its result and its files.
+FirstRepeat: TypeAlias = tuple[str, StepResult, StepFiles]
 
 
 def _env() -> Environment:
@@ -191,8 +250,8 @@ def throughput_rows(m: Matrix) -> list[Row]:
     return rows
 
 
-def metric_tables(m: Matrix, v: RunVerdicts) -> list[dict[str, Any]]:
-    tables = []
+def metric_tables(m: Matrix, v: RunVerdicts) -> list[MetricTable]:
+    tables: list[MetricTable] = []
     shown = {mt.key for mt in shown_metrics(m)}
     for mt in PER_OP:
         if mt.key not in HTML_METRICS or mt.key not in shown:
@@ -217,8 +276,9 @@ class FirstRepeats:
 
     def __init__(self, data: RunData) -> None:
         self.path = data.path
-        self.found: dict[tuple[str, str], tuple[int, str, dict[str, Any]]] = {}
-        for job, results in data.steps.items():
+        self.found: dict[tuple[str, str], tuple[int, str, StepResult]] = {}
+        steps = cast(dict[str, list[StepResult]], data.steps)  # the step results, as read
+        for job, results in steps.items():
             jid = JobId.of(job)
             if jid is None or jid.warmup:
                 continue
@@ -228,7 +288,7 @@ class FirstRepeats:
                     self.found[key] = (jid.repeat, job, r)
         self.files: dict[str, dict[str, StepFiles]] = {}
 
-    def get(self, label: str, step: str) -> tuple[str, dict[str, Any], StepFiles] | None:
+    def get(self, label: str, step: str) -> FirstRepeat | None:
         hit = self.found.get((label, step))
         if hit is None:
             return None
@@ -239,49 +299,53 @@ class FirstRepeats:
         return (job, result, files) if files is not None else None
 
 
-def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepCharts]:
-    """Per step: Q per interval and the latency percentiles of the step's main op, one
-    line per column from its first measured repeat. An interleaved run draws Q per slice
-    instead, each side in its own time: the sides' slices of one turn line up, so a
-    drift of the host shows on every line at once."""
-    first = FirstRepeats(data)
-    out = []
-    for s in m.steps:
-        rates, curves = [], []
-        sliced = False
-        warmup = 0.0
-        op = unit = ""
-        for lb in m.labels:
-            found = first.get(lb, s)
-            if found is None:
-                continue
-            job, result, files = found
-            op, unit = result["q"]["op"], result["q"]["unit"]
-            warmup = max(warmup, float((result.get("window") or {}).get("warmup_s") or 0))
-            width = 2.2 if lb == m.base else 1.3
-            name = f"{lb} ({job.rpartition('/')[2]})"
-            if result.get("slices"):  # interleaved: per slice, in the side's own time
-                sliced = True
-                steps = [
-                    (t - secs, t, q_all / secs)
-                    for t, secs, _q, q_all in result["slices"]
-                    if secs > 0  # a last slice can be empty
-                ]
-            else:
-                steps = interval_rates(files.csv, op, "rows" if unit == "rows" else "ops")
-            points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
-            rates.append(svg.Series(name, colours[lb], points, width))
-            encoded = read_histograms(files.hlog).get(op)
-            curve = percentile_curve(encoded) if encoded else None
-            if curve:
-                pts = [(svg.nines(p), v) for p, v in curve]
-                curves.append(svg.Series(name, colours[lb], pts, width))
-        shade = (0.0, warmup, "warm-up") if warmup > 0 else None
-        per = "rows/s" if unit == "rows" else "ops/s"
-        end = max((x for series in rates for x, _ in series.points), default=1.0)
+@dataclass
+class _StepLines:
+    """One step's lines, one per column: Q over time and the latency percentiles, and
+    what the charts' titles and shading take from the columns' results."""
+
+    rates: list[svg.Series] = field(default_factory=list)
+    curves: list[svg.Series] = field(default_factory=list)
+    sliced: bool = False
+    warmup: float = 0.0
+    op: str = ""
+    unit: str = ""
+
+    def add(self, label: str, base: bool, colour: str, found: FirstRepeat) -> None:
+        """A column's lines from its first measured repeat of the step."""
+        job, result, files = found
+        self.op, self.unit = result["q"]["op"], result["q"]["unit"]
+        window = result.get("window")
+        self.warmup = max(self.warmup, float((window.get("warmup_s") if window else 0) or 0))
+        width = 2.2 if base else 1.3
+        name = f"{label} ({job.rpartition('/')[2]})"
+        if result.get("slices"):  # interleaved: per slice, in the side's own time
+            self.sliced = True
+            steps = [
+                (t - secs, t, q_all / secs)
+                for t, secs, _q, q_all in result["slices"]
+                if secs > 0  # a last slice can be empty
+            ]
+        else:
+            unit = "rows" if self.unit == "rows" else "ops"
+            steps = interval_rates(files.csv, self.op, unit)
+        points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
+        self.rates.append(svg.Series(name, colour, points, width))
+        encoded = read_histograms(files.hlog).get(self.op)
+        curve = percentile_curve(encoded) if encoded else None
+        if curve:
+            pts = [(svg.nines(p), v) for p, v in curve]
+            self.curves.append(svg.Series(name, colour, pts, width))
+
+    def charts(self, step: str) -> StepCharts:
+        """The step's two charts: Q per interval (per slice, in turns, when interleaved)
+        with the warm-up shaded, and the latency percentile curves."""
+        shade = (0.0, self.warmup, "warm-up") if self.warmup > 0 else None
+        per = "rows/s" if self.unit == "rows" else "ops/s"
+        end = max((x for series in self.rates for x, _ in series.points), default=1.0)
         throughput = svg.line_chart(
-            rates,
-            f"{s}: {per} per slice, in turns" if sliced else f"{s}: {per} per interval",
+            self.rates,
+            f"{step}: {per} per slice, in turns" if self.sliced else f"{step}: {per} per interval",
             "seconds",
             per,
             width=360,
@@ -290,8 +354,8 @@ def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepC
             shade_x=shade,
         )
         latency = svg.line_chart(
-            curves,
-            f"{s}: latency percentiles",
+            self.curves,
+            f"{step}: latency percentiles",
             "percentile (%)",
             "µs",
             width=360,
@@ -301,8 +365,24 @@ def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepC
             x_range=(0.0, 5.0),
             y_from_zero=False,
         )
-        empty = not any(x.points for x in rates) and not curves
-        out.append(StepCharts(s, op, Markup(throughput), Markup(latency), empty))
+        empty = not any(x.points for x in self.rates) and not self.curves
+        return StepCharts(step, self.op, Markup(throughput), Markup(latency), empty)
+
+
+def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepCharts]:
+    """Per step: Q per interval and the latency percentiles of the step's main op, one
+    line per column from its first measured repeat. An interleaved run draws Q per slice
+    instead, each side in its own time: the sides' slices of one turn line up, so a
+    drift of the host shows on every line at once."""
+    first = FirstRepeats(data)
+    out = []
+    for s in m.steps:
+        lines = _StepLines()
+        for lb in m.labels:
+            found = first.get(lb, s)
+            if found is not None:
+                lines.add(lb, lb == m.base, colours[lb], found)
+        out.append(lines.charts(s))
     # a run without series or histograms at all (imported results): no empty charts
     return [] if all(c.empty for c in out) else out
 
@@ -320,7 +400,7 @@ def group_rows(m: Matrix) -> list[list[str]]:
     ]
 
 
-def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
+def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> ComparisonPage:
     colours = svg.column_colours(m.labels)
     found = v.for_comparison(m.comparison)
     return {
@@ -335,7 +415,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
         "lanes": lanes_rows(m, v),
         "lanes_counts": vt.lanes_counts(v, m.comparison),
         "cost_band": v.policy.cost_band,
-        "counting": vt.counting_note(data.record, m.comparison).replace("`", ""),
+        "counting": vt.counting_note(_run(data), m.comparison).replace("`", ""),
         "ratio_charts": ratio_charts(m, v),
         "series": changes.html_tables(m, v),
         "series_legend": changes.legend(m, v),
@@ -352,7 +432,12 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> dict[str, Any]:
     }
 
 
-def _text(value: Any) -> str:
+def _run(data: RunData) -> RunJson:
+    """The run's run.json, as read and checked against its schema (store/run.py)."""
+    return cast(RunJson, data.record)
+
+
+def _text(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, (dict, list)):
@@ -360,7 +445,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _repeats(value: Any) -> str | None:
+def _repeats(value: object) -> str | None:
     if isinstance(value, dict) and "min" in value:
         low, high = value["min"], value.get("max", value["min"])
         return f"{low}..{high} (more rounds while a step is undecided)" if high != low else str(low)
@@ -375,13 +460,14 @@ def num(value: float | None) -> str:
     return fmt(value)
 
 
-def _settings(settings: dict[str, Any]) -> str:
+def _settings(settings: Mapping[str, object]) -> str:
+    """An engine's or a job's settings, whatever they hold, as name=value."""
     return ", ".join(f"{k}={v}" for k, v in settings.items()) or "-"
 
 
-def reproduce(data: RunData) -> dict[str, Any]:
+def reproduce(data: RunData) -> Reproduce:
     """What a reader needs to run this again: host, placement, builds, configs, lab."""
-    record = data.record
+    record = _run(data)
     lab = data.path / "lab.toml"
     try:
         lab_text = lab.read_text()
@@ -399,7 +485,8 @@ def reproduce(data: RunData) -> dict[str, Any]:
             for name, j in sorted(record.get("jobs", {}).items())
             if (jid := JobId.of(name)) is not None and jid.label == c["label"]
         ]
-        first = jobs[0] if jobs else {}
+        # a job's entry holds its settings and sizes, keys shapes/run.py does not name yet
+        first = cast(Mapping[str, Mapping[str, object]], jobs[0] if jobs else {})
         configs.append(
             [
                 c["label"] + (" (base)" if c["base"] else ""),
@@ -441,12 +528,14 @@ def render(
     data: RunData,
     ms: list[Matrix],
     v: RunVerdicts,
-    calibration: dict[str, Any] | None = None,
+    calibration: Calibration | dict[str, Any] | None = None,
 ) -> str:
-    record = data.record
+    """The page; `calibration`: the host's, typed or as read (store/calibration.py)."""
+    record = _run(data)
+    cal = cast(Calibration | None, calibration)
     host = record.get("host", {})
     p = record["placement"]
-    results = [r for rs in data.steps.values() for r in rs]
+    results = [r for rs in cast(dict[str, list[StepResult]], data.steps).values() for r in rs]
     page = {
         "title": f"dbregress report: {record['lab']} ({record['run_id']})",
         "record": record,
@@ -469,9 +558,9 @@ def render(
         ],
         "disturbed": [[d.column, str(d.repeat), d.step, d.why] for d in v.disturbed],
         "noise": vt.noise_line(results),
-        "calibration": calibration,
-        "calibration_rows": vt.calibration_rows(calibration) if calibration else [],
-        "calibration_probes": vt.probe_lines(calibration) if calibration else [],
+        "calibration": cal,
+        "calibration_rows": vt.calibration_rows(cal) if cal else [],
+        "calibration_probes": vt.probe_lines(cal) if cal else [],
         "damaged": data.damaged,
         "reproduce": reproduce(data),
         "verdict_colours": svg.VERDICT_COLOURS,

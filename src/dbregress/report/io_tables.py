@@ -5,11 +5,12 @@ schema/verdicts.schema.json `io_efficiency`) and the HTML page's rows and chart.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TypedDict
 
 from dbregress.analysis.io_efficiency import Baseline, FioFigures, IoRow, IoSection
 from dbregress.report import svg
 from dbregress.report import verdict_tables as vt
+from dbregress.shapes import verdicts as shapes
 
 TITLE = "### IO efficiency"
 HEADER = [
@@ -132,7 +133,7 @@ def tsv(section: IoSection | None) -> list[str]:
     return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
 
 
-def _fio_json(f: FioFigures | None) -> dict[str, float] | None:
+def _fio_json(f: FioFigures | None) -> shapes.FioFigures | None:
     if f is None:
         return None
     return {
@@ -144,9 +145,9 @@ def _fio_json(f: FioFigures | None) -> dict[str, float] | None:
     }
 
 
-def to_json(section: IoSection) -> dict[str, Any]:
+def to_json(section: IoSection) -> shapes.IoEfficiencyItem:
     b = section.baseline
-    baseline = None
+    baseline: shapes.Baseline | None = None
     if b is not None:
         baseline = {
             "fio_version": b.fio_version,
@@ -161,7 +162,7 @@ def to_json(section: IoSection) -> dict[str, Any]:
             "drift": b.drift,
             "absent": b.absent,
         }
-    rows = [
+    rows: list[shapes.IoRow] = [
         {
             "step": r.step,
             "column": r.label,
@@ -196,7 +197,19 @@ def to_json(section: IoSection) -> dict[str, Any]:
     }
 
 
-def html(section: IoSection | None, colours: dict[str, str]) -> dict[str, Any] | None:
+class IoHtml(TypedDict):
+    """The HTML page's IO-efficiency section of a comparison."""
+
+    baseline: list[str]  # the baseline's lines
+    why_not: str | None
+    legend: str
+    header: list[str]
+    rows: list[list[str]]
+    chart: str  # SVG
+    absent: list[str]
+
+
+def html(section: IoSection | None, colours: dict[str, str]) -> IoHtml | None:
     """The HTML page's section: the baseline's lines, the table, the chart (IO efficiency
     per column, measured against the model's; predicted against measured time per
     operation), the absent steps."""

@@ -3,35 +3,50 @@ described by schema/verdicts.schema.json."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
+from dbregress.analysis.metrics import Metric
+from dbregress.analysis.state import SideState
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.report import io_tables
 from dbregress.report.verdict_tables import reading
+from dbregress.shapes import verdicts as shapes
+from dbregress.shapes.run import RunJson
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
+LANES: tuple[shapes.Lane, ...] = ("time", "cost")
 
 
-def _triple(c: StepVerdict) -> dict[str, Any]:
+def _ci(ci: tuple[float, float] | None) -> list[float] | None:
+    return list(ci) if ci is not None else None
+
+
+def _metric(c: StepVerdict, m: Metric) -> shapes.MetricVerdict:
     return {
         "ratio": c.ratio,
-        "ci": list(c.ci) if c.ci is not None else None,
-        "verdict": c.verdict,
+        "ci": _ci(c.ci),
+        "verdict": cast(shapes.MetricWord, c.verdict),
+        "unit": m.unit,
+        "better": m.better,
     }
 
 
-def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict) -> dict[str, Any]:
+def _step(
+    v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict
+) -> shapes.StepVerdict:
     metrics = {}
     for m in VERDICT_METRICS:
         mc = v.metrics.get(m.key, {}).get((comparison, label, step))
         if mc is not None:
-            metrics[m.key] = {**_triple(mc), "unit": m.unit, "better": m.better}
+            metrics[m.key] = _metric(mc, m)
     return {
         "step": step,
         "lane": "time",
-        **_triple(c),
+        "ratio": c.ratio,
+        "ci": _ci(c.ci),
+        "verdict": cast(shapes.VerdictWord, c.verdict),
         "ci_confidence": c.ci_confidence,
         "p_value": c.p_value,
         "repeats": {"base": c.n_base, "column": c.n_other},
@@ -42,16 +57,24 @@ def _step(v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict
     }
 
 
-def _cost_triple(c: CostComparison) -> dict[str, Any]:
+def _count(c: CostComparison, unit: str) -> shapes.CountVerdict:
     return {
         "ratio": c.ratio,
-        "ci": list(c.ci) if c.ci is not None else None,
-        "verdict": c.verdict,
+        "ci": _ci(c.ci),
+        "verdict": cast(shapes.VerdictWord, c.verdict),
         "replays": {"base": c.replays[0], "column": c.replays[1]},
+        "base": c.base,
+        "value": c.value,
+        "unit": unit,
+        "spread": max(c.spread),
     }
 
 
-def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> dict[str, Any] | None:
+def _state(s: SideState | None) -> shapes.BaseState | None:
+    return None if s is None else {"counted": s.counted, "timed": s.timed, "mismatch": s.mismatch}
+
+
+def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | None:
     """The cost lane's verdict of a step: estimated cycles per operation, column over
     base (above 1: more work), with every count metric beside it; None without a lane."""
     head = v.cost_for(key)
@@ -61,17 +84,17 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> dict[str, Any] | None:
     for m in COST_METRICS:
         c = v.cost_metric(m.key, key)
         if c is not None:
-            counts[m.key] = {
-                **_cost_triple(c),
-                "base": c.base,
-                "value": c.value,
-                "unit": m.unit,
-                "spread": max(c.spread),
-            }
-    background = {"base": head.background[0], "column": head.background[1]}
+            counts[m.key] = _count(c, m.unit)
+    background: shapes.BackgroundEstimatedCycles = {
+        "base": head.background[0],
+        "column": head.background[1],
+    }
     return {
-        "metric": head.metric,
-        **_cost_triple(head),
+        "metric": cast(Literal["estimated_cycles"], head.metric),  # the headline's
+        "ratio": head.ratio,
+        "ci": _ci(head.ci),
+        "verdict": cast(shapes.VerdictWord, head.verdict),
+        "replays": {"base": head.replays[0], "column": head.replays[1]},
         "p_value": head.p_value,
         "reason": head.reason,
         "reading": reading(v.for_comparison(key[0]).get((key[1], key[2])), head) or None,
@@ -81,22 +104,19 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> dict[str, Any] | None:
         "noise": {"sd": head.noise, "from": head.noise_from or None},
         # each side's counted windows against its timed window (RocksDB: block-cache
         # data hit rate); a side whose state differs gets no verdict
-        "state": {
-            side: None
-            if s is None
-            else {"counted": s.counted, "timed": s.timed, "mismatch": s.mismatch}
-            for side, s in zip(("base", "column"), head.state, strict=True)
-        },
+        "state": {"base": _state(head.state[0]), "column": _state(head.state[1])},
     }
 
 
-def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
-    comparisons = []
+def render(record: RunJson | dict[str, Any], v: RunVerdicts) -> shapes.Verdicts:
+    """verdicts.json of a run (run.json typed or as read: store/run.py)."""
+    record = cast(RunJson, record)
+    comparisons: list[shapes.VerdictComparison] = []
     for comp in record["comparisons"]:
         name, (base, *others) = comp["name"], comp["labels"]
         found = v.for_comparison(name)
         steps = list(dict.fromkeys(step for (_, step) in found))
-        columns = [
+        columns: list[shapes.VerdictColumn] = [
             {
                 "label": label,
                 "steps": [
@@ -110,7 +130,7 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
         comparisons.append(
             {"name": name, "benchmark": comp["benchmark"], "base": base, "columns": columns}
         )
-    out: dict[str, Any] = {
+    out: shapes.Verdicts = {
         "format_version": FORMAT_VERSION,
         "run_id": record["run_id"],
         "lab": record["lab"],
@@ -122,7 +142,7 @@ def render(record: dict[str, Any], v: RunVerdicts) -> dict[str, Any]:
         },
         # which lanes judged the run; a lane absent from "judged" says why in "not_judged"
         "lanes": {
-            "judged": [lane for lane in ("time", "cost") if lane not in lane_gaps(v, record)],
+            "judged": [lane for lane in LANES if lane not in lane_gaps(v, record)],
             "not_judged": lane_gaps(v, record),
         },
         "method_identity": record.get("method_identity"),

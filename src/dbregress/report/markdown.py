@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
@@ -11,6 +11,10 @@ from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.report import changes, io_tables
 from dbregress.report import verdict_tables as vt
+from dbregress.shapes.calibration import Calibration
+from dbregress.shapes.explain import ExplainRecord
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 SLA_MARK = " †"
 # Per-op costs: a verdict says higher or lower; the mark says whether that is worse.
@@ -215,7 +219,7 @@ def latency(m: Matrix) -> list[str]:
     ]
 
 
-def failures(record: dict[str, Any]) -> list[str]:
+def failures(record: RunJson) -> list[str]:
     if not record.get("failures"):
         return []
     rows = [[f["where"], f["type"], f["message"].splitlines()[0][:200]] for f in record["failures"]]
@@ -228,7 +232,7 @@ def failures(record: dict[str, Any]) -> list[str]:
     ]
 
 
-def header(record: dict[str, Any]) -> list[str]:
+def header(record: RunJson) -> list[str]:
     host = record.get("host", {})
     p = record["placement"]
     lines = [
@@ -253,7 +257,7 @@ def header(record: dict[str, Any]) -> list[str]:
     return lines + vt.table(["comparison", "column", "build", "version", "config"], rows)
 
 
-def _injected(record: dict[str, Any], label: str) -> str:
+def _injected(record: RunJson, label: str) -> str:
     """A column slowed on purpose (a self-test) says so wherever it is named."""
     f = (record.get("inject_slowdown") or {}).get(label)
     return f" (injected slowdown {f:g})" if f else ""
@@ -274,9 +278,7 @@ def _join(parts: list[list[str]]) -> str:
     return "\n".join(line for part in parts for line in part).rstrip() + "\n"
 
 
-def explanations(
-    explain: dict[str, Any] | None, record: dict[str, Any], v: RunVerdicts
-) -> list[str]:
+def explanations(explain: ExplainRecord | None, record: RunJson, v: RunVerdicts) -> list[str]:
     """The Explanations section, when the run folder holds explain/explain.json."""
     if explain is None:
         return []
@@ -286,22 +288,25 @@ def explanations(
 
 
 def render(
-    record: dict[str, Any],
+    record: RunJson | dict[str, Any],
     ms: list[Matrix],
     v: RunVerdicts,
-    results: list[dict[str, Any]],
-    calibration: dict[str, Any] | None = None,
+    results: list[StepResult] | list[dict[str, Any]],
+    calibration: Calibration | dict[str, Any] | None = None,
     damaged: list[str] | None = None,
-    explain: dict[str, Any] | None = None,
+    explain: ExplainRecord | dict[str, Any] | None = None,
 ) -> str:
-    parts = [header(record), [vt.lanes_line(record, v), ""]]
+    """report.md: run.json, the step results, the host's calibration and the run's
+    explanations come typed or as read (store/, explain/store.py)."""
+    run = cast(RunJson, record)
+    parts = [header(run), [vt.lanes_line(run, v), ""]]
     for m in ms:
         parts += [
             _title(m),
             throughput(m),
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
-            _counting(record, m, v),
+            _counting(run, m, v),
             changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
@@ -313,26 +318,29 @@ def render(
             latency(m),
             io_tables.markdown(v.io_for(m.comparison)),
         ]
-    extra = [explanations(explain, record, v), vt.host_noise(results, v)]
-    extra += [vt.calibration(calibration), failures(record)]
+    explained = cast(ExplainRecord | None, explain)
+    extra = [explanations(explained, run, v), vt.host_noise(cast(list[StepResult], results), v)]
+    extra += [vt.calibration(cast(Calibration | None, calibration)), failures(run)]
     if damaged:
         extra.append(["## Damaged files", "", "Left out of this report:", ""])
         extra.append([f"- {d}" for d in damaged])
     return _join([*parts, *extra])
 
 
-def _counting(record: dict[str, Any], m: Matrix, v: RunVerdicts) -> list[str]:
+def _counting(record: RunJson, m: Matrix, v: RunVerdicts) -> list[str]:
     if v.cost is None or len(m.labels) < 2:
         return []
     return [vt.counting_note(record, m.comparison), ""]
 
 
-def summary_tables(record: dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
-    """The short version printed at the end of `dbregress run`."""
-    parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
+def summary_tables(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+    """The short version printed at the end of `dbregress run` (run.json typed or as
+    read)."""
+    run = cast(RunJson, record)
+    parts: list[list[str]] = [[vt.lanes_line(run, v), ""]]
     for m in ms:
         parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
-        parts += [_counting(record, m, v)]
+        parts += [_counting(run, m, v)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
-    return _join([*parts, failures(record)])
+    return _join([*parts, failures(run)])

@@ -449,6 +449,46 @@ def ratio_colour(ratio: float | None, scale: float = 2.0) -> str:
     return f"rgb({255 + (r - 255) * a:.0f},{255 + (g - 255) * a:.0f},{255 + (b - 255) * a:.0f})"
 
 
+def _heatmap_cell(
+    step: str, col: str, p: RatioPoint | None, box: tuple[float, float, float, float]
+) -> list[str]:
+    """One heat map cell at (x, y, width, height): filled by its ratio, outlined when
+    decided slower or faster, a dot when undecided, its figures on hover."""
+    x, y, cell_w, cell_h = box
+    ratio = p.ratio if p is not None else None
+    name = f"{step}, {col}: no verdict"
+    if p is not None and ratio is not None:
+        ci = f" [{p.ci[0]:.2f}, {p.ci[1]:.2f}]" if p.ci is not None else ""
+        name = f"{step}, {col}: {ratio:.3f}{ci} {p.verdict}"
+    decided = p is not None and p.verdict in ("slower", "faster")
+    stroke = ' stroke="#111" stroke-width="1.6"' if decided else ' stroke="#fff"'
+    out = [
+        f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
+        f'fill="{ratio_colour(ratio)}"{stroke}><title>{escape(name)}</title></rect>'
+    ]
+    if p is not None and p.verdict == "undecided" and ratio is not None:
+        out.append(
+            f'<circle cx="{_n(x + cell_w / 2)}" cy="{_n(y + cell_h / 2)}" r="1.6" fill="#555"/>'
+        )
+    return out
+
+
+def _heatmap_key(left: int, ky: float) -> list[str]:
+    """The heat map's colour key below its rows: a swatch per ratio, then the legend."""
+    out = []
+    for k, r in enumerate((0.5, 0.67, 0.8, 0.9, 1.0, 1.11, 1.25, 1.5, 2.0)):
+        kx = left + k * 34
+        out.append(
+            f'<rect x="{kx}" y="{ky}" width="32" height="10" fill="{ratio_colour(r)}" '
+            f'stroke="#ccc"/><text x="{kx + 16}" y="{ky + 21}" text-anchor="middle">{r:g}</text>'
+        )
+    out.append(
+        f'<text x="{left + 9 * 34 + 8}" y="{ky + 9}" fill="{AXIS}">relative QPS; outlined: '
+        "slower or faster beyond chance; dot: undecided</text>"
+    )
+    return out
+
+
 def ratio_heatmap(
     steps: Sequence[str],
     columns: Sequence[str],
@@ -480,36 +520,9 @@ def ratio_heatmap(
             f"{escape(step)}</text>"
         )
         for j, col in enumerate(columns):
-            p = cells.get((step, col))
-            x = left + cell_w * j
-            ratio = p.ratio if p is not None else None
-            name = f"{step}, {col}: no verdict"
-            if p is not None and ratio is not None:
-                ci = f" [{p.ci[0]:.2f}, {p.ci[1]:.2f}]" if p.ci is not None else ""
-                name = f"{step}, {col}: {ratio:.3f}{ci} {p.verdict}"
-            decided = p is not None and p.verdict in ("slower", "faster")
-            stroke = ' stroke="#111" stroke-width="1.6"' if decided else ' stroke="#fff"'
-            out.append(
-                f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(cell_w)}" height="{_n(cell_h)}" '
-                f'fill="{ratio_colour(ratio)}"{stroke}><title>{escape(name)}</title></rect>'
-            )
-            if p is not None and p.verdict == "undecided" and ratio is not None:
-                out.append(
-                    f'<circle cx="{_n(x + cell_w / 2)}" cy="{_n(y + cell_h / 2)}" r="1.6" '
-                    f'fill="#555"/>'
-                )
-    # the colour key
-    ky = top + cell_h * len(steps) + 14
-    for k, r in enumerate((0.5, 0.67, 0.8, 0.9, 1.0, 1.11, 1.25, 1.5, 2.0)):
-        kx = left + k * 34
-        out.append(
-            f'<rect x="{kx}" y="{ky}" width="32" height="10" fill="{ratio_colour(r)}" '
-            f'stroke="#ccc"/><text x="{kx + 16}" y="{ky + 21}" text-anchor="middle">{r:g}</text>'
-        )
-    out.append(
-        f'<text x="{left + 9 * 34 + 8}" y="{ky + 9}" fill="{AXIS}">relative QPS; outlined: '
-        "slower or faster beyond chance; dot: undecided</text>"
-    )
+            box = (left + cell_w * j, y, cell_w, cell_h)
+            out += _heatmap_cell(step, col, cells.get((step, col)), box)
+    out += _heatmap_key(left, top + cell_h * len(steps) + 14)
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart heatmap" role="img" '
         f'aria-label="{escape(title)}" viewBox="0 0 {width} {height}" width="{width}" '

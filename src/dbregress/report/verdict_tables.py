@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping
-from typing import Any
 
 from dbregress.analysis import state
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
@@ -13,6 +12,9 @@ from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.collect.hostprobe import describe
+from dbregress.shapes.calibration import Calibration
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 
 # A mark says what the verdict claims, never what a single number looks like.
 QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
@@ -125,21 +127,21 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def noise_line(results: list[dict[str, Any]]) -> str:
+def noise_line(results: list[StepResult]) -> str:
     """One sentence on what else used the host during the measured windows ("" if no
     window says)."""
-    hosts = [r["host"] for r in results if r.get("status") == "ok" and r.get("host")]
+    hosts = [h for r in results if r.get("status") == "ok" and (h := r.get("host"))]
     if not hosts:
         return ""
-    steal = _median([h["steal_frac"] for h in hosts if h.get("steal_frac") is not None])
-    other = _median([h["other_cpu_frac"] for h in hosts if h.get("other_cpu_frac") is not None])
+    steal = _median([f for h in hosts if (f := h.get("steal_frac")) is not None])
+    other = _median([f for h in hosts if (f := h.get("other_cpu_frac")) is not None])
     return (
         f"Over {len(hosts)} measured windows, median steal {_pct(steal)} and median CPU "
         f"used by other processes {_pct(other)} of the host. "
     )
 
 
-def host_noise(results: list[dict[str, Any]], v: RunVerdicts) -> list[str]:
+def host_noise(results: list[StepResult], v: RunVerdicts) -> list[str]:
     """What else used the host during the measured windows, and which repeats it spoiled."""
     line = noise_line(results)
     if not line:
@@ -157,7 +159,7 @@ def host_noise(results: list[dict[str, Any]], v: RunVerdicts) -> list[str]:
     return out
 
 
-def calibration(cal: dict[str, Any] | None) -> list[str]:
+def calibration(cal: Calibration | None) -> list[str]:
     """The host's last calibration, so a reader knows what change these repeats can see."""
     if not cal:
         return []
@@ -176,7 +178,7 @@ def calibration(cal: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def probe_lines(cal: dict[str, Any]) -> list[str]:
+def probe_lines(cal: Calibration) -> list[str]:
     """What the host probes said before and after the A/A runs (collect/hostprobe.py)."""
     return [
         f"Host probe {when} the A/A runs, no engine running: {describe(probe)}."
@@ -185,12 +187,12 @@ def probe_lines(cal: dict[str, Any]) -> list[str]:
     ]
 
 
-def calibration_rows(cal: dict[str, Any]) -> list[list[str]]:
+def calibration_rows(cal: Calibration) -> list[list[str]]:
     """Per placement: median CV, median detectable change, the A/A run."""
     rows = []
     for mode, p in cal.get("placements", {}).items():
         steps = p.get("steps", [])
-        changes = [s["min_change"] for s in steps if s.get("min_change") is not None]
+        changes = [c for s in steps if (c := s.get("min_change")) is not None]
         rows.append(
             [
                 mode,
@@ -390,7 +392,7 @@ def _count(value: float | None) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def lanes_line(record: dict[str, Any], v: RunVerdicts) -> str:
+def lanes_line(record: RunJson, v: RunVerdicts) -> str:
     """Which lanes judged this run, and why a lane did not: the report's first claim."""
     gaps = lane_gaps(v, record)
     parts = []
@@ -430,7 +432,7 @@ COUNTING_STEPS = (
 )
 
 
-def counting_note(record: dict[str, Any], comparison: str) -> str:
+def counting_note(record: RunJson, comparison: str) -> str:
     """One line naming what the counting replays of a comparison changed."""
     engines = sorted(
         {

@@ -3,7 +3,13 @@ analysis writes them and every report and gate reads them."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict
+
+# A verdict's word: of the time and cost lanes (QPS: slower is worse; estimated cycles:
+# slower is more work), and of a per-operation metric, which says only which way it moved.
+VerdictWord: TypeAlias = Literal["slower", "faster", "same", "undecided"]
+MetricWord: TypeAlias = Literal["higher", "lower", "same", "undecided"]
+Lane: TypeAlias = Literal["time", "cost"]
 
 
 class Policy(TypedDict):
@@ -13,7 +19,7 @@ class Policy(TypedDict):
 
 
 class Lanes(TypedDict):
-    judged: list[Literal["time", "cost"]]
+    judged: list[Lane]
     not_judged: dict[str, str]
 
 
@@ -107,7 +113,7 @@ class RepeatCounts(TypedDict):
 class MetricVerdict(TypedDict):
     ratio: Ratio
     ci: Ci
-    verdict: Literal["higher", "lower", "same", "undecided"]
+    verdict: MetricWord
     unit: NotRequired[str]
     better: NotRequired[Literal["higher", "lower"]]
 
@@ -120,7 +126,7 @@ class Replays(TypedDict):
 class CountVerdict(TypedDict):
     ratio: Ratio
     ci: Ci
-    verdict: Literal["slower", "faster", "same", "undecided"]
+    verdict: VerdictWord
     replays: Replays
     base: NotRequired[float | None]
     value: NotRequired[float | None]
@@ -163,7 +169,7 @@ class CostVerdict(TypedDict):
     metric: Literal["estimated_cycles"]
     ratio: Ratio
     ci: Ci
-    verdict: Literal["slower", "faster", "same", "undecided"]
+    verdict: VerdictWord
     replays: Replays
     p_value: NotRequired[float | None]
     reason: NotRequired[str]
@@ -179,7 +185,7 @@ class StepVerdict(TypedDict):
     ratio: Ratio
     ci: Ci
     ci_confidence: NotRequired[float | None]
-    verdict: Literal["slower", "faster", "same", "undecided"]
+    verdict: VerdictWord
     p_value: NotRequired[float | None]
     repeats: RepeatCounts
     more_repeats: NotRequired[int | None]
@@ -209,7 +215,9 @@ class Verdicts(TypedDict):
     method: NotRequired[str]
     policy: Policy
     lanes: NotRequired[Lanes]
-    method_identity: NotRequired[dict[str, Any] | None]
+    # run.json's method identity as the run stored it (dbregress/method.py): every
+    # field a version or a hash, None where the host had no such tool
+    method_identity: NotRequired[dict[str, str | None] | None]
     io_efficiency: NotRequired[list[IoEfficiencyItem]]
     comparisons: list[VerdictComparison]
     disturbed: NotRequired[list[DisturbedItem]]
