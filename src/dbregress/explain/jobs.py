@@ -364,9 +364,7 @@ def _window(
     step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
     # where the window opened: skip_ops, or earlier once the cache was warm
     step["skip_ops"] = int(stepped.summary.get("window_skip_ops", choice.skip_ops))
-    window_stats = stepped.summary.get("window_engine_stats")
-    stats = dict(window_stats) if window_stats is not None else None
-    judged = state.judged(stats, close["ops"], choice.timed)
+    judged = state.judged(stepped.summary.get("window_engine_stats"), close["ops"], choice.timed)
     if judged:
         step["engine_state"] = judged["engine_state"]
         step["state_mismatch"] = judged["state_mismatch"]
