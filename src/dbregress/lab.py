@@ -29,6 +29,7 @@ from dbregress.benchmark_sizes import (
 from dbregress.lab_columns import Column, check_label, read_columns
 from dbregress.lab_flavors import attach, read_flavors
 from dbregress.records import JobId
+from dbregress.shapes import run as shapes
 from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
 # The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.
@@ -66,7 +67,7 @@ class Placement:
     server_cpus: frozenset[int] | None
     client_cpus: frozenset[int] | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Placement:
         def cpus(s: frozenset[int] | None) -> list[int] | None:
             return sorted(s) if s is not None else None
 
@@ -201,12 +202,14 @@ class Lab:
             return self.io_baseline
         return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)
 
-    def policy_record(self) -> dict[str, Any]:
+    def policy_record(self) -> shapes.VerdictPolicy:
         """Every setting a verdict of this lab's runs depends on, as run.json stores it:
         the verdict policy, the cost lane's replay rule and the time lane's repeat rule.
         Reports, compare, history and bisect judge a run with what it stored."""
         return {
-            **dataclasses.asdict(self.verdict),
+            "alpha": self.verdict.alpha,
+            "band": self.verdict.band,
+            "cost_band": self.verdict.cost_band,
             "count_replays": self.count_replays,
             "count_replays_max": self.count_replays_max,
             "repeats": {"min": self.repeats.minimum, "max": self.repeats.maximum},

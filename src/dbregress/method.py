@@ -39,6 +39,7 @@ from dbregress.collect import valgrind
 from dbregress.collect.valgrind import CACHES
 from dbregress.errors import DbregressError, LoadgenError
 from dbregress.loadgen import find_binary
+from dbregress.shapes.run import MethodIdentity
 
 # The counting replays' adjustments (engine settings that keep timed background work out
 # of the windows, the insert workload's lockstep, settled write steps, paced writers on
@@ -133,7 +134,7 @@ def libc() -> str:
     return f"{name} {version}".strip() or "unknown"
 
 
-def identity(binary: Path | None = None) -> dict[str, Any]:
+def identity(binary: Path | None = None) -> MethodIdentity:
     """This process's method identity (see the module's text)."""
     return {
         "dbregress": _git_describe() or __version__,

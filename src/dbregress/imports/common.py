@@ -13,7 +13,6 @@ them out and reports show them as missing.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -30,6 +29,7 @@ from dbregress.errors import DbregressError, StoreError
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId, StepResult
 from dbregress.run_record import RunRecord
+from dbregress.shapes.run import RunJson
 from dbregress.store.files import write_json
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
@@ -151,12 +151,13 @@ def number_repeats(repeats: Sequence[Repeat]) -> dict[str, dict[int, list[tuple[
 
 def run_record(
     name: str, kind: str, benchmark: str, files: Sequence[str], repeats: Sequence[Repeat]
-) -> dict[str, Any]:
+) -> RunJson:
     """run.json of an imported run: one comparison, the first label its base."""
     labels = list(dict.fromkeys(r.label for r in repeats))
     builds = {r.label: r.build for r in reversed(repeats) if r.build}
     versions = {r.label: r.version for r in reversed(repeats) if r.version}
     jobs = number_repeats(repeats)
+    policy = VerdictPolicy()  # today's defaults: an import states none
     return RunRecord(
         run_id=name,
         lab=name,
@@ -192,7 +193,7 @@ def run_record(
             for label, numbered in jobs.items()
             for n, steps in numbered.items()
         },
-        verdict_policy=dataclasses.asdict(VerdictPolicy()),
+        verdict_policy={"alpha": policy.alpha, "band": policy.band, "cost_band": policy.cost_band},
         cost_lane={"planned": False, "why_not": "an imported run has no counting replays"},
         page_cache=None,
     ).to_json()
