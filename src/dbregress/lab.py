@@ -257,23 +257,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     else:
         from_file = 'the lab\'s name comes from the file name: set name = "..." or rename it; '
         name = check_label(top, "name", path.stem, from_file)
-    if "comparison" in data:
-        for key in ("column", "benchmark", "insert", "kv", "micro"):
-            if key in data:
-                raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
-        raw = top.get("comparison", list)
-        if not raw:
-            raise top.fail("comparison", "a lab needs at least one [[comparison]] block")
-        comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
-    else:
-        comparisons = [_comparison_body(top, top)]
-    flavors = read_flavors(top)
-    within = "comparison[{}]." if "comparison" in data else ""
-    comparisons = [
-        dataclasses.replace(c, columns=attach(top, c.columns, flavors, within.format(i)))
-        for i, c in enumerate(comparisons)
-    ]
-    _check_unique(top, comparisons)
+    comparisons = _comparisons(top, data)
     lab = Lab(
         name=name,
         path=path,
@@ -298,6 +282,36 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         count=top.get("count", bool, None),
         count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
+    lab = _count_rules(top, lab)
+    top.reject_unknown()
+    return lab
+
+
+def _comparisons(top: TableReader, data: dict[str, Any]) -> list[Comparison]:
+    """The lab's [[comparison]] blocks, or the one comparison a lab without them is, with
+    the flavors' builds attached to their columns."""
+    if "comparison" in data:
+        for key in ("column", "benchmark", "insert", "kv", "micro"):
+            if key in data:
+                raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
+        raw = top.get("comparison", list)
+        if not raw:
+            raise top.fail("comparison", "a lab needs at least one [[comparison]] block")
+        comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
+    else:
+        comparisons = [_comparison_body(top, top)]
+    flavors = read_flavors(top)
+    within = "comparison[{}]." if "comparison" in data else ""
+    comparisons = [
+        dataclasses.replace(c, columns=attach(top, c.columns, flavors, within.format(i)))
+        for i, c in enumerate(comparisons)
+    ]
+    _check_unique(top, comparisons)
+    return comparisons
+
+
+def _count_rules(top: TableReader, lab: Lab) -> Lab:
+    """The lab with the cost lane's replay ceiling and its counted steps."""
     most = top.number(
         "count_replays_max", max(5, lab.count_replays), low=2, high=MAX_COUNT_REPLAYS, integer=True
     )
@@ -310,9 +324,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     steps = top.get("count_steps", list, [])
     if not all(isinstance(x, str) and x for x in steps):
         raise top.fail("count_steps", 'must be a list of step names, like ["qp100"]')
-    lab = dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
-    top.reject_unknown()
-    return lab
+    return dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
 
 
 def _check_unique(top: TableReader, comparisons: list[Comparison]) -> None:

@@ -38,6 +38,13 @@ def add_parser(sub: Any) -> None:
         "build. The builds are the registry's versions between GOOD and BAD (as `dbregress "
         "versions` lists them), or --builds in your order. Every run is kept.",
     )
+    _add_builds(p)
+    _add_measure(p)
+    p.set_defaults(func=run)
+
+
+def _add_builds(p: argparse.ArgumentParser) -> None:
+    """What is bisected: the good and bad builds, the builds between, or a tree's commits."""
     p.add_argument("good", nargs="?", help="ENGINE@VERSION of the good build")
     p.add_argument("bad", nargs="?", help="ENGINE@VERSION of the bad build")
     p.add_argument(
@@ -61,6 +68,10 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="with --src: every commit between GOOD and BAD, not only the first-parent line",
     )
+
+
+def _add_measure(p: argparse.ArgumentParser) -> None:
+    """How each point is measured and judged, where it is kept, and a resumed bisection."""
     p.add_argument("--step", help="the step to bisect (e.g. revrange, qp100)")
     p.add_argument(
         "--resume",
@@ -93,7 +104,6 @@ def add_parser(sub: Any) -> None:
         help="measure the points on a fleet: its Dask scheduler's address (docs/fleet.md)",
     )
     add_tls(p)
-    p.set_defaults(func=run)
 
 
 def _sizes(items: list[str]) -> dict[str, Any]:

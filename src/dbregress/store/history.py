@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
@@ -433,9 +433,9 @@ class _Acc:
 # -- the database ---------------------------------------------------------------------
 
 
-class History:
-    """The history file of a results root, opened (and created when missing). Use as a
-    context manager, or close() it. One History per thread: a connection is not shared."""
+class _Database:
+    """The history file opened (created when missing, a version 1 file migrated) and
+    its write transactions; _Index writes the runs into it, History reads them."""
 
     def __init__(self, results_root: Path) -> None:
         self.root = results_root
@@ -516,7 +516,7 @@ class History:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> History:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -552,7 +552,9 @@ class History:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"cannot write the run history {self.path}: {e}") from e
 
-    # -- writing ------------------------------------------------------------------
+
+class _Index(_Database):
+    """The history's writing: a run, a step result or a counting replay indexed."""
 
     def _run_path(self, run_dir: Path) -> str:
         try:
@@ -727,7 +729,10 @@ class History:
             for table in ("time_samples", "cost_samples", "run_columns", "runs"):
                 self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
-    # -- reading ------------------------------------------------------------------
+
+class History(_Index):
+    """The history file of a results root, opened (and created when missing). Use as a
+    context manager, or close() it. One History per thread: a connection is not shared."""
 
     def run_ids(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT run_id FROM runs")}
@@ -818,30 +823,7 @@ class History:
         runs' samples, oldest run first. Time: QPS per repeat, samples the host disturbed
         left out (counted in `left_out`) unless `disturbed`; cost: est. cycles/op per ok
         replay. Steps in the order they ran, columns in the lab's order."""
-        if lane == "time":
-            value, number, extra = "t.qps", "t.repeat", "t.disturbed"
-            table = "time_samples"
-        elif lane == "cost":
-            value, number, extra = "t.est_cycles_per_op", "t.replay", "NULL"
-            table = "cost_samples"
-        else:
-            raise ValueError(f"unknown lane {lane!r}")
-        sql = (
-            f"SELECT r.run_id, r.started, r.host_fingerprint, r.hostname, t.comparison, "
-            f"t.step, t.step_no, t.column, t.build, t.config, {value}, {extra}, "
-            f"COALESCE(c.position, 0), t.method_key FROM {table} t "
-            "JOIN runs r ON r.run_id = t.run_id "
-            "LEFT JOIN run_columns c ON c.run_id = t.run_id AND c.column = t.column "
-            f"WHERE r.lab = ? AND {value} IS NOT NULL"
-        )
-        args: list[Any] = [lab]
-        if step is not None:
-            sql += " AND t.step = ?"
-            args.append(step)
-        if host is not None:
-            sql += " AND (r.host_fingerprint = ? OR r.hostname = ?)"
-            args += [host, host]
-        sql += f" ORDER BY r.started IS NULL, r.started, r.run_id, {number}"
+        sql, args = _series_query(lab, step, lane, host)
         step_order: dict[tuple[str, str], int] = {}
         column_order: dict[str, int] = {}
         cells: dict[tuple[str, str, str, str | None], dict[str, _Acc]] = {}
@@ -876,6 +858,37 @@ class History:
             )
         )
         return out
+
+
+def _series_query(
+    lab: str, step: str | None, lane: Lane, host: str | None
+) -> tuple[str, list[Any]]:
+    """History.series's query: one row per sample of the lane, oldest run first."""
+    if lane == "time":
+        value, number, extra = "t.qps", "t.repeat", "t.disturbed"
+        table = "time_samples"
+    elif lane == "cost":
+        value, number, extra = "t.est_cycles_per_op", "t.replay", "NULL"
+        table = "cost_samples"
+    else:
+        raise ValueError(f"unknown lane {lane!r}")
+    sql = (
+        f"SELECT r.run_id, r.started, r.host_fingerprint, r.hostname, t.comparison, "
+        f"t.step, t.step_no, t.column, t.build, t.config, {value}, {extra}, "
+        f"COALESCE(c.position, 0), t.method_key FROM {table} t "
+        "JOIN runs r ON r.run_id = t.run_id "
+        "LEFT JOIN run_columns c ON c.run_id = t.run_id AND c.column = t.column "
+        f"WHERE r.lab = ? AND {value} IS NOT NULL"
+    )
+    args: list[Any] = [lab]
+    if step is not None:
+        sql += " AND t.step = ?"
+        args.append(step)
+    if host is not None:
+        sql += " AND (r.host_fingerprint = ? OR r.hostname = ?)"
+        args += [host, host]
+    sql += f" ORDER BY r.started IS NULL, r.started, r.run_id, {number}"
+    return sql, args
 
 
 def method_segments(s: StepSeries) -> list[StepSeries]:
