@@ -34,7 +34,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
@@ -52,9 +52,11 @@ Notify = Callable[[str], None]
 
 LANES = ("cost", "time")
 BENCHMARKS = ("insert", "kv", "micro")
+# A benchmark size as a lab file's [insert], [kv] or [micro] table holds it.
+Size: TypeAlias = int | float | str | list[str]
 # The benchmark's sizes at a bisection's points: the quickstart's (a point takes a minute
 # or two); `sizes` overrides any of them.
-DEFAULT_SIZES: dict[str, dict[str, Any]] = {
+DEFAULT_SIZES: dict[str, dict[str, Size]] = {
     "insert": {
         "clients": 1,
         "load_rows": 100000,
@@ -81,7 +83,7 @@ class BisectRequest:
     step: str
     config: str | None = None  # None: the engine's default profile
     lane: str = "cost"
-    sizes: dict[str, Any] = field(default_factory=dict)
+    sizes: dict[str, Size] = field(default_factory=dict)
     replays: int = 3  # counting replays per column at a point's first attempt
     attempts: int = ATTEMPTS
     # Releases, then commits: the source tree whose commits between the two adjacent

@@ -17,6 +17,7 @@ from dbregress.bisect import (
     Bisection,
     BisectRequest,
     Outcome,
+    Size,
     commits_after,
     registry_builds,
     source_builds,
@@ -106,16 +107,16 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
     add_tls(p)
 
 
-def _sizes(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _sizes(items: list[str]) -> dict[str, Size]:
+    out: dict[str, Size] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise LabError(f"--size {item!r}: write KEY=VALUE, e.g. --size keys=50000")
-        value: Any = text.strip()
+        value: Size = text.strip()
         for kind in (int, float):
             try:
-                value = kind(value)
+                value = kind(text.strip())
                 break
             except ValueError:
                 pass
