@@ -46,6 +46,7 @@ from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
+from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
 from dbregress.store.series import step_index
@@ -74,7 +75,7 @@ Lane = Literal["time", "cost"]
 class Stored(Protocol):
     """A step result object that gives its stored form (records.StepResult)."""
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> StepResultJson: ...
 
 
 # The host facts that name a class of machine: the same processor model, core count,
