@@ -1,0 +1,34 @@
+"""Records the results folder keeps beside its runs: a host's calibration
+(<results>/calibration/<hostname>.json, written by `dbregress calibrate`)."""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class PlacementNoise(TypedDict):
+    """One placement's A/A run: its id, the median over steps of the between-repeat CV
+    of QPS, and each step's noise (analysis/calibration.py StepNoise, as its fields)."""
+
+    run_id: str
+    median_cv: float | None
+    steps: list[dict[str, str | int | float | None]]
+
+
+class HostProbes(TypedDict):
+    """The host probes (collect/hostprobe.py) before and after the A/A runs; None when
+    calibrate was told not to probe."""
+
+    before: dict[str, Any] | None  # typed once collect/hostprobe.probe_host gives a shape
+    after: NotRequired[dict[str, Any] | None]
+
+
+class Calibration(TypedDict):
+    """What calibrate measured, as save_calibration stores it (after the schema version,
+    kind, time and host it adds): per placement the A/A noise, and the steadiest one."""
+
+    lab: str
+    change: float
+    placements: dict[str, PlacementNoise]
+    host_probe: HostProbes
+    steadiest: NotRequired[str | None]
