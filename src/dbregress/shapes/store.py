@@ -1,5 +1,6 @@
 """Records the results folder keeps beside its runs: a host's calibration
-(<results>/calibration/<hostname>.json, written by `dbregress calibrate`)."""
+(<results>/calibration/<hostname>.json, written by `dbregress calibrate`) and a run's
+cost lane (cost/lane.json in the run folder)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,23 @@ class Calibration(TypedDict):
     placements: dict[str, PlacementNoise]
     host_probe: HostProbes
     steadiest: NotRequired[str | None]
+
+
+class CostLaneRecord(TypedDict, total=False):
+    """cost/lane.json: how a run's cost lane counted (the lane writes every key; a lane
+    an earlier dbregress stored may lack the later ones, so readers take each with a
+    default)."""
+
+    schema_version: int  # added where the record is stored
+    kind: str  # "cost-lane"
+    took_s: float
+    workers: int
+    replays_per_column: int
+    replays_max: int
+    valgrind: str  # valgrind --version
+    method: str
+    caches: list[str]  # the cache simulation's options
+    cycles_model: dict[str, int]  # cache level -> cycles per miss (l1, ll, ram)
+    replay_settings: dict[str, dict[str, str]]  # engine family -> setting -> value
+    lockstep_steps: list[str]
+    skipped: dict[str, str]  # comparison/step -> why it was not counted
