@@ -7,7 +7,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dbregress import interrupts
 from dbregress.bisect import (
@@ -124,8 +124,16 @@ def _sizes(items: list[str]) -> dict[str, Size]:
     return out
 
 
+class _Then(TypedDict, total=False):
+    """Releases, then commits: the second phase's fields of a BisectRequest."""
+
+    then_src: str
+    then_flavor: str
+    then_all_commits: bool
+
+
 def request_of(args: argparse.Namespace) -> BisectRequest:
-    then: dict[str, Any] = {}
+    then: _Then = {}
     if args.src and args.good and args.bad and "@" in args.good and "@" in args.bad:
         # releases first, then the commits between the adjacent two
         builds = registry_builds(args.good, args.bad)
