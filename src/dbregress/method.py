@@ -156,7 +156,7 @@ def key(method: Mapping[str, Any] | None) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+def differences(old: MethodIdentity | None, new: MethodIdentity | None) -> list[str]:
     """What changed between two identities, in words: "loadgen binary 1a2b.. -> 3c4d..".
     A side that stored no identity is "not recorded"."""
     if not old or not new:

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol, Self
+from typing import Any, Literal, Protocol, Self, cast
 
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
+from dbregress.shapes.run import MethodIdentity
 from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
@@ -206,7 +207,7 @@ class RunInfo:
     hostname: str | None
     path: str
     policy: Mapping[str, Any]
-    method: Mapping[str, Any] | None = None  # how it was measured (dbregress/method.py)
+    method: MethodIdentity | None = None  # how it was measured (dbregress/method.py)
 
 
 @dataclass(frozen=True)
@@ -767,7 +768,7 @@ class History(_Index):
                     hostname,
                     path,
                     json.loads(policy),
-                    json.loads(how) if how else None,
+                    cast(MethodIdentity, json.loads(how)) if how else None,
                 )
             )
         return out
