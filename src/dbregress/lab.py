@@ -257,7 +257,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     else:
         from_file = 'the lab\'s name comes from the file name: set name = "..." or rename it; '
         name = check_label(top, "name", path.stem, from_file)
-    comparisons = _comparisons(top, data)
+    comparisons = _comparisons(top)
     lab = Lab(
         name=name,
         path=path,
@@ -287,9 +287,10 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     return lab
 
 
-def _comparisons(top: TableReader, data: dict[str, Any]) -> list[Comparison]:
+def _comparisons(top: TableReader) -> list[Comparison]:
     """The lab's [[comparison]] blocks, or the one comparison a lab without them is, with
     the flavors' builds attached to their columns."""
+    data = top.data
     if "comparison" in data:
         for key in ("column", "benchmark", "insert", "kv", "micro"):
             if key in data:

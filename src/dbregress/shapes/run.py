@@ -156,6 +156,25 @@ class PageCache(TypedDict):
     failed: NotRequired[str | None]
 
 
+class FleetStore(TypedDict):
+    """What storing a fleet run's messages cost the coordinator (fleet/ship.py)."""
+
+    messages: int
+    busy_s: float
+
+
+class FleetUnit(TypedDict):
+    """One unit of a fleet run's timeline (fleet/coordinator.py): where it ran and when
+    it was handed over, started, ended and received (epoch seconds)."""
+
+    unit: str
+    host: str
+    submitted: float | None
+    started: float | None
+    ended: float | None
+    received: float
+
+
 class RunJson(TypedDict):
     schema_version: Literal[1]
     kind: Literal["run"]
@@ -182,12 +201,15 @@ class RunJson(TypedDict):
     verdict_policy: NotRequired[VerdictPolicy]
     cost_lane: NotRequired[CostLane | None]
     method_identity: NotRequired[MethodIdentity | None]
+    # a fleet run's counting identity (fleet/host.py; typed once fleet/ names its shape)
     count_identity: NotRequired[dict[str, Any] | None]
     inject_slowdown: NotRequired[dict[str, float]]
     rounds: NotRequired[list[Round]]
     page_cache: NotRequired[PageCache | None]
     device_baseline: NotRequired[dict[str, DeviceBaseline]]
+    # a fleet run's hosts by name, each its fingerprint (fleet/host.py; typed once fleet/
+    # names its shape)
     hosts: NotRequired[dict[str, Any] | list[Any]]
-    fleet_plan: NotRequired[dict[str, Any]]
-    fleet_store: NotRequired[dict[str, Any]]
-    fleet_units: NotRequired[list[Any] | dict[str, Any]]
+    fleet_plan: NotRequired[dict[str, list[str]]]  # comparison -> the hosts it runs on
+    fleet_store: NotRequired[FleetStore]
+    fleet_units: NotRequired[list[FleetUnit]]

@@ -176,7 +176,8 @@ class RunWriter:
         self._save()
 
     def set_job(self, job: Job, info: dict[str, Any]) -> None:
-        """The job's entry (a JobEntry; a fleet worker's writer passes on its message's)."""
+        """The job's entry (a JobEntry; a fleet worker's writer passes on its message's).
+        `info` typed once fleet/ship.py's override and message take a JobEntry."""
         self.record["jobs"][job.name] = info
         self._save()
 
@@ -201,7 +202,8 @@ class RunWriter:
 
     def add_failure_record(self, failure: dict[str, Any]) -> None:
         """A failure as stored (where, type, message, traceback): one a fleet worker
-        recorded, received by the coordinator."""
+        recorded, received by the coordinator. Typed (a Failure) once fleet/ship.py's
+        override and message take one."""
         self.record["failures"].append(failure)
         self._save()
 
