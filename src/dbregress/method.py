@@ -30,9 +30,7 @@ import json
 import os
 import platform
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from dbregress import __version__
 from dbregress.collect import valgrind
@@ -147,7 +145,7 @@ def identity(binary: Path | None = None) -> MethodIdentity:
     }
 
 
-def key(method: Mapping[str, Any] | None) -> str | None:
+def key(method: MethodIdentity | None) -> str | None:
     """A short stable name of an identity: equal keys, equal methods. None for a run
     that stored none (made before identities were stored, or imported)."""
     if not method:
@@ -169,6 +167,6 @@ def differences(old: MethodIdentity | None, new: MethodIdentity | None) -> list[
     return out
 
 
-def _short(v: Any) -> str:
+def _short(v: object) -> str:
     text = str(v) if v is not None else "none"
     return text if len(text) <= 40 else text[:37] + "..."
