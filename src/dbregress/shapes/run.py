@@ -3,7 +3,7 @@ record is built by run_record.RunRecord; these are what readers get back."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 
 class Imported(TypedDict):
@@ -175,6 +175,56 @@ class FleetUnit(TypedDict):
     received: float
 
 
+class CountIdentity(TypedDict):
+    """A fleet run's counting identity (fleet/host.py count_identity): the measurement
+    identity its counting replays share, its key, who chose it, the workers that have
+    it and, per worker left out, the fields in which it differs."""
+
+    dbregress: str | None
+    loadgen_sha256: str | None
+    valgrind_version: str | None
+    libc: str | None
+    key: str
+    chosen_by: str
+    hosts: list[str]
+    left_out: dict[str, str]
+
+
+class HostCalibration(TypedDict):
+    """A worker's latest calibration, in brief: when, its steadiest placement and that
+    placement's median CV."""
+
+    measured_at: str | None
+    placement: str | None
+    median_cv: float | None
+
+
+class HostFingerprint(TypedDict):
+    """What a fleet worker tells the coordinator about its host (fleet/host.py
+    fingerprint), with the address it was found at and, for a noisy host, why it was
+    left out."""
+
+    name: str
+    hostname: str
+    dbregress: str
+    cpu_model: str | None
+    cpu_count: int | None
+    mem_gib: int | None
+    machine: str
+    kernel_release: str
+    governor: str | None
+    virt: str
+    valgrind: bool
+    loadgen_sha256: str | None
+    valgrind_version: str | None
+    libc: str
+    calibration: HostCalibration | None
+    group: str
+    count_key: str
+    address: NotRequired[str]
+    left_out: NotRequired[str]
+
+
 class RunJson(TypedDict):
     schema_version: Literal[1]
     kind: Literal["run"]
@@ -201,15 +251,12 @@ class RunJson(TypedDict):
     verdict_policy: NotRequired[VerdictPolicy]
     cost_lane: NotRequired[CostLane | None]
     method_identity: NotRequired[MethodIdentity | None]
-    # a fleet run's counting identity (fleet/host.py; typed once fleet/ names its shape)
-    count_identity: NotRequired[dict[str, Any] | None]
+    count_identity: NotRequired[CountIdentity | None]
     inject_slowdown: NotRequired[dict[str, float]]
     rounds: NotRequired[list[Round]]
     page_cache: NotRequired[PageCache | None]
     device_baseline: NotRequired[dict[str, DeviceBaseline]]
-    # a fleet run's hosts by name, each its fingerprint (fleet/host.py; typed once fleet/
-    # names its shape)
-    hosts: NotRequired[dict[str, Any] | list[Any]]
+    hosts: NotRequired[dict[str, HostFingerprint]]  # a fleet run's hosts by name
     fleet_plan: NotRequired[dict[str, list[str]]]  # comparison -> the hosts it runs on
     fleet_store: NotRequired[FleetStore]
     fleet_units: NotRequired[list[FleetUnit]]
