@@ -46,7 +46,7 @@ from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
-from dbregress.shapes.run import MethodIdentity
+from dbregress.shapes.run import HostFacts, MethodIdentity
 from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
@@ -174,7 +174,7 @@ def history_path(results_root: Path) -> Path:
     return results_root / FILENAME
 
 
-def host_fingerprint(host: Mapping[str, Any] | None) -> str | None:
+def host_fingerprint(host: HostFacts | None) -> str | None:
     """A short hash of the host facts that name the machine's class (FINGERPRINT_FACTS);
     None when the run records none of them (an import). Memory is rounded to GiB: the
     kernel's reserve moves MemTotal by a few MiB between boots and kernels."""
@@ -571,7 +571,7 @@ class _Index(_Database):
         started = _utc(record.get("started_at"))
         if started is None and isinstance(imported, dict):
             started = _utc(imported.get("imported_at"))
-        host = record.get("host") or {}
+        host: HostFacts = record.get("host") or HostFacts()
         policy = record.get("verdict_policy") or {}
         how = record.get("method_identity")
         self._db.execute(
