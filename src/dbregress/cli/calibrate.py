@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import interrupts
 from dbregress.analysis.calibration import (
@@ -23,7 +23,7 @@ from dbregress.collect.hostprobe import describe, probe_host
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
-from dbregress.shapes.store import Calibration, PlacementNoise
+from dbregress.shapes.store import Calibration, HostProbe, PlacementNoise
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
 from dbregress.workflow import runner_for
@@ -182,15 +182,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probe(when: str, seconds: float) -> dict[str, Any] | None:
+def _probe(when: str, seconds: float) -> HostProbe | None:
     """The host probes (collect/hostprobe.py), with no engine running."""
-    # typed once probe_host and describe take a HostProbe shape
     if seconds <= 0:
         return None
     result = probe_host(seconds)
     print(f"Host probe {when} the A/A runs ({seconds:g} s): {describe(result)}", flush=True)
     print(flush=True)
-    return result
+    return cast(HostProbe, result)  # probe_host gives its JSON object: that shape
 
 
 def _steadiest(placements: dict[str, PlacementNoise]) -> str | None:

@@ -4,7 +4,7 @@ cost lane (cost/lane.json in the run folder)."""
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 
 class PlacementNoise(TypedDict):
@@ -16,12 +16,33 @@ class PlacementNoise(TypedDict):
     steps: list[dict[str, str | int | float | None]]
 
 
-class HostProbes(TypedDict):
-    """The host probes (collect/hostprobe.py) before and after the A/A runs; None when
-    calibrate was told not to probe."""
+class ProbeBlocks(TypedDict):
+    """One host probe's rates in consecutive blocks, and what they say
+    (collect/hostprobe.py Probe, as its fields)."""
 
-    before: dict[str, Any] | None  # typed once collect/hostprobe.probe_host gives a shape
-    after: NotRequired[dict[str, Any] | None]
+    name: str
+    block_s: float
+    rates: list[float]  # work units per second, one per block
+    cv: float | None  # coefficient of variation of the block rates
+    low: float | None  # slowest block / median
+    high: float | None  # fastest block / median
+
+
+class HostProbe(TypedDict):
+    """The host probes of one moment (collect/hostprobe.py probe_host): the memory
+    probe's buffer size and each probe's blocks."""
+
+    buffer_bytes: int
+    cpu: ProbeBlocks
+    memory: ProbeBlocks
+
+
+class HostProbes(TypedDict):
+    """The host probes before and after the A/A runs; None when calibrate was told not
+    to probe."""
+
+    before: HostProbe | None
+    after: NotRequired[HostProbe | None]
 
 
 class Calibration(TypedDict):
