@@ -34,7 +34,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from dbregress import benchmarks, provision
 from dbregress.analysis.compare import compare_run
@@ -52,9 +52,11 @@ Notify = Callable[[str], None]
 
 LANES = ("cost", "time")
 BENCHMARKS = ("insert", "kv", "micro")
+# A benchmark size as a lab file's [insert], [kv] or [micro] table holds it.
+Size: TypeAlias = int | float | str | list[str]
 # The benchmark's sizes at a bisection's points: the quickstart's (a point takes a minute
 # or two); `sizes` overrides any of them.
-DEFAULT_SIZES: dict[str, dict[str, Any]] = {
+DEFAULT_SIZES: dict[str, dict[str, Size]] = {
     "insert": {
         "clients": 1,
         "load_rows": 100000,
@@ -81,7 +83,7 @@ class BisectRequest:
     step: str
     config: str | None = None  # None: the engine's default profile
     lane: str = "cost"
-    sizes: dict[str, Any] = field(default_factory=dict)
+    sizes: dict[str, Size] = field(default_factory=dict)
     replays: int = 3  # counting replays per column at a point's first attempt
     attempts: int = ATTEMPTS
     # Releases, then commits: the source tree whose commits between the two adjacent
@@ -112,6 +114,42 @@ class Probe:
     hi_vs_lo: Verdict
     took_s: float
     decision: str = ""
+
+
+class VerdictJson(TypedDict):
+    """A Verdict as bisect.json stores it (a bisection of an earlier dbregress may lack
+    the reason)."""
+
+    word: str
+    ratio: float | None
+    ci: list[float] | None
+    reason: NotRequired[str]
+
+
+class ProbeJson(TypedDict):
+    """A measured point as bisect.json stores it (asdict of a Probe)."""
+
+    lo: str
+    mid: str
+    hi: str
+    run: str
+    attempt: int
+    mid_vs_lo: VerdictJson
+    mid_vs_hi: VerdictJson
+    hi_vs_lo: VerdictJson
+    took_s: NotRequired[float]
+    decision: NotRequired[str]
+
+
+class CurrentPoint(TypedDict):
+    """The point being measured, and its run folder, kept in bisect.json so that a
+    resumed bisection continues that run instead of starting the point over."""
+
+    lo: str
+    mid: str
+    hi: str
+    attempt: int
+    run: str
 
 
 @dataclass
@@ -293,12 +331,13 @@ def _verdict_of(run: Path, comparison: str, base: str, label: str, step: str, la
     return Verdict(t.verdict, t.ratio, t.ci, t.reason)
 
 
-def _verdict_from(v: dict[str, Any]) -> Verdict:
-    ci = (float(v["ci"][0]), float(v["ci"][1])) if v.get("ci") is not None else None
+def _verdict_from(v: VerdictJson) -> Verdict:
+    pair = v.get("ci")
+    ci = (float(pair[0]), float(pair[1])) if pair is not None else None
     return Verdict(str(v["word"]), v.get("ratio"), ci, str(v.get("reason", "")))
 
 
-def _point_from(d: dict[str, Any]) -> Probe:
+def _point_from(d: ProbeJson) -> Probe:
     return Probe(
         lo=str(d["lo"]),
         mid=str(d["mid"]),
@@ -315,9 +354,10 @@ def _point_from(d: dict[str, Any]) -> Probe:
 
 def load_state(
     root: Path,
-) -> tuple[BisectRequest, list[Probe], dict[str, str], dict[str, Any] | None]:
+) -> tuple[BisectRequest, list[Probe], dict[str, str], CurrentPoint | None]:
     """A stopped bisection's request, measured points, skipped builds and the point it
-    was measuring, from its bisect.json."""
+    was measuring, from its bisect.json (as json.loads reads it: its points and current
+    point are taken as the shapes _save wrote, each field converted where it is read)."""
     path = root / "bisect.json"
     try:
         state = json.loads(path.read_text())
@@ -350,7 +390,7 @@ class Bisection:
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
         self.done: dict[tuple[str, str, str, int], Probe] = {}  # measured before a resume
-        self.current: dict[str, Any] | None = None  # the point being measured
+        self.current: CurrentPoint | None = None  # the point being measured
         self.root.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -396,7 +436,7 @@ class Bisection:
             resume=again,
             history=False,
         )
-        self.current = {**where, "run": runner.path.name}
+        self.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": runner.path.name}
         self._save()
         verb = "resuming" if again is not None else "measuring"
         self.notify(f"bisect: {verb} {mid} between {lo} and {hi} ({runner.path.name})")

@@ -29,6 +29,7 @@ from dbregress.benchmark_sizes import (
 from dbregress.lab_columns import Column, check_label, read_columns
 from dbregress.lab_flavors import attach, read_flavors
 from dbregress.records import JobId
+from dbregress.shapes import run as shapes
 from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
 # The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.
@@ -66,7 +67,7 @@ class Placement:
     server_cpus: frozenset[int] | None
     client_cpus: frozenset[int] | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> shapes.Placement:
         def cpus(s: frozenset[int] | None) -> list[int] | None:
             return sorted(s) if s is not None else None
 
@@ -201,12 +202,14 @@ class Lab:
             return self.io_baseline
         return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)
 
-    def policy_record(self) -> dict[str, Any]:
+    def policy_record(self) -> shapes.VerdictPolicy:
         """Every setting a verdict of this lab's runs depends on, as run.json stores it:
         the verdict policy, the cost lane's replay rule and the time lane's repeat rule.
         Reports, compare, history and bisect judge a run with what it stored."""
         return {
-            **dataclasses.asdict(self.verdict),
+            "alpha": self.verdict.alpha,
+            "band": self.verdict.band,
+            "cost_band": self.verdict.cost_band,
             "count_replays": self.count_replays,
             "count_replays_max": self.count_replays_max,
             "repeats": {"min": self.repeats.minimum, "max": self.repeats.maximum},
@@ -254,23 +257,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     else:
         from_file = 'the lab\'s name comes from the file name: set name = "..." or rename it; '
         name = check_label(top, "name", path.stem, from_file)
-    if "comparison" in data:
-        for key in ("column", "benchmark", "insert", "kv", "micro"):
-            if key in data:
-                raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
-        raw = top.get("comparison", list)
-        if not raw:
-            raise top.fail("comparison", "a lab needs at least one [[comparison]] block")
-        comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
-    else:
-        comparisons = [_comparison_body(top, top)]
-    flavors = read_flavors(top)
-    within = "comparison[{}]." if "comparison" in data else ""
-    comparisons = [
-        dataclasses.replace(c, columns=attach(top, c.columns, flavors, within.format(i)))
-        for i, c in enumerate(comparisons)
-    ]
-    _check_unique(top, comparisons)
+    comparisons = _comparisons(top)
     lab = Lab(
         name=name,
         path=path,
@@ -295,6 +282,37 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         count=top.get("count", bool, None),
         count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
+    lab = _count_rules(top, lab)
+    top.reject_unknown()
+    return lab
+
+
+def _comparisons(top: TableReader) -> list[Comparison]:
+    """The lab's [[comparison]] blocks, or the one comparison a lab without them is, with
+    the flavors' builds attached to their columns."""
+    data = top.data
+    if "comparison" in data:
+        for key in ("column", "benchmark", "insert", "kv", "micro"):
+            if key in data:
+                raise top.fail(key, "with [[comparison]] blocks, put this inside each of them")
+        raw = top.get("comparison", list)
+        if not raw:
+            raise top.fail("comparison", "a lab needs at least one [[comparison]] block")
+        comparisons = [_comparison(top, i, c) for i, c in enumerate(raw)]
+    else:
+        comparisons = [_comparison_body(top, top)]
+    flavors = read_flavors(top)
+    within = "comparison[{}]." if "comparison" in data else ""
+    comparisons = [
+        dataclasses.replace(c, columns=attach(top, c.columns, flavors, within.format(i)))
+        for i, c in enumerate(comparisons)
+    ]
+    _check_unique(top, comparisons)
+    return comparisons
+
+
+def _count_rules(top: TableReader, lab: Lab) -> Lab:
+    """The lab with the cost lane's replay ceiling and its counted steps."""
     most = top.number(
         "count_replays_max", max(5, lab.count_replays), low=2, high=MAX_COUNT_REPLAYS, integer=True
     )
@@ -307,9 +325,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
     steps = top.get("count_steps", list, [])
     if not all(isinstance(x, str) and x for x in steps):
         raise top.fail("count_steps", 'must be a list of step names, like ["qp100"]')
-    lab = dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
-    top.reject_unknown()
-    return lab
+    return dataclasses.replace(lab, count_replays_max=most, count_steps=tuple(steps))
 
 
 def _check_unique(top: TableReader, comparisons: list[Comparison]) -> None:

@@ -53,11 +53,11 @@ def read_flavors(top: TableReader) -> Flavors:
     return out
 
 
-def _recipe(r: TableReader, family: str, base: Path) -> dict[str, Any]:
+def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
     """The table's recipe, each key of its family type-checked (a key of the other
     family, or a misspelt one, is an unknown key), its defaults written by
     source.normalized as a shipped flavor's are."""
-    raw: dict[str, Any] = {}
+    raw: source.RawRecipe = {}
     for key in source.RECIPE_KEYS[family]:
         if key == "patches" or key not in r.data:
             continue
@@ -72,7 +72,7 @@ def _recipe(r: TableReader, family: str, base: Path) -> dict[str, Any]:
     return source.normalized(family, raw)
 
 
-def _patch(r: TableReader, i: int, item: Any, base: Path) -> dict[str, str]:
+def _patch(r: TableReader, i: int, item: Any, base: Path) -> source.Patch:
     if not isinstance(item, dict):
         raise r.fail("patches", 'each patch is a table: { file = "x.patch", versions = "<8.0.20" }')
     p = r.child(f"patches[{i}]", item)

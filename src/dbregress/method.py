@@ -30,15 +30,14 @@ import json
 import os
 import platform
 import subprocess
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from dbregress import __version__
 from dbregress.collect import valgrind
 from dbregress.collect.valgrind import CACHES
 from dbregress.errors import DbregressError, LoadgenError
 from dbregress.loadgen import find_binary
+from dbregress.shapes.run import MethodIdentity
 
 # The counting replays' adjustments (engine settings that keep timed background work out
 # of the windows, the insert workload's lockstep, settled write steps, paced writers on
@@ -133,7 +132,7 @@ def libc() -> str:
     return f"{name} {version}".strip() or "unknown"
 
 
-def identity(binary: Path | None = None) -> dict[str, Any]:
+def identity(binary: Path | None = None) -> MethodIdentity:
     """This process's method identity (see the module's text)."""
     return {
         "dbregress": _git_describe() or __version__,
@@ -146,7 +145,7 @@ def identity(binary: Path | None = None) -> dict[str, Any]:
     }
 
 
-def key(method: Mapping[str, Any] | None) -> str | None:
+def key(method: MethodIdentity | None) -> str | None:
     """A short stable name of an identity: equal keys, equal methods. None for a run
     that stored none (made before identities were stored, or imported)."""
     if not method:
@@ -155,7 +154,7 @@ def key(method: Mapping[str, Any] | None) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> list[str]:
+def differences(old: MethodIdentity | None, new: MethodIdentity | None) -> list[str]:
     """What changed between two identities, in words: "loadgen binary 1a2b.. -> 3c4d..".
     A side that stored no identity is "not recorded"."""
     if not old or not new:
@@ -168,6 +167,6 @@ def differences(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) ->
     return out
 
 
-def _short(v: Any) -> str:
+def _short(v: object) -> str:
     text = str(v) if v is not None else "none"
     return text if len(text) <= 40 else text[:37] + "..."

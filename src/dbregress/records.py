@@ -18,11 +18,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, cast
 
 import jsonschema
 
 from dbregress.errors import StoreError
+from dbregress.shapes.step_result import StepError as StepErrorJson
+from dbregress.shapes.step_result import StepResult as StepResultJson
 
 _JOB = re.compile(r"(?P<label>.+)/r(?P<repeat>\d+)")
 
@@ -134,19 +136,21 @@ class StepResult:
             StepError(**e) if isinstance(e, dict) else None,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> StepResultJson:
+        """The stored form: the identity keys first, then the figures (the schema holds
+        both to the shape, in ok() and failed())."""
+        out: StepResultJson = {
             "schema_version": SCHEMA_VERSION,
             "kind": "step",
             "column": self.job.label,
             "repeat": self.job.repeat,
             "step": self.step,
-            "status": self.status,
+            "status": cast(Literal["ok", "failed"], self.status),
         }
         if self.error is not None:
             error = {k: v for k, v in asdict(self.error).items() if v is not None}
-            out["error"] = error
-        return {**out, **self.figures}
+            out["error"] = cast(StepErrorJson, error)  # traceback only when there is one
+        return cast(StepResultJson, {**out, **self.figures})
 
     def check(self, where: str) -> None:
         _check(self.to_json(), where)

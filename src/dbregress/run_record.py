@@ -15,18 +15,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, cast
 
 from dbregress.errors import StoreError
 from dbregress.records import schema_validator
+from dbregress.shapes.run import (
+    BuildIdentity,
+    ColumnEntry,
+    ComparisonEntry,
+    CostLane,
+    HostFacts,
+    Imported,
+    JobEntry,
+    MethodIdentity,
+    PageCache,
+    Placement,
+    Repeats,
+    RunJson,
+    VerdictPolicy,
+)
 
 SCHEMA_VERSION = 1
 RUN_SCHEMA = "run.schema.json"
 STATUSES = ("running", "ok", "failed", "interrupted")
+Status = Literal["running", "ok", "failed", "interrupted"]
 
 # Fields added to run.json after its first version, and what a record written before
 # them meant by not having them: none of them was known, so none is claimed.
-ADDED_LATER: dict[str, Any] = {
+ADDED_LATER: dict[str, None] = {
     "schedule": None,  # the jobs schedule (the only one then)
     "slice_ms": None,
     "cost_lane": None,  # unknown: the reports look for cost/lane.json
@@ -39,7 +55,8 @@ class NotARunRecord(StoreError):
 
 
 def check_run(value: Mapping[str, Any], where: str) -> None:
-    """NotARunRecord naming the first field of `value` that does not fit the schema."""
+    """NotARunRecord naming the first field of `value` (a record as read, or one being
+    written) that does not fit the schema."""
     errors = sorted(
         schema_validator(RUN_SCHEMA).iter_errors(value), key=lambda e: list(e.absolute_path)
     )
@@ -52,11 +69,12 @@ def check_run(value: Mapping[str, Any], where: str) -> None:
         )
 
 
-def upgrade_run(value: dict[str, Any]) -> dict[str, Any]:
-    """A record as read, with the fields added since it was written filled in
-    (ADDED_LATER); the file is not rewritten."""
+def upgrade_run(value: dict[str, Any]) -> RunJson:
+    """A record as read (run.json's JSON object), with the fields added since it was
+    written filled in (ADDED_LATER); the file is not rewritten. The caller checks the
+    result against the schema (check_run) before it reads it as a RunJson."""
     missing = {k: v for k, v in ADDED_LATER.items() if k not in value}
-    return {**value, **missing} if missing else value
+    return cast(RunJson, {**value, **missing} if missing else value)
 
 
 @dataclass
@@ -65,34 +83,33 @@ class RunRecord:
 
     run_id: str
     lab: str
-    comparisons: list[dict[str, Any]]
-    columns: list[dict[str, Any]]
-    placement: dict[str, Any]
-    verdict_policy: dict[str, Any]
-    cost_lane: dict[str, Any]
-    status: str = "running"
+    comparisons: list[ComparisonEntry]
+    columns: list[ColumnEntry]
+    placement: Placement
+    verdict_policy: VerdictPolicy
+    cost_lane: CostLane
+    status: Status = "running"
     started_at: str | None = None
     finished_at: str | None = None
-    host: dict[str, Any] = field(default_factory=dict)
-    builds: dict[str, Any] = field(default_factory=dict)
-    jobs: dict[str, Any] = field(default_factory=dict)
-    repeats: dict[str, int | None] = field(default_factory=lambda: {"min": None, "max": None})
+    host: HostFacts = field(default_factory=lambda: HostFacts())
+    builds: dict[str, BuildIdentity] = field(default_factory=dict)
+    jobs: dict[str, JobEntry] = field(default_factory=dict)
+    repeats: Repeats = field(default_factory=lambda: Repeats(min=None, max=None))
     order: str | None = None
     schedule: str | None = None
     slice_ms: int | None = None
     seed: int | None = None
     warmup_job: bool = False
-    method_identity: dict[str, Any] | None = None
+    method_identity: MethodIdentity | None = None
     inject_slowdown: dict[str, float] = field(default_factory=dict)
-    page_cache: dict[str, Any] | None = field(
-        default_factory=lambda: {"dropped": 0, "failed": None}
-    )
-    imported: dict[str, Any] | None = None  # an imported run: what it was read from
+    page_cache: PageCache | None = field(default_factory=lambda: PageCache(dropped=0, failed=None))
+    imported: Imported | None = None  # an imported run: what it was read from
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RunJson:
         """The record as written, checked; its fields in the order run.json has always
-        had them (an imported run has no schedule, slice or method)."""
-        value: dict[str, Any] = {
+        had them (an imported run has no schedule, slice or method), so it is assembled
+        as the JSON object it becomes and read as a RunJson once the schema passed it."""
+        value: dict[str, object] = {
             "schema_version": SCHEMA_VERSION,
             "kind": "run",
             "run_id": self.run_id,
@@ -122,4 +139,4 @@ class RunRecord:
             value["method_identity"] = self.method_identity
         value.update(inject_slowdown=self.inject_slowdown, rounds=[], page_cache=self.page_cache)
         check_run(value, f"run {self.run_id}")
-        return value
+        return cast(RunJson, value)

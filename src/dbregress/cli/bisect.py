@@ -7,7 +7,7 @@ import dataclasses
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dbregress import interrupts
 from dbregress.bisect import (
@@ -17,6 +17,7 @@ from dbregress.bisect import (
     Bisection,
     BisectRequest,
     Outcome,
+    Size,
     commits_after,
     registry_builds,
     source_builds,
@@ -38,6 +39,13 @@ def add_parser(sub: Any) -> None:
         "build. The builds are the registry's versions between GOOD and BAD (as `dbregress "
         "versions` lists them), or --builds in your order. Every run is kept.",
     )
+    _add_builds(p)
+    _add_measure(p)
+    p.set_defaults(func=run)
+
+
+def _add_builds(p: argparse.ArgumentParser) -> None:
+    """What is bisected: the good and bad builds, the builds between, or a tree's commits."""
     p.add_argument("good", nargs="?", help="ENGINE@VERSION of the good build")
     p.add_argument("bad", nargs="?", help="ENGINE@VERSION of the bad build")
     p.add_argument(
@@ -61,6 +69,10 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="with --src: every commit between GOOD and BAD, not only the first-parent line",
     )
+
+
+def _add_measure(p: argparse.ArgumentParser) -> None:
+    """How each point is measured and judged, where it is kept, and a resumed bisection."""
     p.add_argument("--step", help="the step to bisect (e.g. revrange, qp100)")
     p.add_argument(
         "--resume",
@@ -93,19 +105,18 @@ def add_parser(sub: Any) -> None:
         help="measure the points on a fleet: its Dask scheduler's address (docs/fleet.md)",
     )
     add_tls(p)
-    p.set_defaults(func=run)
 
 
-def _sizes(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _sizes(items: list[str]) -> dict[str, Size]:
+    out: dict[str, Size] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
             raise LabError(f"--size {item!r}: write KEY=VALUE, e.g. --size keys=50000")
-        value: Any = text.strip()
+        value: Size = text.strip()
         for kind in (int, float):
             try:
-                value = kind(value)
+                value = kind(text.strip())
                 break
             except ValueError:
                 pass
@@ -113,8 +124,16 @@ def _sizes(items: list[str]) -> dict[str, Any]:
     return out
 
 
+class _Then(TypedDict, total=False):
+    """Releases, then commits: the second phase's fields of a BisectRequest."""
+
+    then_src: str
+    then_flavor: str
+    then_all_commits: bool
+
+
 def request_of(args: argparse.Namespace) -> BisectRequest:
-    then: dict[str, Any] = {}
+    then: _Then = {}
     if args.src and args.good and args.bad and "@" in args.good and "@" in args.bad:
         # releases first, then the commits between the adjacent two
         builds = registry_builds(args.good, args.bad)

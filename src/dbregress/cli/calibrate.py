@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import interrupts
 from dbregress.analysis.calibration import (
@@ -23,6 +23,7 @@ from dbregress.collect.hostprobe import describe, probe_host
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
+from dbregress.shapes.store import Calibration, HostProbe, PlacementNoise
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
 from dbregress.workflow import runner_for
@@ -144,8 +145,12 @@ def run(args: argparse.Namespace) -> int:
         raise DbregressError(f"--probe-s: must be 0-3600 seconds, got {args.probe_s}")
     if not 0 < args.change < 1:
         raise DbregressError(f"--change: must be a fraction in (0, 1), got {args.change}")
-    summary: dict[str, Any] = {"lab": lab.name, "change": args.change, "placements": {}}
-    summary["host_probe"] = {"before": _probe("before", args.probe_s)}
+    summary: Calibration = {
+        "lab": lab.name,
+        "change": args.change,
+        "placements": {},
+        "host_probe": {"before": _probe("before", args.probe_s)},
+    }
     for placement in _placements(args.placements):
         derived = aa_lab(lab, placement, args.inject)
         display = progress.for_stderr()
@@ -177,16 +182,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _probe(when: str, seconds: float) -> dict[str, Any] | None:
+def _probe(when: str, seconds: float) -> HostProbe | None:
     """The host probes (collect/hostprobe.py), with no engine running."""
     if seconds <= 0:
         return None
     result = probe_host(seconds)
     print(f"Host probe {when} the A/A runs ({seconds:g} s): {describe(result)}", flush=True)
     print(flush=True)
-    return result
+    return cast(HostProbe, result)  # probe_host gives its JSON object: that shape
 
 
-def _steadiest(placements: dict[str, Any]) -> str | None:
+def _steadiest(placements: dict[str, PlacementNoise]) -> str | None:
     known = {m: p["median_cv"] for m, p in placements.items() if p["median_cv"] is not None}
     return min(known, key=lambda m: known[m]) if known else None

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
@@ -23,8 +23,10 @@ from dbregress.errors import DbregressError
 from dbregress.records import JobId, StepResult
 from dbregress.report import io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
+from dbregress.shapes.run import ColumnEntry, ComparisonEntry, DeviceBaseline
 from dbregress.store.run import RunData, read_run, resolve_run
 
+# typed once compare_run and matrices take shapes' StepResult (as RunData.steps holds them)
 Steps = dict[str, list[dict[str, Any]]]
 
 
@@ -43,8 +45,9 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _pairs(a: RunData, b: RunData) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    ca, cb = a.record["comparisons"], b.record["comparisons"]
+def _pairs(a: RunData, b: RunData) -> list[tuple[ComparisonEntry, ComparisonEntry]]:
+    ca: list[ComparisonEntry] = a.record["comparisons"]
+    cb: list[ComparisonEntry] = b.record["comparisons"]
     pairs = [(x, y) for x in ca for y in cb if x["name"] == y["name"]]
     if not pairs and (len(ca) == 1 or len(cb) == 1):
         pairs = [(x, y) for x in ca for y in cb]
@@ -63,21 +66,23 @@ def _copy(data: RunData, side: str, label: str, steps: set[str], out: Steps) -> 
         jid = JobId.of(job)
         if jid is None or jid.label != label or name in out:
             continue
-        out[name] = [
+        relabelled = [
             StepResult.from_json(r, name).relabelled(f"{side}:{label}").to_json()
             for r in results
             if r.get("step") in steps
         ]
+        out[name] = cast("list[dict[str, Any]]", relabelled)  # as Steps says, above
 
 
 def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
     """An in-memory run: per matched comparison, A's base against B's columns over the
-    steps in common."""
-    comparisons: list[dict[str, Any]] = []
-    columns: list[dict[str, Any]] = []
+    steps in common. (The run is the JSON object RunData.record is: typed once
+    compare_run, matrices and the report take RunJson.)"""
+    comparisons: list[ComparisonEntry] = []
+    columns: list[ColumnEntry] = []
     steps: Steps = {}
     # each column measured against its own run's device baseline (an IO-bound comparison)
-    devices: dict[str, Any] = {}
+    devices: dict[str, DeviceBaseline | None] = {}
     for ca, cb in _pairs(a, b):
         base = ca["labels"][0]
         mine = _steps_ran(a, base)
@@ -123,14 +128,15 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
     return record, steps
 
 
-def _column(data: RunData, label: str, comparison: str, side: str, base: bool) -> dict[str, Any]:
-    found: dict[str, Any] = next((c for c in data.record["columns"] if c["label"] == label), {})
+def _column(data: RunData, label: str, comparison: str, side: str, base: bool) -> ColumnEntry:
+    records: list[ColumnEntry] = data.record["columns"]
+    found = next((c for c in records if c["label"] == label), None)
     return {
         "label": f"{side}:{label}",
         "comparison": comparison,
-        "build": found.get("build", "unknown"),
-        "config": found.get("config", "unknown"),
-        "settings": found.get("settings", {}),
+        "build": found.get("build", "unknown") if found is not None else "unknown",
+        "config": found.get("config", "unknown") if found is not None else "unknown",
+        "settings": found.get("settings", {}) if found is not None else {},
         "base": base,
     }
 
@@ -143,7 +149,12 @@ def _steps_of(data: RunData) -> str:
     return f"{data.record['run_id']} has {'; '.join(parts)}"
 
 
-def render(record: dict[str, Any], steps: Steps, a: str, b: str) -> tuple[str, RunVerdicts]:
+def render(
+    record: dict[str, Any],  # typed once compare_run and matrices take RunJson
+    steps: Steps,
+    a: str,
+    b: str,
+) -> tuple[str, RunVerdicts]:
     verdicts = compare_run(record, steps)
     lines = [
         f"# dbregress compare: {a} vs {b}",

@@ -26,6 +26,12 @@ def add_tls(p: argparse.ArgumentParser) -> None:
 
 
 def add_parser(sub: Any) -> None:
+    _add_certs(sub)
+    _add_scheduler(sub)
+    _add_worker(sub)
+
+
+def _add_certs(sub: Any) -> None:
     c = sub.add_parser(
         "fleet-certs",
         help="make a fleet's TLS certificates",
@@ -43,6 +49,8 @@ def add_parser(sub: Any) -> None:
     )
     c.set_defaults(func=certs)
 
+
+def _add_scheduler(sub: Any) -> None:
     s = sub.add_parser(
         "scheduler",
         help="start a fleet's Dask scheduler",
@@ -65,6 +73,8 @@ def add_parser(sub: Any) -> None:
     add_tls(s)
     s.set_defaults(func=scheduler)
 
+
+def _add_worker(sub: Any) -> None:
     w = sub.add_parser(
         "worker",
         help="join a fleet as a benchmark host",

@@ -31,6 +31,7 @@ from dbregress.analysis.cost import FLOOR_SD
 from dbregress.errors import DbregressError
 from dbregress.lab import VerdictPolicy, load_lab
 from dbregress.report.verdict_tables import table
+from dbregress.shapes.run import MethodIdentity
 from dbregress.store.history import (
     History,
     SeriesPoint,
@@ -176,7 +177,7 @@ def _legend(group: Sequence[StepSeries]) -> str:
 def render_table(
     group: Sequence[StepSeries],
     marks: dict[tuple[str, str, str, str | None], dict[str, Change]],
-    methods: dict[str, Any] | None = None,
+    methods: dict[str, MethodIdentity | None] | None = None,
 ) -> list[str]:
     """A row per run; before a run measured by another method than the run above it, a
     boundary row that names what changed (`methods`: run id -> its method identity)."""
@@ -216,7 +217,7 @@ def render(
     series: list[StepSeries],
     policy: VerdictPolicy,
     hosts: dict[str, str],
-    methods: dict[str, Any] | None = None,
+    methods: dict[str, MethodIdentity | None] | None = None,
 ) -> str:
     marks = changes(series, lane, policy)
     lines = [

@@ -68,6 +68,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _results(data: RunData) -> list[dict[str, Any]]:
+    # typed once markdown.render takes shapes' StepResult (and RunData.steps holds them)
     return [r for rs in data.steps.values() for r in rs]
 
 
@@ -147,7 +148,11 @@ def _decided(verdicts: RunVerdicts, lane: str) -> str:
     return f"{lane} lane {decided} of {judged} decided"
 
 
-def gate(verdicts: RunVerdicts, fail_on: str | None, record: dict[str, Any]) -> int:
+def gate(
+    verdicts: RunVerdicts,
+    fail_on: str | None,
+    record: dict[str, Any],  # typed once lane_gaps takes RunJson
+) -> int:
     """The exit status --fail-on asks for, with a one-line summary on stderr: the lane of
     each slower step (exit 1); else, when a lane it names gave no verdict, why (exit 2:
     a gate never passes on what was not measured); else the lanes it judged (exit 0)."""

@@ -13,7 +13,6 @@ them out and reports show them as missing.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 import re
@@ -23,13 +22,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.errors import DbregressError, StoreError
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId, StepResult
 from dbregress.run_record import RunRecord
+from dbregress.shapes.run import RunJson
 from dbregress.store.files import write_json
 
 # The latency keys a stored op carries (µs); summary.py reads p50, p99, p999 and max.
@@ -60,7 +60,7 @@ class Measured:
     count: int | None = None
     elapsed_s: float | None = None
     latency_us: Mapping[str, float | None] = field(default_factory=dict)
-    detail: Mapping[str, Any] = field(default_factory=dict)  # what else the file says
+    detail: Mapping[str, float | str] = field(default_factory=dict)  # what else the file says
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,49 @@ class Repeat:
     source: str  # the file's name, without its folder
     build: str | None = None  # the build as the file describes it
     version: str | None = None  # the version the tool printed, e.g. RocksDB 7.8.3
+
+
+class ImportedQ(TypedDict):
+    op: str
+    unit: str
+    count: int | None
+    value: float
+
+
+class ImportedOp(TypedDict):
+    """One operation of an imported step: what the file counted, null for the rest."""
+
+    ops: int | None
+    rows: int | None
+    errors: None
+    target_rows_per_s: None
+    latency_us: dict[str, float | None]
+    rows_per_s: float | None
+    ops_per_s: float | None
+
+
+class ImportedFigures(TypedDict):
+    """An imported step's figures (StepResult.ok's): Q, the file's operations and
+    elapsed time, what dbregress measures around a step left null, and the file's own
+    figures under `imported`."""
+
+    reported: bool
+    elapsed_s: float | None
+    q: ImportedQ
+    ops: dict[str, ImportedOp]
+    server: None
+    client: None
+    engine_stats: None
+    per_op: dict[str, float | None]
+    sla: None
+    checks: None
+    phases: None
+    window: None
+    host: None
+    placement: None
+    db_size_bytes: None
+    error_samples: list[str]
+    imported: dict[str, float | str]
 
 
 def lines(text: str) -> Iterator[tuple[int, str]]:
@@ -104,7 +147,7 @@ def safe_name(name: str, source: str, line: int | None, what: str) -> str:
 def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) -> StepResult:
     """The stored StepResult of an imported step: what the file says, null for the rest."""
     latency = {k: None for k in LATENCY_KEYS} | dict(m.latency_us)
-    ops = {}
+    ops: dict[str, ImportedOp] = {}
     if any(v is not None for v in latency.values()):
         ops[m.op] = {
             "ops": m.count if m.unit == "ops" else None,
@@ -115,7 +158,7 @@ def step_result(m: Measured, label: str, repeat: int, kind: str, source: str) ->
             "rows_per_s": m.qps if m.unit == "rows" else None,
             "ops_per_s": m.qps if m.unit == "ops" else None,
         }
-    figures: dict[str, Any] = {
+    figures: ImportedFigures = {
         "reported": True,
         "elapsed_s": m.elapsed_s,
         "q": {"op": m.op, "unit": m.unit, "count": m.count, "value": m.qps},
@@ -151,12 +194,13 @@ def number_repeats(repeats: Sequence[Repeat]) -> dict[str, dict[int, list[tuple[
 
 def run_record(
     name: str, kind: str, benchmark: str, files: Sequence[str], repeats: Sequence[Repeat]
-) -> dict[str, Any]:
+) -> RunJson:
     """run.json of an imported run: one comparison, the first label its base."""
     labels = list(dict.fromkeys(r.label for r in repeats))
     builds = {r.label: r.build for r in reversed(repeats) if r.build}
     versions = {r.label: r.version for r in reversed(repeats) if r.version}
     jobs = number_repeats(repeats)
+    policy = VerdictPolicy()  # today's defaults: an import states none
     return RunRecord(
         run_id=name,
         lab=name,
@@ -192,7 +236,7 @@ def run_record(
             for label, numbered in jobs.items()
             for n, steps in numbered.items()
         },
-        verdict_policy=dataclasses.asdict(VerdictPolicy()),
+        verdict_policy={"alpha": policy.alpha, "band": policy.band, "cost_band": policy.cost_band},
         cost_lane={"planned": False, "why_not": "an imported run has no counting replays"},
         page_cache=None,
     ).to_json()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePath
-from typing import Any
 
 from dbregress.imports.common import Measured, bad, lines, number, safe_name
 
@@ -93,7 +92,7 @@ def parse(text: str, source: str, step: str | None = None) -> Measured:
     qps, op, count = _q(found, source)
     elapsed = _float(found, "total time:") or _float(found, "time elapsed:")
     name = step or test_name([line for _, line in numbered]) or PurePath(source).stem
-    detail: dict[str, Any] = {"tool": "sysbench"}
+    detail: dict[str, float | str] = {"tool": "sysbench"}
     if "Number of threads:" in found:
         detail["threads"] = int(found["Number of threads:"][0])
     if "transactions:" in found:

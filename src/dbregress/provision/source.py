@@ -32,11 +32,10 @@ import shutil
 import subprocess
 import time
 import tomllib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from dbregress.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, mysql
@@ -95,10 +94,49 @@ def canonical(spec: BuildSpec) -> BuildSpec:
     return BuildSpec(spec.engine, str(SourceSpec.parse(spec)), spec.recipe)
 
 
+class Patch(TypedDict):
+    """A recipe's patch (patch_entry)."""
+
+    file: str
+    versions: str
+    sha256: str
+
+
+class RawRecipe(TypedDict, total=False):
+    """A flavor's recipe as flavors.toml or a lab's [flavors.<family>.<name>] table
+    gives it: any key may be left out, and only its family's keys are read."""
+
+    cc: str
+    cxx: str
+    build_type: str
+    cflags: str
+    ldflags: str
+    configure: list[str]
+    cmake: list[str]
+    patches: list[Patch]
+
+
+class Recipe(TypedDict):
+    """A recipe with its defaults written out (normalized), as the build and its cache
+    key read it: flags always, the family's options (configure for PostgreSQL, cmake and
+    build_type for the MySQL family), cc, cxx and patches only when given."""
+
+    cflags: str
+    ldflags: str
+    configure: NotRequired[list[str]]
+    cmake: NotRequired[list[str]]
+    build_type: NotRequired[str]
+    cc: NotRequired[str]
+    cxx: NotRequired[str]
+    patches: NotRequired[list[Patch]]
+
+
+RecipeKey = Literal["cc", "cxx", "build_type", "cflags", "ldflags", "configure", "cmake", "patches"]
+
 # What a flavor's recipe may say, per family (flavors.toml and the lab file's
 # [flavors.<family>.<name>] tables): compilers, flags, configure or cmake options and
 # patches by version range.
-RECIPE_KEYS = {
+RECIPE_KEYS: dict[str, tuple[RecipeKey, ...]] = {
     "postgres": ("cc", "cflags", "ldflags", "configure", "patches"),
     "mysql": ("cc", "cxx", "build_type", "cflags", "ldflags", "cmake", "patches"),
 }
@@ -140,7 +178,7 @@ def in_range(version: tuple[int, ...], text: str) -> bool:
     return True
 
 
-def patch_entry(file: Path, versions: str) -> dict[str, str]:
+def patch_entry(file: Path, versions: str) -> Patch:
     """A recipe's patch: its path, the versions of the tree it applies to and its
     content's digest (part of the build's cache key: an edited patch is another build)."""
     return {
@@ -175,13 +213,15 @@ def tree_version(engine: str, tree: Path) -> tuple[int, ...] | None:
     return None
 
 
-def flavors(engine: str) -> dict[str, dict[str, Any]]:
-    """The flavors shipped for `engine`'s family (flavors.toml)."""
+def flavors(engine: str) -> dict[str, RawRecipe]:
+    """The flavors shipped for `engine`'s family (flavors.toml, whose tables are raw
+    recipes)."""
     text = resources.files("dbregress.provision").joinpath("flavors.toml").read_text()
-    return dict(tomllib.loads(text).get(FAMILY.get(engine, engine), {}))
+    shipped = cast(dict[str, RawRecipe], tomllib.loads(text).get(FAMILY.get(engine, engine), {}))
+    return dict(shipped)
 
 
-def recipe(engine: str, flavor: str) -> dict[str, Any]:
+def recipe(engine: str, flavor: str) -> Recipe:
     known = flavors(engine)
     if flavor not in known:
         raise BuildNotFound(
@@ -191,19 +231,22 @@ def recipe(engine: str, flavor: str) -> dict[str, Any]:
     return normalized(FAMILY.get(engine, engine), known[flavor])
 
 
-def normalized(family: str, r: Mapping[str, Any]) -> dict[str, Any]:
+def normalized(family: str, r: RawRecipe) -> Recipe:
     """A recipe (a shipped flavor's or a lab's) with its defaults written out, as the
     build and its cache key read it: -O2, no linker flags, no more options, the MySQL
     family's build type Release; cc, cxx and patches only when given (so a shipped
     flavor's key stays what it was)."""
-    options = "cmake" if family == "mysql" else "configure"
-    how: dict[str, Any] = {
-        "cflags": str(r.get("cflags", "-O2")),
-        "ldflags": str(r.get("ldflags", "")),
-        options: [str(o) for o in r.get(options, [])],
-    }
+    cflags, ldflags = str(r.get("cflags", "-O2")), str(r.get("ldflags", ""))
+    how: Recipe
     if family == "mysql":
+        how = {"cflags": cflags, "ldflags": ldflags, "cmake": [str(o) for o in r.get("cmake", [])]}
         how["build_type"] = str(r.get("build_type", "Release"))
+    else:
+        how = {
+            "cflags": cflags,
+            "ldflags": ldflags,
+            "configure": [str(o) for o in r.get("configure", [])],
+        }
     for key in ("cc", "cxx", "patches"):
         if key in r:
             how[key] = r[key]
@@ -308,7 +351,8 @@ def fetch(spec: BuildSpec) -> Build:
     """Build `spec` (or find it in the cache)."""
     src = SourceSpec.parse(spec)
     require_tree(spec.engine, src.path)
-    how = json.loads(spec.recipe) if spec.recipe else recipe(spec.engine, src.flavor)
+    # a lab's flavor travels as the JSON of its normalized recipe (lab_flavors)
+    how = cast(Recipe, json.loads(spec.recipe)) if spec.recipe else recipe(spec.engine, src.flavor)
     cc, cc_version = compiler(how.get("cc", ""))
     if FAMILY[spec.engine] == "mysql":
         cmake_tools(how.get("cxx", ""))
@@ -352,7 +396,7 @@ def fetch(spec: BuildSpec) -> Build:
 def _build(
     spec: BuildSpec,
     src: SourceSpec,
-    how: dict[str, Any],
+    how: Recipe,
     cc: str,
     tmp: Path,
     final: Path,
@@ -388,8 +432,8 @@ def _build(
 
 
 def _tree(
-    spec: BuildSpec, src: SourceSpec, how: dict[str, Any], work: Path, commit: str, log: Path
-) -> tuple[Path, list[dict[str, str]]]:
+    spec: BuildSpec, src: SourceSpec, how: Recipe, work: Path, commit: str, log: Path
+) -> tuple[Path, list[Patch]]:
     """The tree to build and the patches applied to it: the commit's files exported
     into `work`, or the user's tree itself, or a copy of it when patches apply."""
     tree = src.path
@@ -410,7 +454,7 @@ def _tree(
 
 def _compile(
     spec: BuildSpec,
-    how: dict[str, Any],
+    how: Recipe,
     cc: str,
     ccache: str | None,
     tree: Path,
@@ -441,7 +485,7 @@ def _compile(
     _step("make install", ["make", "install", f"DESTDIR={tmp}"], build, env, log, spec)
 
 
-def _configure(tree: Path, final: Path, how: dict[str, Any]) -> list[str]:
+def _configure(tree: Path, final: Path, how: Recipe) -> list[str]:
     """PostgreSQL's configure: the flavor's options; no ICU and no NLS (fewer build
     dependencies, neither on a benchmark's path)."""
     return [
@@ -482,7 +526,7 @@ CMAKE_COMMON = (
 )
 
 
-def _cmake(tree: Path, final: Path, how: dict[str, Any], cc: str, ccache: str | None) -> list[str]:
+def _cmake(tree: Path, final: Path, how: Recipe, cc: str, ccache: str | None) -> list[str]:
     """cmake for a MySQL-family tree: the flavor's build type, with its flags as that
     build type's flags for C and C++ (replacing cmake's -O3 or -O2 -g), ccache as the
     compiler launcher. A MySQL tarball that bundles Boost (`boost/` at the top) builds
@@ -511,7 +555,7 @@ def _cmake(tree: Path, final: Path, how: dict[str, Any], cc: str, ccache: str | 
     return [*args, *how["cmake"]]
 
 
-def _patches(spec: BuildSpec, how: dict[str, Any], tree: Path) -> list[dict[str, str]]:
+def _patches(spec: BuildSpec, how: Recipe, tree: Path) -> list[Patch]:
     """The recipe's patches whose version range holds the tree's version; a patch whose
     file changed since the lab named it is an error (the build's key holds its digest)."""
     patches = list(how.get("patches", []))

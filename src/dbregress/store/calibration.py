@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.collect.host import host_facts
+from dbregress.shapes.store import Calibration
 from dbregress.store.files import write_json
 
 FOLDER = "calibration"
@@ -20,7 +21,7 @@ def calibration_path(results_root: Path, hostname: str | None = None) -> Path:
     return results_root / FOLDER / f"{hostname or socket.gethostname()}.json"
 
 
-def save_calibration(results_root: Path, summary: dict[str, Any]) -> Path:
+def save_calibration(results_root: Path, summary: Calibration) -> Path:
     path = calibration_path(results_root)
     write_json(
         path,
@@ -36,7 +37,8 @@ def save_calibration(results_root: Path, summary: dict[str, Any]) -> Path:
 
 
 def load_calibration(results_root: Path, hostname: str) -> dict[str, Any] | None:
-    """The host's latest calibration, or None (absent, unreadable or another version)."""
+    """The host's latest calibration, or None (absent, unreadable or another version):
+    the JSON object as stored, read by report/ and fleet/host.py as one."""
     try:
         value = json.loads(calibration_path(results_root, hostname).read_text())
     except (OSError, json.JSONDecodeError):

@@ -40,12 +40,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self, cast
 
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
+from dbregress.shapes.run import HostFacts, MethodIdentity
+from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
 from dbregress.store.series import step_index
@@ -74,7 +76,7 @@ Lane = Literal["time", "cost"]
 class Stored(Protocol):
     """A step result object that gives its stored form (records.StepResult)."""
 
-    def to_json(self) -> dict[str, Any]: ...
+    def to_json(self) -> StepResultJson: ...
 
 
 # The host facts that name a class of machine: the same processor model, core count,
@@ -172,7 +174,7 @@ def history_path(results_root: Path) -> Path:
     return results_root / FILENAME
 
 
-def host_fingerprint(host: Mapping[str, Any] | None) -> str | None:
+def host_fingerprint(host: HostFacts | None) -> str | None:
     """A short hash of the host facts that name the machine's class (FINGERPRINT_FACTS);
     None when the run records none of them (an import). Memory is rounded to GiB: the
     kernel's reserve moves MemTotal by a few MiB between boots and kernels."""
@@ -205,7 +207,7 @@ class RunInfo:
     hostname: str | None
     path: str
     policy: Mapping[str, Any]
-    method: Mapping[str, Any] | None = None  # how it was measured (dbregress/method.py)
+    method: MethodIdentity | None = None  # how it was measured (dbregress/method.py)
 
 
 @dataclass(frozen=True)
@@ -433,9 +435,9 @@ class _Acc:
 # -- the database ---------------------------------------------------------------------
 
 
-class History:
-    """The history file of a results root, opened (and created when missing). Use as a
-    context manager, or close() it. One History per thread: a connection is not shared."""
+class _Database:
+    """The history file opened (created when missing, a version 1 file migrated) and
+    its write transactions; _Index writes the runs into it, History reads them."""
 
     def __init__(self, results_root: Path) -> None:
         self.root = results_root
@@ -516,7 +518,7 @@ class History:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> History:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -552,7 +554,9 @@ class History:
                 self._db.execute("ROLLBACK")
             raise StoreError(f"cannot write the run history {self.path}: {e}") from e
 
-    # -- writing ------------------------------------------------------------------
+
+class _Index(_Database):
+    """The history's writing: a run, a step result or a counting replay indexed."""
 
     def _run_path(self, run_dir: Path) -> str:
         try:
@@ -567,7 +571,7 @@ class History:
         started = _utc(record.get("started_at"))
         if started is None and isinstance(imported, dict):
             started = _utc(imported.get("imported_at"))
-        host = record.get("host") or {}
+        host: HostFacts = record.get("host") or HostFacts()
         policy = record.get("verdict_policy") or {}
         how = record.get("method_identity")
         self._db.execute(
@@ -727,7 +731,10 @@ class History:
             for table in ("time_samples", "cost_samples", "run_columns", "runs"):
                 self._db.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
-    # -- reading ------------------------------------------------------------------
+
+class History(_Index):
+    """The history file of a results root, opened (and created when missing). Use as a
+    context manager, or close() it. One History per thread: a connection is not shared."""
 
     def run_ids(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT run_id FROM runs")}
@@ -761,7 +768,7 @@ class History:
                     hostname,
                     path,
                     json.loads(policy),
-                    json.loads(how) if how else None,
+                    cast(MethodIdentity, json.loads(how)) if how else None,
                 )
             )
         return out
@@ -818,30 +825,7 @@ class History:
         runs' samples, oldest run first. Time: QPS per repeat, samples the host disturbed
         left out (counted in `left_out`) unless `disturbed`; cost: est. cycles/op per ok
         replay. Steps in the order they ran, columns in the lab's order."""
-        if lane == "time":
-            value, number, extra = "t.qps", "t.repeat", "t.disturbed"
-            table = "time_samples"
-        elif lane == "cost":
-            value, number, extra = "t.est_cycles_per_op", "t.replay", "NULL"
-            table = "cost_samples"
-        else:
-            raise ValueError(f"unknown lane {lane!r}")
-        sql = (
-            f"SELECT r.run_id, r.started, r.host_fingerprint, r.hostname, t.comparison, "
-            f"t.step, t.step_no, t.column, t.build, t.config, {value}, {extra}, "
-            f"COALESCE(c.position, 0), t.method_key FROM {table} t "
-            "JOIN runs r ON r.run_id = t.run_id "
-            "LEFT JOIN run_columns c ON c.run_id = t.run_id AND c.column = t.column "
-            f"WHERE r.lab = ? AND {value} IS NOT NULL"
-        )
-        args: list[Any] = [lab]
-        if step is not None:
-            sql += " AND t.step = ?"
-            args.append(step)
-        if host is not None:
-            sql += " AND (r.host_fingerprint = ? OR r.hostname = ?)"
-            args += [host, host]
-        sql += f" ORDER BY r.started IS NULL, r.started, r.run_id, {number}"
+        sql, args = _series_query(lab, step, lane, host)
         step_order: dict[tuple[str, str], int] = {}
         column_order: dict[str, int] = {}
         cells: dict[tuple[str, str, str, str | None], dict[str, _Acc]] = {}
@@ -876,6 +860,37 @@ class History:
             )
         )
         return out
+
+
+def _series_query(
+    lab: str, step: str | None, lane: Lane, host: str | None
+) -> tuple[str, list[Any]]:
+    """History.series's query: one row per sample of the lane, oldest run first."""
+    if lane == "time":
+        value, number, extra = "t.qps", "t.repeat", "t.disturbed"
+        table = "time_samples"
+    elif lane == "cost":
+        value, number, extra = "t.est_cycles_per_op", "t.replay", "NULL"
+        table = "cost_samples"
+    else:
+        raise ValueError(f"unknown lane {lane!r}")
+    sql = (
+        f"SELECT r.run_id, r.started, r.host_fingerprint, r.hostname, t.comparison, "
+        f"t.step, t.step_no, t.column, t.build, t.config, {value}, {extra}, "
+        f"COALESCE(c.position, 0), t.method_key FROM {table} t "
+        "JOIN runs r ON r.run_id = t.run_id "
+        "LEFT JOIN run_columns c ON c.run_id = t.run_id AND c.column = t.column "
+        f"WHERE r.lab = ? AND {value} IS NOT NULL"
+    )
+    args: list[Any] = [lab]
+    if step is not None:
+        sql += " AND t.step = ?"
+        args.append(step)
+    if host is not None:
+        sql += " AND (r.host_fingerprint = ? OR r.hostname = ?)"
+        args += [host, host]
+    sql += f" ORDER BY r.started IS NULL, r.started, r.run_id, {number}"
+    return sql, args
 
 
 def method_segments(s: StepSeries) -> list[StepSeries]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.errors import StoreError
+from dbregress.shapes.store import CostLaneRecord
 from dbregress.store.files import write_json
 
 COST_DIR = "cost"
@@ -19,17 +20,23 @@ def replay_path(run: Path, label: str, number: int) -> Path:
     return run / COST_DIR / label / f"r{number}.json"
 
 
-def save_replay(run: Path, label: str, number: int, record: dict[str, Any]) -> Path:
+def save_replay(
+    run: Path,
+    label: str,
+    number: int,
+    record: dict[str, Any],  # typed once cost/'s count_replay gives a replay's shape
+) -> Path:
     path = replay_path(run, label, number)
     write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "cost-replay", **record})
     return path
 
 
-def save_lane(run: Path, record: dict[str, Any]) -> None:
+def save_lane(run: Path, record: CostLaneRecord) -> None:
     write_json(run / COST_DIR / "lane.json", {"schema_version": SCHEMA_VERSION, **record})
 
 
 def _read(path: Path) -> dict[str, Any]:
+    """A cost record as json.loads reads it, checked for its schema version only."""
     try:
         value = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -41,13 +48,14 @@ def _read(path: Path) -> dict[str, Any]:
     return value
 
 
-def load_lane(run: Path) -> dict[str, Any] | None:
+def load_lane(run: Path) -> CostLaneRecord | None:
     path = run / COST_DIR / "lane.json"
-    return _read(path) if path.is_file() else None
+    return cast(CostLaneRecord, _read(path)) if path.is_file() else None
 
 
 def load_replays(run: Path) -> list[dict[str, Any]]:
-    """Every finished replay of the run (ok or failed), in (column, number) order."""
+    """Every finished replay of the run (ok or failed), in (column, number) order, as
+    the JSON objects stored (typed once cost_verdicts and cost/ take a replay's shape)."""
     root = run / COST_DIR
     if not root.is_dir():
         return []

@@ -16,16 +16,21 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import JobId, NotAStepResult, StepResult
-from dbregress.run_record import SCHEMA_VERSION, RunRecord, check_run, upgrade_run
+from dbregress.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
+from dbregress.shapes.run import (
+    BuildIdentity,
+    HostFacts,
+    JobStatus,
+)
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -36,7 +41,11 @@ def new_run_id(lab_name: str) -> str:
 
 
 class RunWriter:
-    def __init__(self, root: Path, lab: Lab, host: dict[str, Any]) -> None:
+    # run.json as it is written: a RunJson, held as its JSON object while a fleet worker's
+    # writer (fleet/ship.py) sets it from the coordinator's message as one.
+    record: dict[str, Any]
+
+    def __init__(self, root: Path, lab: Lab, host: dict[str, object]) -> None:
         run_id = new_run_id(lab.name)
         path = root / run_id
         suffix = 1
@@ -46,47 +55,52 @@ class RunWriter:
         path.mkdir(parents=True)
         path.chmod(0o755)
         self.path = path
-        self.record = RunRecord(
-            run_id=path.name,
-            lab=lab.name,
-            comparisons=[
-                {
-                    "name": comp.name,
-                    "benchmark": comp.benchmark,
-                    "labels": [c.label for c in comp.columns],
-                }
-                for comp in lab.comparisons
-            ],
-            started_at=_now(),
-            host=host,
-            placement=lab.placement.to_json(),
-            columns=[
-                {
-                    "label": c.label,
-                    "comparison": comp.name,
-                    "build": str(c.build),
-                    "config": c.config,
-                    "settings": c.settings,
-                    "base": i == 0,
-                }
-                for comp in lab.comparisons
-                for i, c in enumerate(comp.columns)
-            ],
-            repeats={"min": lab.repeats.minimum, "max": lab.repeats.maximum},
-            order=lab.order,
-            schedule=lab.schedule,
-            slice_ms=lab.slice_ms,
-            seed=lab.seed,
-            warmup_job=lab.warmup_job,
-            verdict_policy=lab.policy_record(),
-            # Which lanes this run has, and why not the cost lane when it has none: a
-            # gate on a lane that never ran fails instead of passing.
-            cost_lane={"planned": lab.counts(), "why_not": lab.why_no_count()},
-            # How it is measured (dbregress, loadgen, valgrind, libc, cost model, ...):
-            # the history draws a boundary where this changes (dbregress/method.py).
-            method_identity=method.identity(),
-            inject_slowdown={c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown},
-        ).to_json()
+        self.record = {
+            **RunRecord(
+                run_id=path.name,
+                lab=lab.name,
+                comparisons=[
+                    {
+                        "name": comp.name,
+                        "benchmark": comp.benchmark,
+                        "labels": [c.label for c in comp.columns],
+                    }
+                    for comp in lab.comparisons
+                ],
+                started_at=_now(),
+                # what collect/host.py found, kept as it is
+                host=cast(HostFacts, host),
+                placement=lab.placement.to_json(),
+                columns=[
+                    {
+                        "label": c.label,
+                        "comparison": comp.name,
+                        "build": str(c.build),
+                        "config": c.config,
+                        "settings": c.settings,
+                        "base": i == 0,
+                    }
+                    for comp in lab.comparisons
+                    for i, c in enumerate(comp.columns)
+                ],
+                repeats={"min": lab.repeats.minimum, "max": lab.repeats.maximum},
+                order=lab.order,
+                schedule=lab.schedule,
+                slice_ms=lab.slice_ms,
+                seed=lab.seed,
+                warmup_job=lab.warmup_job,
+                verdict_policy=lab.policy_record(),
+                # Which lanes this run has, and why not the cost lane when it has none: a
+                # gate on a lane that never ran fails instead of passing.
+                cost_lane={"planned": lab.counts(), "why_not": lab.why_no_count()},
+                # How it is measured (dbregress, loadgen, valgrind, libc, cost model, ...):
+                # the history draws a boundary where this changes (dbregress/method.py).
+                method_identity=method.identity(),
+                inject_slowdown={
+                    c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown
+                },
+            ).to_json()
+        }
         write_atomic(path / "lab.toml", lab.text)
         self._save()
 
@@ -139,7 +153,7 @@ class RunWriter:
         )
 
     def end_job(self, job: Job, status: str) -> None:
-        self.record["jobs"].setdefault(job.name, {})["status"] = status
+        self.record["jobs"].setdefault(job.name, {})["status"] = cast(JobStatus, status)
         self._save()
 
     def has_round(self, comparison: str, number: int) -> bool:
@@ -152,7 +166,7 @@ class RunWriter:
         (d / "steps").mkdir(parents=True, exist_ok=True)
         return d
 
-    def set_build(self, label: str, identity: dict[str, Any]) -> None:
+    def set_build(self, label: str, identity: BuildIdentity) -> None:
         self.record["builds"][label] = identity
         self._save()
 
@@ -162,6 +176,8 @@ class RunWriter:
         self._save()
 
     def set_job(self, job: Job, info: dict[str, Any]) -> None:
+        """The job's entry (a JobEntry; a fleet worker's writer passes on its message's).
+        `info` typed once fleet/ship.py's override and message take a JobEntry."""
         self.record["jobs"][job.name] = info
         self._save()
 
@@ -186,7 +202,8 @@ class RunWriter:
 
     def add_failure_record(self, failure: dict[str, Any]) -> None:
         """A failure as stored (where, type, message, traceback): one a fleet worker
-        recorded, received by the coordinator."""
+        recorded, received by the coordinator. Typed (a Failure) once fleet/ship.py's
+        override and message take one."""
         self.record["failures"].append(failure)
         self._save()
 
@@ -202,7 +219,7 @@ class RunWriter:
         job: Job,
         index: int,
         result: StepResult,
-        series: Iterable[dict[str, Any]],
+        series: Iterable[Mapping[str, object]],
         hlog: str,
     ) -> Path:
         """The step's files; its result was checked against the schema when it was built."""
@@ -217,7 +234,7 @@ class RunWriter:
         write_json(self.path / relative, value)
 
     def finish(self, status: str) -> None:
-        self.record["status"] = status
+        self.record["status"] = cast(Status, status)
         self.record["finished_at"] = _now()
         self._save()
 
@@ -226,7 +243,8 @@ class RunWriter:
         write_json(self.path / "run.json", self.record)
 
 
-def _series_csv(series: Iterable[dict[str, Any]]) -> str:
+def _series_csv(series: Iterable[Mapping[str, object]]) -> str:
+    """steps/NN-<step>.csv: the six columns of each second's row, as the step counted them."""
     cols = ("t_s", "op", "ops", "rows", "max_us", "errors")
     lines = [",".join(cols)]
     for row in series:
@@ -243,6 +261,8 @@ class RunData:
     """A run as read back: run.json plus every step result, in step order per job."""
 
     path: Path
+    # run.json and the step results (RunJson and shapes' StepResult), passed on as JSON
+    # objects until their readers (report/, analysis/, explain/) take the shapes
     record: dict[str, Any]
     steps: dict[str, list[dict[str, Any]]]  # job name -> step results
     damaged: list[str] = field(default_factory=list)  # step files that could not be read
@@ -309,7 +329,8 @@ def read_record(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "run.json"
     record = upgrade_run(_read_json(path))
     check_run(record, str(path))
-    return record
+    # a RunJson, passed on as its JSON object until its readers (report/, analysis/) take one
+    return {**record}
 
 
 def resolve_run(arg: str, root: Path) -> Path:
