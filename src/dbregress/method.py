@@ -37,7 +37,7 @@ from dbregress.collect import valgrind
 from dbregress.collect.valgrind import CACHES
 from dbregress.errors import DbregressError, LoadgenError
 from dbregress.loadgen import find_binary
-from dbregress.shapes.run import MethodIdentity
+from dbregress.shapes.method import MethodIdentity
 
 # The counting replays' adjustments (engine settings that keep timed background work out
 # of the windows, the insert workload's lockstep, settled write steps, paced writers on

@@ -19,6 +19,7 @@ from typing import Any, Literal, cast
 
 from dbregress.errors import StoreError
 from dbregress.records import schema_validator
+from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.run import (
     BuildIdentity,
     ColumnEntry,
@@ -27,7 +28,6 @@ from dbregress.shapes.run import (
     HostFacts,
     Imported,
     JobEntry,
-    MethodIdentity,
     PageCache,
     Placement,
     Repeats,

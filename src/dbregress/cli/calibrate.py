@@ -23,7 +23,12 @@ from dbregress.collect.hostprobe import describe, probe_host
 from dbregress.errors import DbregressError
 from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
 from dbregress.report.verdict_tables import table
-from dbregress.shapes.store import Calibration, HostProbe, PlacementNoise
+from dbregress.shapes.calibration import (
+    Calibration,
+    CalibrationPlacement,
+    CalibrationStep,
+    HostProbe,
+)
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
 from dbregress.workflow import runner_for
@@ -167,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         summary["placements"][mode] = {
             "run_id": runner.path.name,
             "median_cv": median_cv(noise),
-            "steps": [dataclasses.asdict(n) for n in noise],
+            "steps": [cast(CalibrationStep, dataclasses.asdict(n)) for n in noise],
         }
     summary["host_probe"]["after"] = _probe("after", args.probe_s)
     steadiest = _steadiest(summary["placements"])
@@ -189,9 +194,9 @@ def _probe(when: str, seconds: float) -> HostProbe | None:
     result = probe_host(seconds)
     print(f"Host probe {when} the A/A runs ({seconds:g} s): {describe(result)}", flush=True)
     print(flush=True)
-    return cast(HostProbe, result)  # probe_host gives its JSON object: that shape
+    return result
 
 
-def _steadiest(placements: dict[str, PlacementNoise]) -> str | None:
+def _steadiest(placements: dict[str, CalibrationPlacement]) -> str | None:
     known = {m: p["median_cv"] for m, p in placements.items() if p["median_cv"] is not None}
     return min(known, key=lambda m: known[m]) if known else None

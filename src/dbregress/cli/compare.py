@@ -23,7 +23,8 @@ from dbregress.errors import DbregressError
 from dbregress.records import JobId, StepResult
 from dbregress.report import io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
-from dbregress.shapes.run import ColumnEntry, ComparisonEntry, DeviceBaseline
+from dbregress.shapes.device import DeviceBaseline
+from dbregress.shapes.run import ColumnEntry, ComparisonEntry
 from dbregress.store.run import RunData, read_run, resolve_run
 
 # typed once compare_run and matrices take shapes' StepResult (as RunData.steps holds them)

@@ -31,7 +31,7 @@ from dbregress.analysis.cost import FLOOR_SD
 from dbregress.errors import DbregressError
 from dbregress.lab import VerdictPolicy, load_lab
 from dbregress.report.verdict_tables import table
-from dbregress.shapes.run import MethodIdentity
+from dbregress.shapes.method import MethodIdentity
 from dbregress.store.history import (
     History,
     SeriesPoint,

@@ -19,9 +19,10 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypedDict
 
 import numpy as np
+
+from dbregress.shapes.calibration import HostProbe, ProbeBlocks
 
 BUFFER_BYTES = 8 << 20  # beyond a typical L2 (0.5-2 MB), inside a typical L3 (16-64 MB)
 GATHER = 1 << 18  # random reads per numpy call
@@ -39,7 +40,7 @@ class Probe:
     low: float | None  # slowest block / median
     high: float | None  # fastest block / median
 
-    def as_dict(self) -> ProbeJson:
+    def as_dict(self) -> ProbeBlocks:
         return {
             "name": self.name,
             "block_s": self.block_s,
@@ -48,17 +49,6 @@ class Probe:
             "low": self.low,
             "high": self.high,
         }
-
-
-class ProbeJson(TypedDict):
-    """A Probe as calibration.json keeps it."""
-
-    name: str
-    block_s: float
-    rates: list[float]
-    cv: float | None
-    low: float | None
-    high: float | None
 
 
 def _probe(name: str, seconds: float, block_s: float, work: Callable[[], int]) -> Probe:
@@ -102,7 +92,7 @@ def memory_work(buffer_bytes: int = BUFFER_BYTES, seed: int = 1) -> Callable[[],
     return work
 
 
-def probe_host(seconds: float = 10.0, block_s: float = BLOCK_S) -> dict[str, Any]:
+def probe_host(seconds: float = 10.0, block_s: float = BLOCK_S) -> HostProbe:
     """Run the CPU probe for a fifth of `seconds`, then the memory probe for the rest."""
     cpu = _probe("cpu", seconds / 5, block_s, _cpu_work)
     memory = _probe("memory", seconds - seconds / 5, block_s, memory_work())
@@ -113,13 +103,13 @@ def probe_host(seconds: float = 10.0, block_s: float = BLOCK_S) -> dict[str, Any
     }
 
 
-def describe(result: dict[str, Any]) -> str:
+def describe(result: HostProbe) -> str:
     """One line: how much each probe's blocks varied."""
     parts = []
     mb = result.get("buffer_bytes", BUFFER_BYTES) / (1 << 20)
-    for name, what in (("cpu", "CPU loop"), ("memory", f"random reads in {mb:g} MB")):
-        p = result.get(name) or {}
-        if p.get("cv") is None:
+    probes = ((result.get("cpu"), "CPU loop"), (result.get("memory"), f"random reads in {mb:g} MB"))
+    for p, what in probes:
+        if not p or p.get("cv") is None:
             continue
         parts.append(
             f"{what} CV {p['cv']:.1%} over {len(p['rates'])} blocks of {p['block_s']:g} s "

@@ -48,8 +48,7 @@ from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
 from dbregress.shapes.replay import (
-    LaneRecord,
-    MethodIdentity,
+    CostLaneRecord,
     ReplayError,
     ReplayRecord,
     ReplayStep,
@@ -259,9 +258,7 @@ class Lane:
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
         took_s = round(time.monotonic() - started, 1)
-        replay_store.save_lane(
-            self.run, dict(lane_record(self.lab, self.workers, took_s, self.skipped))
-        )
+        replay_store.save_lane(self.run, lane_record(self.lab, self.workers, took_s, self.skipped))
         index_into(
             self.run.parent, lambda h: h.index_run(self.run), self.notify, existing_only=True
         )
@@ -368,7 +365,7 @@ def loose_steps(
     return loose
 
 
-def lane_record(lab: Lab, workers: int, took_s: float, skipped: dict[str, str]) -> LaneRecord:
+def lane_record(lab: Lab, workers: int, took_s: float, skipped: dict[str, str]) -> CostLaneRecord:
     """cost/lane.json: how the lane counted."""
     return {
         "kind": "cost-lane",
@@ -440,7 +437,7 @@ def count_replay(
             "build": str(replay.column.build),
             # how this replay counted (the host's loadgen, valgrind, libc, ...): history
             # never sets counts of two methods against each other (dbregress/method.py)
-            "method_identity": cast(MethodIdentity, method.identity()),
+            "method_identity": method.identity(),
         },
     )
     if replay.steps is not None:

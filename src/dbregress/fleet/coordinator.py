@@ -48,16 +48,13 @@ from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.records import StepResult
 from dbregress.runner import Runner
-from dbregress.shapes.fleet import (
+from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest, UnitTiming
+from dbregress.shapes.host import (
     ChosenIdentity,
     CountIdentity,
     CountingHost,
     Fingerprint,
     HostEntry,
-    Message,
-    UnitOutcome,
-    UnitRequest,
-    UnitTiming,
 )
 from dbregress.shapes.run import RunJson
 from dbregress.store.run import RunWriter

@@ -31,7 +31,7 @@ from typing import cast
 from dbregress import method
 from dbregress.collect.host import host_facts, read_text
 from dbregress.errors import LabError
-from dbregress.shapes.fleet import (
+from dbregress.shapes.host import (
     ChosenIdentity,
     CountIdentity,
     CountingHost,

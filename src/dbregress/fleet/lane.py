@@ -27,7 +27,8 @@ from dbregress.errors import Interrupted, LabError
 from dbregress.explain.jobs import Choice
 from dbregress.fleet.ship import inside
 from dbregress.lab import Column, Lab, load_lab
-from dbregress.shapes.fleet import CountIdentity, Fingerprint, ReplayOutcome
+from dbregress.shapes.fleet import ReplayOutcome
+from dbregress.shapes.host import CountIdentity, Fingerprint
 from dbregress.store import replays as replay_store
 from dbregress.store.files import write_atomic
 

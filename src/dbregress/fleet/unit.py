@@ -19,7 +19,8 @@ from typing import Any, cast
 from dbregress import interrupts
 from dbregress.fleet.ship import ShippingWriter
 from dbregress.lab import Job, Lab, load_lab
-from dbregress.shapes.fleet import Fingerprint, Message, UnitOutcome, UnitRequest, WorkerState
+from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest, WorkerState
+from dbregress.shapes.host import Fingerprint
 
 # Each worker's state, by its name: set by `dbregress worker` before it joins the fleet
 # (one per process there; a simulated fleet holds many in one process).

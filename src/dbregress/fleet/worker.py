@@ -30,7 +30,7 @@ from dbregress import interrupts
 from dbregress.errors import LabError
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import fingerprint
-from dbregress.shapes.fleet import Fingerprint
+from dbregress.shapes.host import Fingerprint
 
 # A benchmark host's worker must not add noise of its own: Dask's statistical profiler
 # (a thread sampling every 10 ms) and its system monitor's disk sampling are off or slowed.

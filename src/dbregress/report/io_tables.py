@@ -133,7 +133,7 @@ def tsv(section: IoSection | None) -> list[str]:
     return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
 
 
-def _fio_json(f: FioFigures | None) -> shapes.FioFigures | None:
+def _fio_json(f: FioFigures | None) -> shapes.BaselineFigures | None:
     if f is None:
         return None
     return {

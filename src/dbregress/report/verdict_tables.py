@@ -180,9 +180,12 @@ def calibration(cal: Calibration | None) -> list[str]:
 
 def probe_lines(cal: Calibration) -> list[str]:
     """What the host probes said before and after the A/A runs (collect/hostprobe.py)."""
+    probes = cal.get("host_probe")
+    if not probes:
+        return []
     return [
         f"Host probe {when} the A/A runs, no engine running: {describe(probe)}."
-        for when, probe in (cal.get("host_probe") or {}).items()
+        for when, probe in (("before", probes.get("before")), ("after", probes.get("after")))
         if probe
     ]
 

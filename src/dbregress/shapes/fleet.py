@@ -9,83 +9,13 @@ sequence number every message carries: code narrows on `kind`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, TypedDict
 
+from dbregress.shapes.host import (
+    Fingerprint,
+)
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
-
-# The fields of a measurement identity (fleet/host.py COUNT_IDENTITY).
-IdentityField = Literal["dbregress", "loadgen_sha256", "valgrind_version", "libc"]
-
-
-class MeasurementIdentity(TypedDict):
-    """What a count depends on besides the build and the lab (None: not known)."""
-
-    dbregress: str | None
-    loadgen_sha256: str | None
-    valgrind_version: str | None
-    libc: str | None
-
-
-class CountingHost(MeasurementIdentity):
-    """A host's measurement identity and whether it has valgrind (and vgdb)."""
-
-    valgrind: bool
-
-
-class ChosenIdentity(MeasurementIdentity):
-    """A measurement identity and who chose it (the coordinator's own, the most
-    workers')."""
-
-    chosen_by: str
-
-
-class CountIdentity(ChosenIdentity):
-    """The identity a lab's counting replays run under, and the workers that have it."""
-
-    key: str  # host.identity_key: the Dask resource count:<key> of its workers
-    hosts: list[str]
-    left_out: dict[str, str]  # worker -> the fields in which it differs
-
-
-class Calibration(TypedDict):
-    """A host's calibration, as far as the fleet uses it (its noise)."""
-
-    measured_at: str | None
-    placement: str | None
-    median_cv: float | None
-
-
-class WorkerFacts(CountingHost):
-    """What a worker says of its host, in the order it is stored (the measurement
-    identity's fields among them: `dbregress` after `hostname`, the rest after
-    `valgrind`)."""
-
-    name: str
-    hostname: str
-    cpu_model: str | None
-    cpu_count: int | None
-    mem_gib: int | None
-    machine: str
-    kernel_release: str
-    governor: str | None
-    virt: str
-    calibration: Calibration | None
-
-
-class Fingerprint(WorkerFacts):
-    """A worker's host: its facts, its group and its measurement identity's key. The
-    coordinator adds its address, and why it was left out if it was."""
-
-    group: str
-    count_key: str
-
-
-class HostEntry(Fingerprint):
-    """A host as run.json `hosts` stores it, by name."""
-
-    address: str  # its worker's, at the scheduler
-    left_out: NotRequired[str]  # why its units go elsewhere (too noisy)
 
 
 class WorkerState(TypedDict):
@@ -201,10 +131,3 @@ class UnitTiming(TypedDict):
     started: float | None
     ended: float | None
     received: float
-
-
-class FleetStore(TypedDict):
-    """What storing the fleet's messages cost the coordinator (run.json `fleet_store`)."""
-
-    messages: int
-    busy_s: float

@@ -1,25 +1,13 @@
 """A run's cost lane as stored: cost/<column>/r<N>.json, one counting replay
 (`ReplayRecord`: what it counted of each step, or why it failed), and cost/lane.json,
-how the lane counted (`LaneRecord`)."""
+how the lane counted (`CostLaneRecord`)."""
 
 from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
 from dbregress.shapes.explain import EngineState
-
-
-class MethodIdentity(TypedDict):
-    """How the replay counted (dbregress/method.py identity(), as a run records it):
-    history never sets counts of two methods against each other."""
-
-    dbregress: str
-    loadgen_sha256: str | None
-    valgrind: str | None
-    libc: str
-    caches: str
-    cost_model: str
-    counting_profile: str
+from dbregress.shapes.method import MethodIdentity
 
 
 class ReplayStep(TypedDict):
@@ -75,17 +63,21 @@ class CyclesModel(TypedDict):
     ram: int
 
 
-class LaneRecord(TypedDict):
-    schema_version: NotRequired[int]  # added where it is stored
+class CostLaneRecord(TypedDict, total=False):
+    """cost/lane.json: how a run's cost lane counted (the lane writes every key; a lane
+    an earlier dbregress stored may lack the later ones, so readers take each with a
+    default)."""
+
+    schema_version: int  # added where the record is stored
     kind: Literal["cost-lane"]
     took_s: float
     workers: int
     replays_per_column: int
     replays_max: int
-    valgrind: str
+    valgrind: str  # valgrind --version
     method: str
-    caches: list[str]
-    cycles_model: CyclesModel
-    replay_settings: dict[str, dict[str, str]]
+    caches: list[str]  # the cache simulation's options
+    cycles_model: CyclesModel  # cycles per miss at each cache level
+    replay_settings: dict[str, dict[str, str]]  # engine family -> setting -> value
     lockstep_steps: list[str]
     skipped: dict[str, str]  # comparison/step -> why it was not counted

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from dbregress.shapes.device import DeviceBaseline
+from dbregress.shapes.host import CountIdentity, FleetStore, HostEntry
+from dbregress.shapes.method import MethodIdentity
+
 
 class Imported(TypedDict):
     kind: str
@@ -75,46 +79,6 @@ class JobEntry(TypedDict, total=False):
     files: list[str]  # an import's: the files the job was read from
 
 
-class MethodIdentity(TypedDict):
-    """How a run (or a counting replay) was measured: dbregress/method.py says what each
-    field is; every field is part of the identity's key."""
-
-    dbregress: str
-    loadgen_sha256: str | None
-    valgrind: str | None
-    libc: str
-    caches: str
-    cost_model: str
-    counting_profile: str
-
-
-class FioRun(TypedDict, total=False):
-    """One fio run beside an IO-bound comparison, or the error that stopped it."""
-
-    at: str
-    file: str  # fio's own output, relative to the run folder
-    command: list[str]
-    size_mb: int
-    runtime_s: float
-    figures: dict[str, float]
-    error: str
-
-
-class DeviceBaseline(TypedDict):
-    """An IO-bound comparison's device baseline (io_baseline.py): the base column's read
-    pattern and device, fio before and after the comparison's jobs, or why there is none."""
-
-    numjobs: int
-    block_size: int | None
-    direct: bool | None
-    source: str | None
-    device: str | None
-    fio_version: str | None
-    before: FioRun | None
-    after: FioRun | None
-    absent: str | None
-
-
 class Failure(TypedDict):
     where: str
     type: str
@@ -156,13 +120,6 @@ class PageCache(TypedDict):
     failed: NotRequired[str | None]
 
 
-class FleetStore(TypedDict):
-    """What storing a fleet run's messages cost the coordinator (fleet/ship.py)."""
-
-    messages: int
-    busy_s: float
-
-
 class FleetUnit(TypedDict):
     """One unit of a fleet run's timeline (fleet/coordinator.py): where it ran and when
     it was handed over, started, ended and received (epoch seconds)."""
@@ -173,56 +130,6 @@ class FleetUnit(TypedDict):
     started: float | None
     ended: float | None
     received: float
-
-
-class CountIdentity(TypedDict):
-    """A fleet run's counting identity (fleet/host.py count_identity): the measurement
-    identity its counting replays share, its key, who chose it, the workers that have
-    it and, per worker left out, the fields in which it differs."""
-
-    dbregress: str | None
-    loadgen_sha256: str | None
-    valgrind_version: str | None
-    libc: str | None
-    key: str
-    chosen_by: str
-    hosts: list[str]
-    left_out: dict[str, str]
-
-
-class HostCalibration(TypedDict):
-    """A worker's latest calibration, in brief: when, its steadiest placement and that
-    placement's median CV."""
-
-    measured_at: str | None
-    placement: str | None
-    median_cv: float | None
-
-
-class HostFingerprint(TypedDict):
-    """What a fleet worker tells the coordinator about its host (fleet/host.py
-    fingerprint), with the address it was found at and, for a noisy host, why it was
-    left out."""
-
-    name: str
-    hostname: str
-    dbregress: str
-    cpu_model: str | None
-    cpu_count: int | None
-    mem_gib: int | None
-    machine: str
-    kernel_release: str
-    governor: str | None
-    virt: str
-    valgrind: bool
-    loadgen_sha256: str | None
-    valgrind_version: str | None
-    libc: str
-    calibration: HostCalibration | None
-    group: str
-    count_key: str
-    address: NotRequired[str]
-    left_out: NotRequired[str]
 
 
 class RunJson(TypedDict):
@@ -256,7 +163,7 @@ class RunJson(TypedDict):
     rounds: NotRequired[list[Round]]
     page_cache: NotRequired[PageCache | None]
     device_baseline: NotRequired[dict[str, DeviceBaseline]]
-    hosts: NotRequired[dict[str, HostFingerprint]]  # a fleet run's hosts by name
+    hosts: NotRequired[dict[str, HostEntry]]  # a fleet run's hosts by name
     fleet_plan: NotRequired[dict[str, list[str]]]  # comparison -> the hosts it runs on
     fleet_store: NotRequired[FleetStore]
     fleet_units: NotRequired[list[FleetUnit]]

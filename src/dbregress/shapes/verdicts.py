@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
+from dbregress.shapes.method import MethodIdentity
+
 # A verdict's word: of the time and cost lanes (QPS: slower is worse; estimated cycles:
 # slower is more work), and of a per-operation metric, which says only which way it moved.
 VerdictWord: TypeAlias = Literal["slower", "faster", "same", "undecided"]
@@ -23,7 +25,7 @@ class Lanes(TypedDict):
     not_judged: dict[str, str]
 
 
-class FioFigures(TypedDict):
+class BaselineFigures(TypedDict):
     iops: float
     latency_us: float
     user_us_per_read: float
@@ -39,8 +41,8 @@ class Baseline(TypedDict):
     numjobs: int
     command: list[str]
     files: list[str]
-    before: FioFigures | None
-    after: FioFigures | None
+    before: BaselineFigures | None
+    after: BaselineFigures | None
     drift: float | None
     absent: str | None
 
@@ -217,7 +219,7 @@ class Verdicts(TypedDict):
     lanes: NotRequired[Lanes]
     # run.json's method identity as the run stored it (dbregress/method.py): every
     # field a version or a hash, None where the host had no such tool
-    method_identity: NotRequired[dict[str, str | None] | None]
+    method_identity: NotRequired[MethodIdentity | None]
     io_efficiency: NotRequired[list[IoEfficiencyItem]]
     comparisons: list[VerdictComparison]
     disturbed: NotRequired[list[DisturbedItem]]

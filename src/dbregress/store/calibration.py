@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.collect.host import host_facts
-from dbregress.shapes.store import Calibration
+from dbregress.shapes.calibration import Calibration
 from dbregress.store.files import write_json
 
 FOLDER = "calibration"

@@ -46,7 +46,8 @@ from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
 from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
-from dbregress.shapes.run import HostFacts, MethodIdentity
+from dbregress.shapes.method import MethodIdentity
+from dbregress.shapes.run import HostFacts
 from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dbregress.errors import StoreError
-from dbregress.shapes.store import CostLaneRecord
+from dbregress.shapes.replay import CostLaneRecord
 from dbregress.store.files import write_json
 
 COST_DIR = "cost"

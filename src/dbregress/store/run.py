@@ -26,11 +26,7 @@ from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import JobId, NotAStepResult, StepResult
 from dbregress.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
-from dbregress.shapes.run import (
-    BuildIdentity,
-    HostFacts,
-    JobStatus,
-)
+from dbregress.shapes.run import BuildIdentity, HostFacts, JobStatus
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
