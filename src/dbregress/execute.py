@@ -44,6 +44,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
 from dbregress.provision import Build
 from dbregress.records import JobId, StepError, StepResult
+from dbregress.shapes.run import JobEntry
 from dbregress.shapes.step_result import Paired
 from dbregress.shapes.step_result import StepResult as StepFigures
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
@@ -301,7 +302,7 @@ class LocalExecutor:
         return report
 
     def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
-        info: dict[str, Any] = {
+        info: JobEntry = {
             "comparison": job.comparison.name,
             "build": str(job.column.build),
             "config": job.column.config,
@@ -316,11 +317,9 @@ class LocalExecutor:
             self._record_failure(job, 0, "start", e, engine)
             raise _JobFailed() from e
         log = self.writer.job_dir(job) / "server.log"
-        info.update(
-            settings=engine.settings_applied(),
-            sizes=dataclasses.asdict(sizes),
-            server_log=str(log.relative_to(self.path)) if log.exists() else None,
-        )
+        info["settings"] = engine.settings_applied()
+        info["sizes"] = dataclasses.asdict(sizes)
+        info["server_log"] = str(log.relative_to(self.path)) if log.exists() else None
         self.writer.set_job(job, info)
 
     def _run_step(

@@ -22,7 +22,7 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal, cast
+from typing import Literal
 
 from dbregress import prepare
 from dbregress.collect import fio
@@ -71,8 +71,7 @@ def measure(
     """fio `when` (before or after) the comparison's jobs, into the run folder; a run
     resumed after it ran keeps what it found."""
     assert when in WHEN
-    # run.json's record is untyped in store/run.py: its device_baseline is these entries
-    stored = cast(dict[str, DeviceBaseline], writer.record.setdefault("device_baseline", {}))
+    stored = writer.record.setdefault("device_baseline", {})
     entry = stored.get(comparison.name)
     if entry is not None and (entry.get(when) is not None or entry.get("absent")):
         return

@@ -23,7 +23,8 @@ import pytest
 from tests import browser
 from tests.e2e.conftest import assert_no_process_mentions, dbregress, run_record
 
-pytestmark = pytest.mark.engine
+# quiet: its charts and exports need every repeat measured, none left out as disturbed
+pytestmark = [pytest.mark.engine, pytest.mark.quiet]
 
 STEPS = ["fillseq", "readrandom", "fwdrange"]
 COLUMNS = [

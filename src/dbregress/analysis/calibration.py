@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Any, cast
 
 from dbregress.analysis import stats
 from dbregress.analysis.compare import RunVerdicts, usable
@@ -47,8 +46,8 @@ def _qps_by_step(
 
 
 def step_noise(
-    record: RunJson | dict[str, Any],
-    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
+    record: RunJson,
+    steps_by_job: dict[str, list[StepResult]],
     verdicts: RunVerdicts,
     repeats: int,
     change: float,
@@ -56,12 +55,11 @@ def step_noise(
     """Per comparison and step of an A/A run: noise, detectable change, repeats needed
     (run.json and its step results by job, typed or as read: store/run.py)."""
     alpha = verdicts.policy.alpha
-    jobs = cast(dict[str, list[StepResult]], steps_by_job)
     out = []
-    for comp in cast(RunJson, record)["comparisons"]:
+    for comp in record["comparisons"]:
         base = comp["labels"][0]
         same = {base, base + AA_SUFFIX}
-        for step, values in _qps_by_step(jobs, same).items():
+        for step, values in _qps_by_step(steps_by_job, same).items():
             positive = [v for v in values if v > 0]
             sd = stats.robust_log_sd(positive) if len(positive) >= 2 else math.nan
             ok = math.isfinite(sd) and sd > 0

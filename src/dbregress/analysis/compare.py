@@ -12,7 +12,7 @@ import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
@@ -100,7 +100,7 @@ class RunVerdicts:
         return sum(c.verdict != "undecided" for c in found.values()), len(found)
 
 
-def lane_gaps(verdicts: RunVerdicts, record: RunJson | dict[str, Any]) -> dict[str, str]:
+def lane_gaps(verdicts: RunVerdicts, record: RunJson) -> dict[str, str]:
     """Each lane that gave no verdict a gate can rest on, with why: it did not run, or
     it decided no step. A lane missing here judged at least one step (`record`: run.json,
     typed or as read)."""
@@ -111,7 +111,7 @@ def lane_gaps(verdicts: RunVerdicts, record: RunJson | dict[str, Any]) -> dict[s
     elif not time_decided:
         gaps["time"] = f"every step is undecided ({time_all})"
     if verdicts.cost is None:
-        lane = cast(RunJson, record).get("cost_lane")
+        lane = record.get("cost_lane")
         why = lane.get("why_not") if lane else None
         if why:
             gaps["cost"] = f"not run, {why}"
@@ -256,19 +256,17 @@ def _per_op(key: str) -> Callable[[StepResult], float | None]:
 
 
 def compare_run(
-    record: RunJson | dict[str, Any],
-    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
+    record: RunJson,
+    steps_by_job: dict[str, list[StepResult]],
     policy: VerdictPolicy | None = None,
 ) -> RunVerdicts:
     """Verdicts for every comparison of a run (pure: step results in, verdicts out):
     run.json and its step results by job, typed or as read (store/run.py)."""
-    run = cast(RunJson, record)
-    jobs = cast(dict[str, list[StepResult]], steps_by_job)
     if policy is None:
-        policy = VerdictPolicy.of_record(run)
+        policy = VerdictPolicy.of_record(record)
     rule = Policy(alpha=policy.alpha, band=policy.band)
     disturbed: list[Disturbed] = []
-    every = [r for rs in jobs.values() for r in rs]
+    every = [r for rs in steps_by_job.values() for r in rs]
     results = usable(every, disturbed)
     ran: dict[str, list[str]] = {}
     for r in every:
@@ -276,20 +274,20 @@ def compare_run(
             steps = ran.setdefault(r["column"], [])
             if r["step"] not in steps:
                 steps.append(r["step"])
-    qps_samples = _samples(run, results, lambda r: r["q"]["value"], ran)
-    if run.get("schedule") == "interleaved":
+    qps_samples = _samples(record, results, lambda r: r["q"]["value"], ran)
+    if record.get("schedule") == "interleaved":
         qps = paired_all(_paired(qps_samples, results), rule)
     else:
         qps = compare_all(qps_samples, rule, "higher")
     metrics = {
         m.key: compare_all(
-            _samples(run, results, _per_op(m.key)),
+            _samples(record, results, _per_op(m.key)),
             rule,
             m.better,
             metric=True,
         )
         for m in VERDICT_METRICS
     }
-    paired = run.get("schedule") == "interleaved"
-    io = sections(run, jobs)
+    paired = record.get("schedule") == "interleaved"
+    io = sections(record, steps_by_job)
     return RunVerdicts(policy, qps, metrics, disturbed, paired=paired, io=io)

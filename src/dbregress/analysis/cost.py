@@ -46,7 +46,6 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
 
 from scipy import stats as sps
 
@@ -391,8 +390,8 @@ def _samples(
 
 
 def cost_verdicts(
-    record: RunJson | dict[str, Any],
-    replays: list[ReplayRecord] | list[dict[str, Any]],
+    record: RunJson,
+    replays: list[ReplayRecord],
     policy: VerdictPolicy | None = None,
     planned: int = 0,
     settled: int = 5,
@@ -406,14 +405,12 @@ def cost_verdicts(
     and the replays come typed or as read (store/run.py, store/replays.py)."""
     if not replays:
         return None
-    run = cast(RunJson, record)
-    counted = cast(list[ReplayRecord], replays)
     if policy is None:
-        policy = VerdictPolicy.of_record(run)
+        policy = VerdictPolicy.of_record(record)
     metrics: dict[str, dict[Key, CostComparison]] = {}
-    states = state.sides(run, counted)
+    states = state.sides(record, replays)
     for metric in COST_METRICS:
-        samples = _samples(run, counted, metric)
+        samples = _samples(record, replays, metric)
         tests = {
             k: _test(x, y, policy.cost_band, _known(metric.key, k, calibration, history))
             for k, (x, y, _) in samples.items()

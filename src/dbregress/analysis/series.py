@@ -11,7 +11,6 @@ every series of the report.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
 
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import RunChanges, SeriesKey
@@ -77,23 +76,22 @@ def cost_samples(
 
 
 def run_changes(
-    record: RunJson | dict[str, Any],
-    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
-    replays: list[ReplayRecord] | list[dict[str, Any]],
+    record: RunJson,
+    steps_by_job: dict[str, list[StepResult]],
+    replays: list[ReplayRecord],
     policy: VerdictPolicy | None = None,
 ) -> RunChanges | None:
     """Change points of every series of a run on both lanes; None when the run has no
     comparison of three or more columns. run.json, its step results by job and its
     counting replays come typed or as read (store/run.py, store/replays.py)."""
-    run = cast(RunJson, record)
-    if not _series_comparisons(run):
+    if not _series_comparisons(record):
         return None
     if policy is None:
-        policy = VerdictPolicy.of_record(run)
-    jobs = cast(dict[str, list[StepResult]], steps_by_job)
-    counted = cast(list[ReplayRecord], replays)
-    time = changepoints.find_all(time_samples(run, jobs), better="higher", band=policy.band)
+        policy = VerdictPolicy.of_record(record)
+    time = changepoints.find_all(
+        time_samples(record, steps_by_job), better="higher", band=policy.band
+    )
     cost = changepoints.find_all(
-        cost_samples(run, counted), better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
+        cost_samples(record, replays), better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
     )
     return RunChanges(time, cost, changepoints.ALPHA)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, TypedDict, TypeVar, cast
+from typing import TypedDict, TypeVar, cast
 
 from dbregress.shapes.events import EngineStats
 from dbregress.shapes.explain import CacheState as CacheStateJson
@@ -95,12 +95,11 @@ def _count(result: StepResult) -> int:
     return int(cast(int, result.get("q", {}).get("count", 0)))
 
 
-def timed(results: Iterable[StepResult | dict[str, Any]]) -> CacheState | None:
+def timed(results: Iterable[StepResult]) -> CacheState | None:
     """The timed state of one column's step: its repeats' measured windows pooled
     (stored step results, typed or as read, whose `engine_stats` cover the measured
     window)."""
-    typed = cast(Iterable[StepResult], results)
-    states = [s for r in typed if (s := of_stats(r.get("engine_stats"), _count(r))) is not None]
+    states = [s for r in results if (s := of_stats(r.get("engine_stats"), _count(r))) is not None]
     if not states:
         return None
     return CacheState(

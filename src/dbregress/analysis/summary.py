@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict, cast
+from typing import Literal, TypedDict
 
 from dbregress.lab import INSERT_STEPS, KV_STEPS
 from dbregress.shapes.run import ComparisonEntry, RunJson
@@ -107,14 +107,12 @@ def aggregate(results: list[StepResult]) -> Cell:
 
 
 def matrices(
-    record: RunJson | dict[str, Any],
-    steps_by_job: dict[str, list[StepResult]] | dict[str, list[dict[str, Any]]],
+    record: RunJson,
+    steps_by_job: dict[str, list[StepResult]],
 ) -> list[Matrix]:
     """One Matrix per comparison of the lab, in the lab's order (run.json and its step
     results by job, typed or as read: store/run.py)."""
-    run = cast(RunJson, record)
-    jobs = cast(dict[str, list[StepResult]], steps_by_job)
-    return [matrix(run, jobs, comp) for comp in run["comparisons"]]
+    return [matrix(record, steps_by_job, comp) for comp in record["comparisons"]]
 
 
 def matrix(

@@ -24,11 +24,11 @@ from dbregress.records import JobId, StepResult
 from dbregress.report import io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.device import DeviceBaseline
-from dbregress.shapes.run import ColumnEntry, ComparisonEntry
+from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
+from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.run import RunData, read_run, resolve_run
 
-# typed once compare_run and matrices take shapes' StepResult (as RunData.steps holds them)
-Steps = dict[str, list[dict[str, Any]]]
+Steps = dict[str, list[StepResultJson]]  # job name -> step results
 
 
 def add_parser(sub: Any) -> None:
@@ -72,13 +72,14 @@ def _copy(data: RunData, side: str, label: str, steps: set[str], out: Steps) -> 
             for r in results
             if r.get("step") in steps
         ]
-        out[name] = cast("list[dict[str, Any]]", relabelled)  # as Steps says, above
+        out[name] = relabelled
 
 
-def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
+def merge(a: RunData, b: RunData) -> tuple[RunJson, Steps]:
     """An in-memory run: per matched comparison, A's base against B's columns over the
-    steps in common. (The run is the JSON object RunData.record is: typed once
-    compare_run, matrices and the report take RunJson.)"""
+    steps in common. It has run.json's fields, except that its status may name both
+    runs' ("ok / failed"), and it gives each column its own run's device baseline
+    (`device_baseline_by_column`, which analysis/io_efficiency.py reads)."""
     comparisons: list[ComparisonEntry] = []
     columns: list[ColumnEntry] = []
     steps: Steps = {}
@@ -108,7 +109,7 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
     builds = {f"A:{lb}": v for lb, v in a.record.get("builds", {}).items()}
     builds |= {f"B:{lb}": v for lb, v in b.record.get("builds", {}).items()}
     record = {
-        **a.record,
+        **cast(dict[str, object], a.record),
         "run_id": f"{a.record['run_id']} vs {b.record['run_id']}",
         "lab": "compare",
         "status": " / ".join(dict.fromkeys((a.record["status"], b.record["status"]))),
@@ -126,7 +127,7 @@ def merge(a: RunData, b: RunData) -> tuple[dict[str, Any], Steps]:
         "cost_lane": {"planned": False, "why_not": "compare judges the time lane only"},
         "device_baseline_by_column": devices,
     }
-    return record, steps
+    return cast(RunJson, record), steps
 
 
 def _column(data: RunData, label: str, comparison: str, side: str, base: bool) -> ColumnEntry:
@@ -151,7 +152,7 @@ def _steps_of(data: RunData) -> str:
 
 
 def render(
-    record: dict[str, Any],  # typed once compare_run and matrices take RunJson
+    record: RunJson,
     steps: Steps,
     a: str,
     b: str,

@@ -16,6 +16,8 @@ from dbregress.analysis.summary import matrices
 from dbregress.errors import DbregressError
 from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, history_moves, html, json_report, markdown
+from dbregress.shapes.run import RunJson
+from dbregress.shapes.step_result import StepResult
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
 from dbregress.store.replays import load_lane, load_replays
@@ -67,8 +69,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _results(data: RunData) -> list[dict[str, Any]]:
-    # typed once markdown.render takes shapes' StepResult (and RunData.steps holds them)
+def _results(data: RunData) -> list[StepResult]:
     return [r for rs in data.steps.values() for r in rs]
 
 
@@ -151,7 +152,7 @@ def _decided(verdicts: RunVerdicts, lane: str) -> str:
 def gate(
     verdicts: RunVerdicts,
     fail_on: str | None,
-    record: dict[str, Any],  # typed once lane_gaps takes RunJson
+    record: RunJson,
 ) -> int:
     """The exit status --fail-on asks for, with a one-line summary on stderr: the lane of
     each slower step (exit 1); else, when a lane it names gave no verdict, why (exit 2:

@@ -171,8 +171,7 @@ class Lane:
         self.builds[column.label] = provision.fetch(column.build)
 
     def _finished(self, label: str) -> list[ReplayRecord]:
-        # cost/<column>/r<N>.json, as count_replay() made them
-        replays = cast(list[ReplayRecord], replay_store.load_replays(self.run))
+        replays = replay_store.load_replays(self.run)  # as count_replay() made them
         return [r for r in replays if r["column"] == label]
 
     def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
@@ -308,7 +307,7 @@ class Lane:
     def _keep(self, replay: Replay, record: ReplayRecord) -> None:
         """A finished replay's record: stored, indexed, told."""
         label = replay.column.label
-        replay_store.save_replay(self.run, label, replay.number, dict(record))
+        replay_store.save_replay(self.run, label, replay.number, record)
         index_into(
             self.run.parent,
             lambda h: h.index_replay(self.run, record),

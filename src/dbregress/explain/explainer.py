@@ -11,7 +11,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
 
 from dbregress import benchmarks, provision
 from dbregress.analysis import state
@@ -189,7 +188,7 @@ def sizing_results(data: RunData) -> list[StepResult]:
         for r in rs
         if (r["column"], r["step"]) not in have and measured(r)
     ]
-    return cast(list[StepResult], found)  # stored step results, read back
+    return found
 
 
 def explain(request: ExplainRequest, notify: Notify) -> Path:
@@ -206,7 +205,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
         else None
     )
     out_root = request.run / EXPLAIN_DIR
-    stored = cast("ExplainRecord | None", load(request.run))  # explain.json, as it was written
+    stored = load(request.run)
     kept = stored.get("results", []) if stored is not None else []
     entries = {(e["comparison"], e["step"], e["column"]): e for e in kept}
     started = time.monotonic()
@@ -289,7 +288,7 @@ def windows(
                 base_results = [
                     r for r in results if r["column"] == comp.base.label and r["step"] == plan.name
                 ]
-                until = state.until_rate(state.timed([dict(r) for r in base_results]))
+                until = state.until_rate(state.timed(base_results))
         pace = sized[label if own_pace else comp.base.label][2]
         own = [r for r in results if r["column"] == label and r["step"] == plan.name]
         choices[plan.name] = Choice(
@@ -299,7 +298,7 @@ def windows(
             ops,
             pace,
             warm_ops=warm,
-            timed=state.timed([dict(r) for r in own]),
+            timed=state.timed(own),
             until_hit_rate=until,
         )
     return choices

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress.errors import StoreError
 from dbregress.shapes.explain import ExplainRecord
@@ -26,7 +26,7 @@ def save(run: Path, record: ExplainRecord) -> Path:
     return path
 
 
-def load(run: Path) -> dict[str, Any] | None:
+def load(run: Path) -> ExplainRecord | None:
     """The run's explanations, or None if it has none."""
     path = path_of(run)
     if not path.is_file():
@@ -42,4 +42,4 @@ def load(run: Path) -> dict[str, Any] | None:
             f"{path} has explain schema version {value.get('schema_version')}; this dbregress "
             f"reads {SCHEMA_VERSION}: run dbregress explain again"
         )
-    return value
+    return cast(ExplainRecord, value)  # as save() wrote it

@@ -226,7 +226,8 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fing
     if cal is not None:
         steadiest = cal.get("steadiest")
         placements = cal.get("placements") or {}
-        cv = (placements.get(steadiest) or {}).get("median_cv") if steadiest else None
+        chosen = placements.get(steadiest) if steadiest else None
+        cv = chosen.get("median_cv") if chosen else None
         out["calibration"] = {
             "measured_at": cal.get("measured_at"),
             "placement": steadiest,

@@ -27,7 +27,7 @@ from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import StepResult
 from dbregress.shapes.fleet import Message, MessageHeader, UnitOutcome
-from dbregress.shapes.run import RunJson
+from dbregress.shapes.run import Failure, JobEntry, RunJson
 from dbregress.store.files import write_atomic
 from dbregress.store.run import RunWriter
 
@@ -74,7 +74,7 @@ class ShippingWriter(RunWriter):
         super().set_build(label, identity)
         self.send({**self._header(), "kind": "build", "label": label, "identity": identity})
 
-    def set_job(self, job: Job, info: dict[str, Any]) -> None:
+    def set_job(self, job: Job, info: JobEntry) -> None:
         info = {**info, "host": self.host}  # which host measured the job
         super().set_job(job, info)
         self.send({**self._header(), "kind": "job", "job": job.name, "info": info})
@@ -86,7 +86,7 @@ class ShippingWriter(RunWriter):
             {**self._header(), "kind": "end", "job": job.name, "status": status, "files": files}
         )
 
-    def add_failure_record(self, failure: dict[str, Any]) -> None:
+    def add_failure_record(self, failure: Failure) -> None:
         super().add_failure_record(failure)
         self.send({**self._header(), "kind": "failure", "failure": failure})
 

@@ -262,12 +262,12 @@ def section(explain: ExplainRecord, record: RunJson, verdicts: RunVerdicts) -> l
 
 def causes_text(run: Path) -> str:
     """What `dbregress explain` prints at its end: the causes, or that none is slower."""
-    explain = cast(ExplainRecord | None, load(run))  # explain.json as read
+    explain = load(run)
     if explain is None:
         return "No explanations stored."
     data = read_run(run)
     verdicts = compare_run(data.record, data.steps)
-    causes = causes_for(explain, cast(RunJson, data.record), verdicts)
+    causes = causes_for(explain, data.record, verdicts)
     if not causes:
         return "No step has a `slower` verdict: figures only (see the report's Explanations)."
     lines = []

@@ -16,7 +16,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-from typing import Any, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
@@ -48,9 +47,9 @@ def _table(title: str, legend: list[str], rows: list[list[str]], width: int) -> 
     return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
 
 
-def tsv(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+def tsv(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
     """The TSV tables (run.json typed or as read: store/run.py)."""
-    names = _column_names(cast(RunJson, record))
+    names = _column_names(record)
     out: list[str] = []
     for m in ms:
         legend = [f"col-{i} : {names.get(lb, lb)}" for i, lb in enumerate(m.labels, 1)]
@@ -184,10 +183,10 @@ def _base_cost(v: RunVerdicts, m: Matrix, metric: str, step: str) -> CostCompari
     return None
 
 
-def csv_text(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+def csv_text(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
     """The CSV export (run.json typed or as read: store/run.py)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_HEADER)
-    writer.writerows(csv_rows(cast(RunJson, record), ms, v))
+    writer.writerows(csv_rows(record, ms, v))
     return buf.getvalue()

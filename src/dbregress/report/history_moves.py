@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
 
 from dbregress import method
 from dbregress.analysis import changepoints
@@ -66,10 +65,9 @@ def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
     return out
 
 
-def against_history(run_dir: Path, record: RunJson | dict[str, Any]) -> HistoryMoves | None:
+def against_history(run_dir: Path, record: RunJson) -> HistoryMoves | None:
     """None when the results folder keeps no history, or the run is not in it (run.json
     typed or as read: store/run.py)."""
-    record = cast(RunJson, record)
     root = run_dir.parent
     if not history_path(root).is_file():
         return None
@@ -154,12 +152,11 @@ def markdown(moves: HistoryMoves | None) -> list[str]:
     return [*out, ""]
 
 
-def history_noise(run_dir: Path, record: RunJson | dict[str, Any]) -> dict[str, dict[str, float]]:
+def history_noise(run_dir: Path, record: RunJson) -> dict[str, dict[str, float]]:
     """The cost verdict's history floor of a run: the spread of each counted step in the
     lab's earlier runs measured by this run's method (store.history.History.cost_noise);
     empty when the results folder keeps no history or the run recorded no method (run.json
     typed or as read: store/run.py)."""
-    record = cast(RunJson, record)
     root = run_dir.parent
     if not history_path(root).is_file():
         return {}

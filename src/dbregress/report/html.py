@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypedDict, cast
+from typing import TypeAlias, TypedDict, cast
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -277,8 +277,7 @@ class FirstRepeats:
     def __init__(self, data: RunData) -> None:
         self.path = data.path
         self.found: dict[tuple[str, str], tuple[int, str, StepResult]] = {}
-        steps = cast(dict[str, list[StepResult]], data.steps)  # the step results, as read
-        for job, results in steps.items():
+        for job, results in data.steps.items():
             jid = JobId.of(job)
             if jid is None or jid.warmup:
                 continue
@@ -434,7 +433,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> ComparisonPage:
 
 def _run(data: RunData) -> RunJson:
     """The run's run.json, as read and checked against its schema (store/run.py)."""
-    return cast(RunJson, data.record)
+    return data.record
 
 
 def _text(value: object) -> str:
@@ -528,14 +527,13 @@ def render(
     data: RunData,
     ms: list[Matrix],
     v: RunVerdicts,
-    calibration: Calibration | dict[str, Any] | None = None,
+    calibration: Calibration | None = None,
 ) -> str:
     """The page; `calibration`: the host's, typed or as read (store/calibration.py)."""
     record = _run(data)
-    cal = cast(Calibration | None, calibration)
     host = record.get("host", {})
     p = record["placement"]
-    results = [r for rs in cast(dict[str, list[StepResult]], data.steps).values() for r in rs]
+    results = [r for rs in data.steps.values() for r in rs]
     page = {
         "title": f"dbregress report: {record['lab']} ({record['run_id']})",
         "record": record,
@@ -558,9 +556,9 @@ def render(
         ],
         "disturbed": [[d.column, str(d.repeat), d.step, d.why] for d in v.disturbed],
         "noise": vt.noise_line(results),
-        "calibration": cal,
-        "calibration_rows": vt.calibration_rows(cal) if cal else [],
-        "calibration_probes": vt.probe_lines(cal) if cal else [],
+        "calibration": calibration,
+        "calibration_rows": vt.calibration_rows(calibration) if calibration else [],
+        "calibration_probes": vt.probe_lines(calibration) if calibration else [],
         "damaged": data.damaged,
         "reproduce": reproduce(data),
         "verdict_colours": svg.VERDICT_COLOURS,

@@ -3,7 +3,7 @@ described by schema/verdicts.schema.json."""
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, cast
+from typing import Final, Literal, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
 from dbregress.analysis.cost import COST_METRICS, CostComparison
@@ -108,9 +108,8 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | Non
     }
 
 
-def render(record: RunJson | dict[str, Any], v: RunVerdicts) -> shapes.Verdicts:
+def render(record: RunJson, v: RunVerdicts) -> shapes.Verdicts:
     """verdicts.json of a run (run.json typed or as read: store/run.py)."""
-    record = cast(RunJson, record)
     comparisons: list[shapes.VerdictComparison] = []
     for comp in record["comparisons"]:
         name, (base, *others) = comp["name"], comp["labels"]

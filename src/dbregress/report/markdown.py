@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from typing import Any, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
@@ -288,25 +287,24 @@ def explanations(explain: ExplainRecord | None, record: RunJson, v: RunVerdicts)
 
 
 def render(
-    record: RunJson | dict[str, Any],
+    record: RunJson,
     ms: list[Matrix],
     v: RunVerdicts,
-    results: list[StepResult] | list[dict[str, Any]],
-    calibration: Calibration | dict[str, Any] | None = None,
+    results: list[StepResult],
+    calibration: Calibration | None = None,
     damaged: list[str] | None = None,
-    explain: ExplainRecord | dict[str, Any] | None = None,
+    explain: ExplainRecord | None = None,
 ) -> str:
     """report.md: run.json, the step results, the host's calibration and the run's
     explanations come typed or as read (store/, explain/store.py)."""
-    run = cast(RunJson, record)
-    parts = [header(run), [vt.lanes_line(run, v), ""]]
+    parts = [header(record), [vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [
             _title(m),
             throughput(m),
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
-            _counting(run, m, v),
+            _counting(record, m, v),
             changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
@@ -318,9 +316,8 @@ def render(
             latency(m),
             io_tables.markdown(v.io_for(m.comparison)),
         ]
-    explained = cast(ExplainRecord | None, explain)
-    extra = [explanations(explained, run, v), vt.host_noise(cast(list[StepResult], results), v)]
-    extra += [vt.calibration(cast(Calibration | None, calibration)), failures(run)]
+    extra = [explanations(explain, record, v), vt.host_noise(results, v)]
+    extra += [vt.calibration(calibration), failures(record)]
     if damaged:
         extra.append(["## Damaged files", "", "Left out of this report:", ""])
         extra.append([f"- {d}" for d in damaged])
@@ -333,14 +330,13 @@ def _counting(record: RunJson, m: Matrix, v: RunVerdicts) -> list[str]:
     return [vt.counting_note(record, m.comparison), ""]
 
 
-def summary_tables(record: RunJson | dict[str, Any], ms: list[Matrix], v: RunVerdicts) -> str:
+def summary_tables(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
     """The short version printed at the end of `dbregress run` (run.json typed or as
     read)."""
-    run = cast(RunJson, record)
-    parts: list[list[str]] = [[vt.lanes_line(run, v), ""]]
+    parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
-        parts += [_counting(run, m, v)]
+        parts += [_counting(record, m, v)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
-    return _join([*parts, failures(run)])
+    return _join([*parts, failures(record)])

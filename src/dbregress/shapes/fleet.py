@@ -9,13 +9,13 @@ sequence number every message carries: code narrows on `kind`."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 from dbregress.shapes.host import (
     Fingerprint,
 )
 from dbregress.shapes.replay import ReplayRecord
-from dbregress.shapes.run import RunJson
+from dbregress.shapes.run import Failure, JobEntry, RunJson
 
 
 class WorkerState(TypedDict):
@@ -65,7 +65,7 @@ class BuildMessage(MessageHeader):
 class JobMessage(MessageHeader):
     kind: Literal["job"]
     job: str
-    info: dict[str, Any]  # as RunWriter.set_job takes it
+    info: JobEntry
 
 
 class EndMessage(MessageHeader):
@@ -77,7 +77,7 @@ class EndMessage(MessageHeader):
 
 class FailureMessage(MessageHeader):
     kind: Literal["failure"]
-    failure: dict[str, Any]  # as RunWriter.add_failure_record takes it
+    failure: Failure
 
 
 class CacheMessage(MessageHeader):

@@ -7,7 +7,7 @@ import json
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress.collect.host import host_facts
 from dbregress.shapes.calibration import Calibration
@@ -36,13 +36,12 @@ def save_calibration(results_root: Path, summary: Calibration) -> Path:
     return path
 
 
-def load_calibration(results_root: Path, hostname: str) -> dict[str, Any] | None:
-    """The host's latest calibration, or None (absent, unreadable or another version):
-    the JSON object as stored, read by report/ and fleet/host.py as one."""
+def load_calibration(results_root: Path, hostname: str) -> Calibration | None:
+    """The host's latest calibration, or None (absent, unreadable or another version)."""
     try:
         value = json.loads(calibration_path(results_root, hostname).read_text())
     except (OSError, json.JSONDecodeError):
         return None
     if not isinstance(value, dict) or value.get("schema_version") != SCHEMA_VERSION:
         return None
-    return value
+    return cast(Calibration, value)  # as save_calibration wrote it

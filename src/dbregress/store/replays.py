@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from dbregress.errors import StoreError
-from dbregress.shapes.replay import CostLaneRecord
+from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.store.files import write_json
 
 COST_DIR = "cost"
@@ -24,7 +24,7 @@ def save_replay(
     run: Path,
     label: str,
     number: int,
-    record: dict[str, Any],  # typed once cost/'s count_replay gives a replay's shape
+    record: ReplayRecord,
 ) -> Path:
     path = replay_path(run, label, number)
     write_json(path, {"schema_version": SCHEMA_VERSION, "kind": "cost-replay", **record})
@@ -53,11 +53,10 @@ def load_lane(run: Path) -> CostLaneRecord | None:
     return cast(CostLaneRecord, _read(path)) if path.is_file() else None
 
 
-def load_replays(run: Path) -> list[dict[str, Any]]:
-    """Every finished replay of the run (ok or failed), in (column, number) order, as
-    the JSON objects stored (typed once cost_verdicts and cost/ take a replay's shape)."""
+def load_replays(run: Path) -> list[ReplayRecord]:
+    """Every finished replay of the run (ok or failed), in (column, number) order."""
     root = run / COST_DIR
     if not root.is_dir():
         return []
-    found = [_read(p) for p in sorted(root.glob("*/r*.json"))]
+    found = [cast(ReplayRecord, _read(p)) for p in sorted(root.glob("*/r*.json"))]
     return sorted(found, key=lambda r: (r["column"], r["replay"]))

@@ -26,7 +26,16 @@ from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import JobId, NotAStepResult, StepResult
 from dbregress.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
-from dbregress.shapes.run import BuildIdentity, HostFacts, JobStatus
+from dbregress.shapes.run import (
+    BuildIdentity,
+    ComparisonEntry,
+    Failure,
+    HostFacts,
+    JobEntry,
+    JobStatus,
+    RunJson,
+)
+from dbregress.shapes.step_result import StepResult as StepResultJson
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -37,9 +46,7 @@ def new_run_id(lab_name: str) -> str:
 
 
 class RunWriter:
-    # run.json as it is written: a RunJson, held as its JSON object while a fleet worker's
-    # writer (fleet/ship.py) sets it from the coordinator's message as one.
-    record: dict[str, Any]
+    record: RunJson  # run.json as it is written
 
     def __init__(self, root: Path, lab: Lab, host: dict[str, object]) -> None:
         run_id = new_run_id(lab.name)
@@ -167,13 +174,12 @@ class RunWriter:
         self._save()
 
     def set_record(self, key: str, value: Any) -> None:
-        """A top-level entry of run.json (a fleet run's hosts and plan)."""
-        self.record[key] = value
+        """A top-level entry of run.json (a fleet run's hosts and plan), by name."""
+        cast(dict[str, Any], self.record)[key] = value
         self._save()
 
-    def set_job(self, job: Job, info: dict[str, Any]) -> None:
-        """The job's entry (a JobEntry; a fleet worker's writer passes on its message's).
-        `info` typed once fleet/ship.py's override and message take a JobEntry."""
+    def set_job(self, job: Job, info: JobEntry) -> None:
+        """The job's entry (a fleet worker's writer passes on its message's)."""
         self.record["jobs"][job.name] = info
         self._save()
 
@@ -183,23 +189,24 @@ class RunWriter:
         self._save()
 
     def note_cache_drop(self, failure: str | None) -> None:
-        cache = self.record["page_cache"]
+        cache = self.record.get("page_cache")
+        if cache is None:  # a run recorded before page-cache drops were counted
+            cache = self.record["page_cache"] = {"dropped": 0, "failed": None}
         if failure is None:
-            cache["dropped"] += 1
+            cache["dropped"] = cache.get("dropped", 0) + 1
         else:
             cache["failed"] = failure
         self._save()
 
     def add_failure(self, where: str, error: BaseException, trace: str | None = None) -> None:
-        failure = {"where": where, "type": type(error).__name__, "message": str(error)}
+        failure: Failure = {"where": where, "type": type(error).__name__, "message": str(error)}
         if trace:
             failure["traceback"] = trace
         self.add_failure_record(failure)
 
-    def add_failure_record(self, failure: dict[str, Any]) -> None:
+    def add_failure_record(self, failure: Failure) -> None:
         """A failure as stored (where, type, message, traceback): one a fleet worker
-        recorded, received by the coordinator. Typed (a Failure) once fleet/ship.py's
-        override and message take one."""
+        recorded, received by the coordinator."""
         self.record["failures"].append(failure)
         self._save()
 
@@ -257,10 +264,8 @@ class RunData:
     """A run as read back: run.json plus every step result, in step order per job."""
 
     path: Path
-    # run.json and the step results (RunJson and shapes' StepResult), passed on as JSON
-    # objects until their readers (report/, analysis/, explain/) take the shapes
-    record: dict[str, Any]
-    steps: dict[str, list[dict[str, Any]]]  # job name -> step results
+    record: RunJson
+    steps: dict[str, list[StepResultJson]]  # job name -> step results
     damaged: list[str] = field(default_factory=list)  # step files that could not be read
 
     @property
@@ -270,14 +275,14 @@ class RunData:
     def only_columns(self, wanted: set[str]) -> RunData:
         """The run as if the lab had held only these non-base columns (and their bases);
         comparisons left with no column are dropped."""
-        comps = []
+        comps: list[ComparisonEntry] = []
         for comp in self.record["comparisons"]:
             base, *others = comp["labels"]
             kept = [lb for lb in others if lb in wanted]
             if kept:
                 comps.append({**comp, "labels": [base, *kept]})
         labels = {lb for comp in comps for lb in comp["labels"]}
-        record = {
+        record: RunJson = {
             **self.record,
             "comparisons": comps,
             "columns": [c for c in self.record["columns"] if c["label"] in labels],
@@ -318,15 +323,14 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value
 
 
-def read_record(run_dir: Path) -> dict[str, Any]:
+def read_record(run_dir: Path) -> RunJson:
     """run.json of a run folder, upgraded to this dbregress's fields and checked against
     the run schema (run_record.py); StoreError (Damaged, NotARunRecord) naming the file
     when it is not one."""
     path = run_dir / "run.json"
     record = upgrade_run(_read_json(path))
     check_run(record, str(path))
-    # a RunJson, passed on as its JSON object until its readers (report/, analysis/) take one
-    return {**record}
+    return record
 
 
 def resolve_run(arg: str, root: Path) -> Path:
@@ -346,7 +350,7 @@ def read_run(path: Path) -> RunData:
     """run.json and every step result of the run. A damaged step file is named in
     `damaged` and left out; a file of another schema version is an error."""
     record = read_record(path)
-    steps: dict[str, list[dict[str, Any]]] = {}
+    steps: dict[str, list[StepResultJson]] = {}
     damaged: list[str] = []
     for job in record["jobs"]:
         files = sorted((path / job / "steps").glob("*.json"))
@@ -356,8 +360,8 @@ def read_run(path: Path) -> RunData:
                 continue
             try:
                 value = _read_json(f)
-                StepResult.from_json(value, str(f))
-                steps[job].append(value)
+                StepResult.from_json(value, str(f))  # checked against the schema
+                steps[job].append(cast(StepResultJson, value))
             except (Damaged, NotAStepResult) as e:
                 damaged.append(str(e))
     return RunData(path, record, steps, damaged)
