@@ -5,21 +5,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from tests.inprocess import dbregress_here
 
 DATA = Path(__file__).parents[1] / "data" / "imports"
 DB_BENCH = [str(DATA / f"db_bench_{i}.txt") for i in (1, 2, 3)]
 
 
 def dbregress(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dbregress.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return dbregress_here(cwd, *args)
 
 
 def test_import_report_compare_round_trip(tmp_path: Path) -> None:

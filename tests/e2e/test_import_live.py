@@ -15,11 +15,12 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.inprocess import dbregress_here
 
 DATA = Path(__file__).parents[1] / "data" / "imports"
 SYSBENCH = shutil.which("sysbench")
@@ -34,13 +35,7 @@ NUMBER = r"(\d+(?:\.\d+)?)"
 
 
 def dbregress(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run(
-        [sys.executable, "-m", "dbregress.cli.main", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = dbregress_here(cwd, *args)
     assert out.returncode == 0, out.stdout + out.stderr
     return out
 
