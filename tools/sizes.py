@@ -31,7 +31,8 @@ def too_long(src: Path) -> list[tuple[str, int, int]]:
                 continue
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
             if lines > limit:
-                where = f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"
+                shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+                where = f"{shown}:{node.lineno} {node.name}"
                 found.append((where, lines, limit))
     return sorted(found, key=lambda f: -f[1])
 

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from dbregress import benchmarks, prepare, provision
 from dbregress.analysis.paired import pair_slices
@@ -356,9 +356,7 @@ class LocalExecutor:
     def _write_ok(self, job: Job, index: int, plan: StepPlan, outcome: StepOutcome) -> None:
         """A finished step's files, and its result into the run history."""
         result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
-        # store/run.py still takes the series as untyped rows
-        series = cast("list[dict[str, Any]]", outcome.series)
-        self.writer.write_step(job, index, result, series, outcome.hlog)
+        self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
         self._index(functools.partial(index_step, self.path, self.writer, result, index))
 
     def _quiet(self, engines: list[Engine], seconds: float, report: Report) -> None:

@@ -12,7 +12,6 @@ import math
 import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
 
 from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
@@ -28,7 +27,6 @@ from dbregress.shapes.step_result import StepResult
 Key = tuple[str, str, str]  # (comparison, column, step)
 # A step result as the verdicts read it: typed (shapes/step_result.py), or the JSON
 # object a caller outside the analysis still passes on as it was read (store/run.py).
-Result = TypeVar("Result", StepResult, dict[str, Any])
 
 # A repeat is disturbed when, during its measured window, processes other than the
 # engine and the loadgen used more than this share of the host's CPUs, or the
@@ -126,7 +124,7 @@ def lane_gaps(verdicts: RunVerdicts, record: RunJson) -> dict[str, str]:
     return gaps
 
 
-def disturbance(result: Result) -> str | None:
+def disturbance(result: StepResult) -> str | None:
     """Why a step's measured window was disturbed by the host, or None."""
     host = result.get("host")
     other = host.get("other_cpu_frac") if host else None
@@ -138,7 +136,7 @@ def disturbance(result: Result) -> str | None:
     return None
 
 
-def disturbed_jobs(results: Iterable[Result]) -> dict[tuple[str, int], str]:
+def disturbed_jobs(results: Iterable[StepResult]) -> dict[tuple[str, int], str]:
     """(column, repeat) -> why, for every job whose steps moved together far from the
     other jobs of its column (the rule above)."""
     logs: dict[str, dict[int, dict[str, float]]] = {}
@@ -174,13 +172,15 @@ def disturbed_jobs(results: Iterable[Result]) -> dict[tuple[str, int], str]:
     return out
 
 
-def measured(r: Result) -> bool:
+def measured(r: StepResult) -> bool:
     """A step result that measured something: not of the warm-up job, finished ok, and
     reported (whether or not the host disturbed it)."""
     return r.get("repeat", 1) != 0 and r.get("status") == "ok" and r.get("reported") is not False
 
 
-def usable(results: Iterable[Result], disturbed: list[Disturbed] | None = None) -> list[Result]:
+def usable(
+    results: Iterable[StepResult], disturbed: list[Disturbed] | None = None
+) -> list[StepResult]:
     """The step results that are samples: not the warm-up job, not failed, reported, not
     disturbed by the host or in a job disturbed as a whole (those are appended to
     `disturbed`: one entry per disturbed step, one per disturbed job)."""
@@ -188,7 +188,7 @@ def usable(results: Iterable[Result], disturbed: list[Disturbed] | None = None) 
     whole = disturbed_jobs(results)
     if disturbed is not None:
         disturbed += [Disturbed(col, rep, "all steps", why) for (col, rep), why in whole.items()]
-    out: list[Result] = []
+    out: list[StepResult] = []
     for r in results:
         if not measured(r):
             continue

@@ -332,7 +332,8 @@ def _time_row(
 ) -> tuple[Any, ...] | None:
     """The time_samples row of a step result; None when it measured nothing (the
     warm-up job, a failed or unreported step, no QPS)."""
-    if not measured(dict(result)):
+    stored = cast(StepResultJson, result)  # a stored step result, whoever hands it over
+    if not measured(stored):
         return None
     qps = _positive((result.get("q") or {}).get("value"))
     if qps is None:
@@ -352,7 +353,7 @@ def _time_row(
         qps,
         (result.get("q") or {}).get("unit"),
         *(_number(per_op.get(key)) for _, key in TIME_METRICS),
-        disturbance(dict(result)),
+        disturbance(stored),
         method.key(record.get("method_identity")),
     )
 
