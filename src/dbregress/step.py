@@ -138,8 +138,7 @@ def collect_step(
     result["started_at"] = started_at
     result["wall_s"] = round(time.monotonic() - t0, 3)
     result["db_size_bytes"] = engine.data_size_bytes()
-    # run.json's placement record is lab.py's to shape; a step result keeps it as is
-    result["placement"] = cast(shapes.PlacementRecord, placement.to_json())
+    result["placement"] = placement.to_json()
     result["inject_slowdown"] = float(spec.get("inject_slowdown", 0))
     result["error_samples"] = stream.errors
     if turns is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypedDict
 
 from dbregress.shapes.events import Checks, EngineStats, Event, LatencyUs
+from dbregress.shapes.run import Placement
 
 
 class StepError(TypedDict):
@@ -57,12 +58,6 @@ class Sla(TypedDict):
     target_rows_per_s: float
     achieved_rows_per_s: float
     ok: bool
-
-
-class PlacementRecord(TypedDict):
-    mode: str
-    server_cpus: list[int] | None
-    client_cpus: list[int] | None
 
 
 class Phase(TypedDict):
@@ -158,7 +153,7 @@ class StepResult(TypedDict):
     sla: NotRequired[Sla | None]
     checks: NotRequired[Checks]
     db_size_bytes: NotRequired[int]
-    placement: NotRequired[PlacementRecord]
+    placement: NotRequired[Placement]  # as run.json records the lab's
     phases: NotRequired[Phases]
     window: NotRequired[Window]
     host: NotRequired[Host]
