@@ -103,7 +103,7 @@ class Verdict:
 
 
 @dataclass
-class Probe:
+class BisectPoint:
     lo: str
     mid: str
     hi: str
@@ -126,8 +126,8 @@ class VerdictJson(TypedDict):
     reason: NotRequired[str]
 
 
-class ProbeJson(TypedDict):
-    """A measured point as bisect.json stores it (asdict of a Probe)."""
+class BisectPointJson(TypedDict):
+    """A measured point as bisect.json stores it (asdict of a BisectPoint)."""
 
     lo: str
     mid: str
@@ -158,7 +158,7 @@ class Outcome:
     direction: str | None = None
     first_bad: str | None = None
     last_good: str | None = None
-    points: list[Probe] = field(default_factory=list)
+    points: list[BisectPoint] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None  # why it ended without an answer
     took_s: float = 0.0
@@ -337,8 +337,8 @@ def _verdict_from(v: VerdictJson) -> Verdict:
     return Verdict(str(v["word"]), v.get("ratio"), ci, str(v.get("reason", "")))
 
 
-def _point_from(d: ProbeJson) -> Probe:
-    return Probe(
+def _point_from(d: BisectPointJson) -> BisectPoint:
+    return BisectPoint(
         lo=str(d["lo"]),
         mid=str(d["mid"]),
         hi=str(d["hi"]),
@@ -354,7 +354,7 @@ def _point_from(d: ProbeJson) -> Probe:
 
 def load_state(
     root: Path,
-) -> tuple[BisectRequest, list[Probe], dict[str, str], CurrentPoint | None]:
+) -> tuple[BisectRequest, list[BisectPoint], dict[str, str], CurrentPoint | None]:
     """A stopped bisection's request, measured points, skipped builds and the point it
     was measuring, from its bisect.json (as json.loads reads it: its points and current
     point are taken as the shapes _save wrote, each field converted where it is read)."""
@@ -389,7 +389,7 @@ class Bisection:
         self.builds = list(request.builds)
         self.labels = {b: label_of(i, b) for i, b in enumerate(self.builds)}
         self.outcome = Outcome(builds=list(self.builds))
-        self.done: dict[tuple[str, str, str, int], Probe] = {}  # measured before a resume
+        self.done: dict[tuple[str, str, str, int], BisectPoint] = {}  # measured before a resume
         self.current: CurrentPoint | None = None  # the point being measured
         self.root.mkdir(parents=True, exist_ok=True)
 
@@ -409,7 +409,7 @@ class Bisection:
         state["current"] = self.current
         write_atomic(self.root / "bisect.json", json.dumps(state, indent=2) + "\n")
 
-    def _measure(self, lo: str, mid: str, hi: str, attempt: int) -> Probe:
+    def _measure(self, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
         replays = self.request.replays + 3 * (attempt - 1)
         name = f"bisect-{attempt}"
         columns = [(self.labels[b], b) for b in dict.fromkeys((lo, mid, hi))]
@@ -445,10 +445,10 @@ class Bisection:
 
     def _judge(
         self, lab: Lab, run: Path, lo: str, mid: str, hi: str, attempt: int, took: float
-    ) -> Probe:
+    ) -> BisectPoint:
         comp, step, lane = lab.comparisons[0].name, self.request.step, self.request.lane
         label = self.labels.__getitem__
-        return Probe(
+        return BisectPoint(
             lo=lo,
             mid=mid,
             hi=hi,
@@ -464,7 +464,7 @@ class Bisection:
             took_s=round(took, 1),
         )
 
-    def _point(self, lo: str, mid: str, hi: str) -> Probe | None:
+    def _point(self, lo: str, mid: str, hi: str) -> BisectPoint | None:
         """A point measured until decided (or out of attempts); None if a build of it
         could not be fetched or started (it is then skipped)."""
         point = None
@@ -516,7 +516,7 @@ class Bisection:
         label = self.labels[build]
         return bool(failures) and all(str(f.get("where", "")).startswith(label) for f in failures)
 
-    def _decided(self, p: Probe) -> bool:
+    def _decided(self, p: BisectPoint) -> bool:
         d = self.outcome.direction
         if d is None:  # the first point: do the ends differ, and which way?
             if p.hi_vs_lo.word == "same":

@@ -45,8 +45,7 @@ from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
 from dbregress.provision import Build
 from dbregress.records import JobId, StepError, StepResult
 from dbregress.shapes.run import JobEntry
-from dbregress.shapes.step_result import Paired
-from dbregress.shapes.step_result import StepResult as StepFigures
+from dbregress.shapes.step_result import Paired, StepResultJson
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter
@@ -464,7 +463,7 @@ class _InterleavedRound:
         outcomes = collect_interleaved(sides, plan, timeout, lab.placement, first)
         if plan.wait_after_s:
             executor._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
-        results: dict[str, StepFigures] = {}
+        results: dict[str, StepResultJson] = {}
         still = []
         for job, outcome in zip(live, outcomes, strict=True):
             engine = engines[job.name]

@@ -67,7 +67,7 @@ class Placement:
     server_cpus: frozenset[int] | None
     client_cpus: frozenset[int] | None
 
-    def to_json(self) -> shapes.Placement:
+    def to_json(self) -> shapes.PlacementJson:
         def cpus(s: frozenset[int] | None) -> list[int] | None:
             return sorted(s) if s is not None else None
 
@@ -202,7 +202,7 @@ class Lab:
             return self.io_baseline
         return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)
 
-    def policy_record(self) -> shapes.VerdictPolicy:
+    def policy_record(self) -> shapes.VerdictPolicyJson:
         """Every setting a verdict of this lab's runs depends on, as run.json stores it:
         the verdict policy, the cost lane's replay rule and the time lane's repeat rule.
         Reports, compare, history and bisect judge a run with what it stored."""

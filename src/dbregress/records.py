@@ -23,8 +23,7 @@ from typing import Any, ClassVar, Literal, cast
 import jsonschema
 
 from dbregress.errors import StoreError
-from dbregress.shapes.step_result import StepError as StepErrorJson
-from dbregress.shapes.step_result import StepResult as StepResultJson
+from dbregress.shapes.step_result import StepErrorJson, StepResultJson
 
 _JOB = re.compile(r"(?P<label>.+)/r(?P<repeat>\d+)")
 

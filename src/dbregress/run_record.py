@@ -29,10 +29,10 @@ from dbregress.shapes.run import (
     Imported,
     JobEntry,
     PageCache,
-    Placement,
-    Repeats,
+    PlacementJson,
+    RepeatsJson,
     RunJson,
-    VerdictPolicy,
+    VerdictPolicyJson,
 )
 
 SCHEMA_VERSION = 1
@@ -85,8 +85,8 @@ class RunRecord:
     lab: str
     comparisons: list[ComparisonEntry]
     columns: list[ColumnEntry]
-    placement: Placement
-    verdict_policy: VerdictPolicy
+    placement: PlacementJson
+    verdict_policy: VerdictPolicyJson
     cost_lane: CostLane
     status: Status = "running"
     started_at: str | None = None
@@ -94,7 +94,7 @@ class RunRecord:
     host: HostFacts = field(default_factory=lambda: HostFacts())
     builds: dict[str, BuildIdentity] = field(default_factory=dict)
     jobs: dict[str, JobEntry] = field(default_factory=dict)
-    repeats: Repeats = field(default_factory=lambda: Repeats(min=None, max=None))
+    repeats: RepeatsJson = field(default_factory=lambda: RepeatsJson(min=None, max=None))
     order: str | None = None
     schedule: str | None = None
     slice_ms: int | None = None

@@ -79,7 +79,7 @@ Report = Callable[[float, float | None, LiveRate | None], None]
 
 @dataclass
 class StepOutcome:
-    result: shapes.StepResult
+    result: shapes.StepResultJson
     series: list[SeriesRow] = field(default_factory=list)
     hlog: str = ""
 
@@ -183,7 +183,7 @@ def _cpus(placement: Placement) -> set[int]:
     return set(placement.server_cpus or ours) | set(placement.client_cpus or ours)
 
 
-def _result(plan: StepPlan, stream: _Stream, summary: Summary) -> shapes.StepResult:
+def _result(plan: StepPlan, stream: _Stream, summary: Summary) -> shapes.StepResultJson:
     """The StepResult: per-operation figures over the measured window, plus the phases
     around it and the host's noise during it."""
     marks = stream.marks
@@ -409,7 +409,7 @@ def q_count(summary: Summary) -> int:
 
 def step_result(
     plan: StepPlan, summary: Summary, server: Usage, client: Usage | None
-) -> shapes.StepResult:
+) -> shapes.StepResultJson:
     """The stored StepResult of a finished step (pure: no I/O)."""
     checks = summary["checks"]
     if checks["rows_expected"] is not None and checks["rows_expected"] != checks["rows_found"]:
@@ -634,7 +634,7 @@ def collect_interleaved(
     return done
 
 
-def _cpu_s(usage: shapes.Usage | None) -> float:
+def _cpu_s(usage: shapes.UsageJson | None) -> float:
     return float(usage["user_s"] + usage["system_s"]) if usage else 0.0
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from dbregress import bisect
-from dbregress.bisect import BisectError, Bisection, BisectRequest, Probe, Verdict, load_state
+from dbregress.bisect import BisectError, Bisection, BisectPoint, BisectRequest, Verdict, load_state
 from tests.unit.test_bisect_rule import word
 
 LEVELS = [100.0] * 11 + [110.0] * 6  # the first bad build is the 12th of 17
@@ -25,7 +25,7 @@ def patched(monkeypatch: pytest.MonkeyPatch, stop_at: int | None, log: list[Any]
     builds = [f"rocksdb@1.{i}.0" for i in range(len(LEVELS))]
     level = dict(zip(builds, LEVELS, strict=True))
 
-    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> Probe:
+    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
         resumed = self.current is not None and self.current.get("mid") == mid
         self.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": f"r-{mid}"}
         self._save()
@@ -36,7 +36,7 @@ def patched(monkeypatch: pytest.MonkeyPatch, stop_at: int | None, log: list[Any]
         def v(a: str, b: str) -> Verdict:
             return Verdict(word(level[a], level[b]), level[b] / level[a], (0.9, 1.1), "sim")
 
-        return Probe(lo, mid, hi, f"r-{mid}", attempt, v(lo, mid), v(hi, mid), v(lo, hi), 1.0)
+        return BisectPoint(lo, mid, hi, f"r-{mid}", attempt, v(lo, mid), v(hi, mid), v(lo, hi), 1.0)
 
     monkeypatch.setattr(bisect.provision, "fetch", lambda spec: None)
     monkeypatch.setattr(bisect.provision.BuildSpec, "parse", staticmethod(lambda s: s))

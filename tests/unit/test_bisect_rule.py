@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dbregress import bisect
-from dbregress.bisect import Bisection, BisectRequest, Probe, Verdict
+from dbregress.bisect import Bisection, BisectPoint, BisectRequest, Verdict
 from dbregress.errors import BuildNotFound
 
 
@@ -33,13 +33,13 @@ def simulate(
         if builds.index(str(spec)) in unfetchable:
             raise BuildNotFound(f"{spec}: no such build")
 
-    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> Probe:
+    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
         measured.append(mid)
 
         def v(a: str, b: str) -> Verdict:
             return Verdict(word(level[a], level[b]), level[b] / level[a], None, "simulated")
 
-        return Probe(
+        return BisectPoint(
             lo, mid, hi, f"run{len(measured)}", attempt, v(lo, mid), v(hi, mid), v(lo, hi), 0.0
         )
 

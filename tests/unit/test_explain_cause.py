@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from dbregress.explain import callgrind, flame
-from dbregress.explain.cause import Change, Counted, Evidence, explain, grown_functions
+from dbregress.explain.cause import Counted, Evidence, MetricChange, explain, grown_functions
 
-SAME = Change("same", 1.0, (0.98, 1.02))
-SLOWER = Change("slower", 0.83, (0.80, 0.86))
+SAME = MetricChange("same", 1.0, (0.98, 1.02))
+SLOWER = MetricChange("slower", 0.83, (0.80, 0.86))
 
 
-def metrics(**changed: Change) -> dict[str, Change]:
+def metrics(**changed: MetricChange) -> dict[str, MetricChange]:
     base = {k: SAME for k in ("server_cpu_us", "client_cpu_us", "cs", "rkb", "wkb")}
     return base | changed
 
@@ -38,7 +38,7 @@ def test_an_injected_slowdown_is_client_cpu() -> None:
     # change; the run's verdicts then say client CPU per operation is higher.
     e = Evidence(
         qps=SLOWER,
-        metrics=metrics(client_cpu_us=Change("higher", 1.21, (1.18, 1.25))),
+        metrics=metrics(client_cpu_us=MetricChange("higher", 1.21, (1.18, 1.25))),
         base=counted(80_000),
         other=counted(80_400),
     )
@@ -53,7 +53,7 @@ def test_an_injected_slowdown_is_client_cpu() -> None:
 def test_more_instructions_is_code_bloat_with_the_functions_that_grew() -> None:
     e = Evidence(
         qps=SLOWER,
-        metrics=metrics(server_cpu_us=Change("higher", 1.2, (1.15, 1.25))),
+        metrics=metrics(server_cpu_us=MetricChange("higher", 1.2, (1.15, 1.25))),
         base=counted(100_000, _bt_readpage=6_000, AllocSetAlloc=4_000),
         other=counted(121_000, _bt_readpage=6_100, AllocSetAlloc=4_000, ExecNew=15_000),
     )
@@ -68,7 +68,7 @@ def test_more_instructions_is_code_bloat_with_the_functions_that_grew() -> None:
 def test_misses_at_flat_instructions_is_the_memory_system() -> None:
     e = Evidence(
         qps=SLOWER,
-        metrics=metrics(server_cpu_us=Change("higher", 1.1, (1.05, 1.15))),
+        metrics=metrics(server_cpu_us=MetricChange("higher", 1.1, (1.05, 1.15))),
         base=counted(100_000, d1=400, ll=2),
         other=counted(100_500, d1=700, ll=9),
     )
@@ -81,7 +81,7 @@ def test_io_and_context_switches_are_named_with_their_figures() -> None:
     e = Evidence(
         qps=SLOWER,
         metrics=metrics(
-            rkb=Change("higher", 3.0, (2.5, 3.5)), cs=Change("higher", 1.5, (1.2, 1.8))
+            rkb=MetricChange("higher", 3.0, (2.5, 3.5)), cs=MetricChange("higher", 1.5, (1.2, 1.8))
         ),
     )
     causes = explain(e)
@@ -91,14 +91,16 @@ def test_io_and_context_switches_are_named_with_their_figures() -> None:
 
 
 def test_flat_cpu_while_qps_fell_is_waiting() -> None:
-    e = Evidence(qps=SLOWER, metrics=metrics(server_cpu_us=Change("lower", 0.97, (0.95, 0.99))))
+    e = Evidence(
+        qps=SLOWER, metrics=metrics(server_cpu_us=MetricChange("lower", 0.97, (0.95, 0.99)))
+    )
     causes = explain(e)
     assert [c.key for c in causes] == ["waiting"]
     assert causes[0].figures["qps"]["ratio"] == 0.83
 
 
 def test_nothing_beyond_its_noise_is_unexplained() -> None:
-    undecided = Change("undecided", 1.04, (0.9, 1.2))
+    undecided = MetricChange("undecided", 1.04, (0.9, 1.2))
     e = Evidence(
         qps=SLOWER,
         metrics=metrics(server_cpu_us=undecided, client_cpu_us=undecided),
@@ -161,10 +163,12 @@ def test_folded_cpu_time_becomes_nanoseconds_per_operation() -> None:
 def test_the_runs_hardware_counts_name_code_bloat_without_explain() -> None:
     # On a host with a PMU every step's instructions per operation have verdicts of
     # their own (perf stat over the window), so the cause is named from the run alone.
-    up = Change("higher", 1.18, (1.15, 1.21))
+    up = MetricChange("higher", 1.18, (1.15, 1.21))
     e = Evidence(
         qps=SLOWER,
-        metrics=metrics(server_cpu_us=Change("higher", 1.2, (1.15, 1.25)), server_instructions=up),
+        metrics=metrics(
+            server_cpu_us=MetricChange("higher", 1.2, (1.15, 1.25)), server_instructions=up
+        ),
     )
     causes = explain(e)
     assert [c.key for c in causes] == ["server_cpu", "counted_code"]

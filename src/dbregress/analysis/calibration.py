@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from dbregress.analysis import stats
 from dbregress.analysis.compare import RunVerdicts, usable
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 AA_SUFFIX = "-aa"  # the base's copy in an A/A comparison
 SLOW_SUFFIX = "-slow"  # the copy with an injected slowdown
@@ -36,7 +36,7 @@ class StepNoise:
 
 
 def _qps_by_step(
-    steps_by_job: dict[str, list[StepResult]], labels: set[str]
+    steps_by_job: dict[str, list[StepResultJson]], labels: set[str]
 ) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
     for r in usable(r for rs in steps_by_job.values() for r in rs):
@@ -47,7 +47,7 @@ def _qps_by_step(
 
 def step_noise(
     record: RunJson,
-    steps_by_job: dict[str, list[StepResult]],
+    steps_by_job: dict[str, list[StepResultJson]],
     verdicts: RunVerdicts,
     repeats: int,
     change: float,

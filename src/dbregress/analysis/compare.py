@@ -22,7 +22,7 @@ from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
 from dbregress.lab import VerdictPolicy
 from dbregress.records import JobId
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 Key = tuple[str, str, str]  # (comparison, column, step)
 # A step result as the verdicts read it: typed (shapes/step_result.py), or the JSON
@@ -124,7 +124,7 @@ def lane_gaps(verdicts: RunVerdicts, record: RunJson) -> dict[str, str]:
     return gaps
 
 
-def disturbance(result: StepResult) -> str | None:
+def disturbance(result: StepResultJson) -> str | None:
     """Why a step's measured window was disturbed by the host, or None."""
     host = result.get("host")
     other = host.get("other_cpu_frac") if host else None
@@ -136,7 +136,7 @@ def disturbance(result: StepResult) -> str | None:
     return None
 
 
-def disturbed_jobs(results: Iterable[StepResult]) -> dict[tuple[str, int], str]:
+def disturbed_jobs(results: Iterable[StepResultJson]) -> dict[tuple[str, int], str]:
     """(column, repeat) -> why, for every job whose steps moved together far from the
     other jobs of its column (the rule above)."""
     logs: dict[str, dict[int, dict[str, float]]] = {}
@@ -172,15 +172,15 @@ def disturbed_jobs(results: Iterable[StepResult]) -> dict[tuple[str, int], str]:
     return out
 
 
-def measured(r: StepResult) -> bool:
+def measured(r: StepResultJson) -> bool:
     """A step result that measured something: not of the warm-up job, finished ok, and
     reported (whether or not the host disturbed it)."""
     return r.get("repeat", 1) != 0 and r.get("status") == "ok" and r.get("reported") is not False
 
 
 def usable(
-    results: Iterable[StepResult], disturbed: list[Disturbed] | None = None
-) -> list[StepResult]:
+    results: Iterable[StepResultJson], disturbed: list[Disturbed] | None = None
+) -> list[StepResultJson]:
     """The step results that are samples: not the warm-up job, not failed, reported, not
     disturbed by the host or in a job disturbed as a whole (those are appended to
     `disturbed`: one entry per disturbed step, one per disturbed job)."""
@@ -188,7 +188,7 @@ def usable(
     whole = disturbed_jobs(results)
     if disturbed is not None:
         disturbed += [Disturbed(col, rep, "all steps", why) for (col, rep), why in whole.items()]
-    out: list[StepResult] = []
+    out: list[StepResultJson] = []
     for r in results:
         if not measured(r):
             continue
@@ -205,8 +205,8 @@ def usable(
 
 def _samples(
     record: RunJson,
-    results: list[StepResult],
-    value: Callable[[StepResult], float | None],
+    results: list[StepResultJson],
+    value: Callable[[StepResultJson], float | None],
     ran: dict[str, list[str]] | None = None,
 ) -> dict[Key, tuple[list[float], list[float]]]:
     """(comparison, column, step) -> (base samples, column samples) for every non-base
@@ -231,7 +231,7 @@ def _samples(
     return out
 
 
-def _paired(keys: Iterable[Key], results: list[StepResult]) -> dict[Key, list[float | None]]:
+def _paired(keys: Iterable[Key], results: list[StepResultJson]) -> dict[Key, list[float | None]]:
     """Interleaved runs: per key, the paired ratio of each repeat whose base and column
     results are both usable (a disturbed side leaves its pair out)."""
     jobs = {(r["column"], r["repeat"], r["step"]) for r in results}
@@ -250,14 +250,14 @@ def _paired(keys: Iterable[Key], results: list[StepResult]) -> dict[Key, list[fl
     return out
 
 
-def _per_op(key: str) -> Callable[[StepResult], float | None]:
+def _per_op(key: str) -> Callable[[StepResultJson], float | None]:
     """A step result's per-operation figure `key`."""
     return lambda r: r["per_op"].get(key)
 
 
 def compare_run(
     record: RunJson,
-    steps_by_job: dict[str, list[StepResult]],
+    steps_by_job: dict[str, list[StepResultJson]],
     policy: VerdictPolicy | None = None,
 ) -> RunVerdicts:
     """Verdicts for every comparison of a run (pure: step results in, verdicts out):

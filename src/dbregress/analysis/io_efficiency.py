@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from dbregress.records import JobId
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 # A step whose main operation writes has no reads to set against fio's.
 WRITE_OPS = frozenset(
@@ -282,7 +282,7 @@ class _Repeat:
     own_share: float | None
 
 
-def _repeat(result: StepResult) -> _Repeat | str:
+def _repeat(result: StepResultJson) -> _Repeat | str:
     """One step result's figures, or why it has none."""
     q = result.get("q")
     op = str(q.get("op", "")) if q else ""
@@ -359,11 +359,11 @@ def _row(label: str, step: str, reps: list[_Repeat], base: Baseline) -> IoRow | 
     )
 
 
-def sections(record: RunJson, steps: Mapping[str, list[StepResult]]) -> list[IoSection]:
+def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list[IoSection]:
     """The IO-efficiency section of every comparison that has a device baseline (an
     IO-bound one: io_baseline.py), in the run's order."""
     found = baselines(record)
-    by_cell: dict[tuple[str, str], list[StepResult]] = {}
+    by_cell: dict[tuple[str, str], list[StepResultJson]] = {}
     order: list[str] = []
     for job, results in steps.items():
         jid = JobId.of(job)
@@ -398,7 +398,7 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResult]]) -> list[IoS
 
 
 def _add(
-    section: IoSection, label: str, step: str, results: list[StepResult], base: Baseline
+    section: IoSection, label: str, step: str, results: list[StepResultJson], base: Baseline
 ) -> None:
     reps: list[_Repeat] = []
     whys: list[str] = []

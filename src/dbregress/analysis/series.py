@@ -19,7 +19,7 @@ from dbregress.analysis.cost import COST_METRICS, FLOOR_SD, HEADLINE, value_of
 from dbregress.lab import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ComparisonEntry, RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 MIN_COLUMNS = 3  # fewer is a comparison, not a series
 
@@ -42,7 +42,7 @@ def _by_series(
 
 
 def time_samples(
-    record: RunJson, steps_by_job: dict[str, list[StepResult]]
+    record: RunJson, steps_by_job: dict[str, list[StepResultJson]]
 ) -> dict[SeriesKey, list[list[float]]]:
     every = [r for rs in steps_by_job.values() for r in rs]
     by_cell: dict[tuple[str, str], list[float]] = {}
@@ -77,7 +77,7 @@ def cost_samples(
 
 def run_changes(
     record: RunJson,
-    steps_by_job: dict[str, list[StepResult]],
+    steps_by_job: dict[str, list[StepResultJson]],
     replays: list[ReplayRecord],
     policy: VerdictPolicy | None = None,
 ) -> RunChanges | None:

@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from typing import TypedDict, TypeVar, cast
 
 from dbregress.shapes.events import EngineStats
-from dbregress.shapes.explain import CacheState as CacheStateJson
-from dbregress.shapes.explain import EngineState
+from dbregress.shapes.explain import CacheStateJson, EngineState
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 HITS = "rocksdb.block.cache.data.hit"
 MISSES = "rocksdb.block.cache.data.miss"
@@ -90,12 +89,12 @@ def of_stats(engine_stats: EngineStats | None, ops: int) -> CacheState | None:
     return CacheState(float(statistics.get(HITS, 0)), float(statistics.get(MISSES, 0)), ops)
 
 
-def _count(result: StepResult) -> int:
+def _count(result: StepResultJson) -> int:
     """The Q calls a step result's measured window counted (a measured step has them)."""
     return int(cast(int, result.get("q", {}).get("count", 0)))
 
 
-def timed(results: Iterable[StepResult]) -> CacheState | None:
+def timed(results: Iterable[StepResultJson]) -> CacheState | None:
     """The timed state of one column's step: its repeats' measured windows pooled
     (stored step results, typed or as read, whose `engine_stats` cover the measured
     window)."""

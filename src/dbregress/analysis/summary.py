@@ -9,7 +9,7 @@ from typing import Literal, TypedDict
 
 from dbregress.lab import INSERT_STEPS, KV_STEPS
 from dbregress.shapes.run import ComparisonEntry, RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 Percentile = Literal["p50", "p99", "p999", "max"]
 EngineFigure = Literal["write_amp", "stall_pct", "lsm_bytes"]
@@ -61,12 +61,12 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def _engine_figure(result: StepResult, key: EngineFigure) -> float | None:
+def _engine_figure(result: StepResultJson, key: EngineFigure) -> float | None:
     stats = result.get("engine_stats")
     return stats.get(key) if stats else None
 
 
-def aggregate(results: list[StepResult]) -> Cell:
+def aggregate(results: list[StepResultJson]) -> Cell:
     ok = [r for r in results if r.get("status") == "ok"]
     if not ok:
         error = results[-1].get("error", {}).get("message", "") if results else ""
@@ -108,7 +108,7 @@ def aggregate(results: list[StepResult]) -> Cell:
 
 def matrices(
     record: RunJson,
-    steps_by_job: dict[str, list[StepResult]],
+    steps_by_job: dict[str, list[StepResultJson]],
 ) -> list[Matrix]:
     """One Matrix per comparison of the lab, in the lab's order (run.json and its step
     results by job, typed or as read: store/run.py)."""
@@ -117,11 +117,11 @@ def matrices(
 
 def matrix(
     record: RunJson,
-    steps_by_job: dict[str, list[StepResult]],
+    steps_by_job: dict[str, list[StepResultJson]],
     comparison: ComparisonEntry,
 ) -> Matrix:
     labels = list(comparison["labels"])
-    grouped: dict[tuple[str, str], list[StepResult]] = {}
+    grouped: dict[tuple[str, str], list[StepResultJson]] = {}
     order: list[str] = []
     for results in steps_by_job.values():
         for r in results:

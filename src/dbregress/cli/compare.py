@@ -25,7 +25,7 @@ from dbregress.report import io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.device import DeviceBaseline
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
-from dbregress.shapes.step_result import StepResult as StepResultJson
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData, read_run, resolve_run
 
 Steps = dict[str, list[StepResultJson]]  # job name -> step results

@@ -17,7 +17,7 @@ from dbregress.errors import DbregressError
 from dbregress.explain.store import load as load_explain
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
 from dbregress.store.replays import load_lane, load_replays
@@ -69,7 +69,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _results(data: RunData) -> list[StepResult]:
+def _results(data: RunData) -> list[StepResultJson]:
     return [r for rs in data.steps.values() for r in rs]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.errors import DbregressError
-from dbregress.shapes.device import FioFigures
+from dbregress.shapes.device import FioFiguresJson
 
 RAMP_S = 1  # fio's --ramp_time: the first second's reads are not counted
 FILE_NAME = "dbregress-fio.dat"
@@ -113,7 +113,7 @@ def run(job: FioJob, timeout_s: float | None = None) -> tuple[list[str], dict[st
     return [Path(cmd[0]).name, *cmd[1:]], output
 
 
-def read_figures(output: dict[str, Any]) -> FioFigures:
+def read_figures(output: dict[str, Any]) -> FioFiguresJson:
     """The reads' figures in fio's JSON (group reporting: one job entry): reads per
     second, completed reads, the mean completion latency (µs), fio's own user and
     system CPU (percent of the jobs' summed run time) and that run time (ms)."""

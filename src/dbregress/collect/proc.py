@@ -119,7 +119,7 @@ class Usage:
     io_complete: bool  # False if some member's /proc/<pid>/io could not be read
     root_alive: bool  # False if the root was gone in either sample: totals are partial
 
-    def to_json(self) -> shapes.Usage:
+    def to_json(self) -> shapes.UsageJson:
         return {
             "user_s": self.user_s,
             "system_s": self.system_s,

@@ -62,7 +62,7 @@ def take_mark(
     return Mark(at, server, loadgen, cpu, process, disk)
 
 
-def device_window(start: Mark, end: Mark, device: Device, clients: int) -> shapes.Device:
+def device_window(start: Mark, end: Mark, device: Device, clients: int) -> shapes.DeviceJson:
     """The block device's reads over the window (the whole device's: other processes'
     reads count too), or nulls and why not."""
     if start.disk is None or end.disk is None:
@@ -112,7 +112,7 @@ def window_usage(start: Mark, end: Mark) -> tuple[Usage, Usage | None]:
     return start.server.delta(end.server), loadgen
 
 
-def phases(marks: dict[str, Mark], loadgen_phases: events.Phases) -> shapes.Phases:
+def phases(marks: dict[str, Mark], loadgen_phases: events.LoadgenPhases) -> shapes.Phases:
     """Wall time (the loadgen's clock), server CPU (null for an embedded engine) and the
     loadgen's CPU of each phase outside the measured window."""
 

@@ -28,7 +28,7 @@ TOP_FUNCTIONS = 5
 
 
 @dataclass(frozen=True)
-class Change:
+class MetricChange:
     """One per-operation metric of the run, column against base."""
 
     verdict: str  # higher | lower | same | undecided (QPS: slower | faster | ...)
@@ -54,8 +54,8 @@ class Counted:
 
 @dataclass(frozen=True)
 class Evidence:
-    qps: Change
-    metrics: dict[str, Change]  # server_cpu_us, client_cpu_us, cs, rkb, wkb, ...
+    qps: MetricChange
+    metrics: dict[str, MetricChange]  # server_cpu_us, client_cpu_us, cs, rkb, wkb, ...
     base: Counted | None = None
     other: Counted | None = None
     noise: float = NOISE
@@ -87,15 +87,15 @@ TEXTS = {
 }
 
 
-def _up(c: Change | None) -> bool:
+def _up(c: MetricChange | None) -> bool:
     return c is not None and c.verdict == "higher"
 
 
-def _flat(c: Change | None) -> bool:
+def _flat(c: MetricChange | None) -> bool:
     return c is not None and c.verdict in ("same", "lower")
 
 
-def _figure(c: Change) -> ChangeRecord:
+def _figure(c: MetricChange) -> ChangeRecord:
     return c.to_json()
 
 

@@ -23,13 +23,8 @@ from dbregress.explain import flame, jobs
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
 from dbregress.lab import Comparison, Lab, load_lab
-from dbregress.shapes.explain import (
-    ExplainEntry,
-    ExplainRecord,
-    Profiled,
-    ProfileEntry,
-)
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.explain import ExplainEntry, ExplainRecord, Profiled, ProfileEntry
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData, read_run
 
 # A window's size when --ops is not given: for a step that runs for a duration, as many Q
@@ -140,7 +135,7 @@ class Sizing:
 
 
 def window_for(
-    results: list[StepResult],
+    results: list[StepResultJson],
     index: int,
     plan_name: str,
     ops: int | None,
@@ -176,7 +171,7 @@ def window_for(
     return skip, n, rate
 
 
-def sizing_results(data: RunData) -> list[StepResult]:
+def sizing_results(data: RunData) -> list[StepResultJson]:
     """The step results that size the windows: the undisturbed repeats; a step with none
     (one repeat, disturbed by a neighbour) is sized from its disturbed ones, whose rate
     is merely lower."""
@@ -249,7 +244,7 @@ def windows(
     comp: Comparison,
     steps: list[str],
     label: str,
-    results: list[StepResult],
+    results: list[StepResultJson],
     window_ops: int | None = None,
     sizing: Sizing = Sizing(),
     own_pace: bool = True,

@@ -129,7 +129,7 @@ def charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
                 for i, x in enumerate(_relative(s))
                 if x is not None and math.isfinite(x)
             ]
-            lines.append(svg.Series(LANES[lane][1], colours[lane], pts, 1.8))
+            lines.append(svg.Line(LANES[lane][1], colours[lane], pts, 1.8))
             marks += [
                 (
                     float(c.index),

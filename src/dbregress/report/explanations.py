@@ -42,10 +42,10 @@ def _signed(v: float) -> str:
     return ("+" if v > 0 else "") + _num(v)
 
 
-def _change(c: StepVerdict | None) -> cause.Change:
+def _change(c: StepVerdict | None) -> cause.MetricChange:
     if c is None:
-        return cause.Change("undecided")
-    return cause.Change(c.verdict, c.ratio, c.ci)
+        return cause.MetricChange("undecided")
+    return cause.MetricChange(c.verdict, c.ratio, c.ci)
 
 
 def _counted(entry: ExplainEntry | None) -> cause.Counted | None:

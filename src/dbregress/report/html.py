@@ -33,7 +33,7 @@ from dbregress.report.io_tables import IoHtml
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData
 from dbregress.store.series import (
     StepFiles,
@@ -60,7 +60,7 @@ SMALL_MULTIPLES_UP_TO = 6
 
 
 @dataclass
-class Cell:
+class TableCell:
     """One table cell: text, an optional second line, a CSS class and a hover title."""
 
     text: str
@@ -72,7 +72,7 @@ class Cell:
 @dataclass
 class Row:
     head: str
-    cells: list[Cell] = field(default_factory=list)
+    cells: list[TableCell] = field(default_factory=list)
     note: str = ""
 
 
@@ -135,7 +135,7 @@ class Reproduce(TypedDict):
 
 
 # A column's first measured repeat of a step: its job, its result and its files.
-FirstRepeat: TypeAlias = tuple[str, StepResult, StepFiles]
+FirstRepeat: TypeAlias = tuple[str, StepResultJson, StepFiles]
 
 
 def _env() -> Environment:
@@ -152,23 +152,23 @@ def _ci(c: StepVerdict) -> str:
     return f"[{c.ci[0]:.2f}, {c.ci[1]:.2f}]" if c.ci is not None else ""
 
 
-def _ratio(c: StepVerdict | None, marks: dict[str, str], css: str) -> Cell:
+def _ratio(c: StepVerdict | None, marks: dict[str, str], css: str) -> TableCell:
     if c is None or c.ratio is None:
-        return Cell("-")
+        return TableCell("-")
     title = f"{c.verdict}: {c.reason}; repeats {c.n_base}/{c.n_other}"
     if c.verdict == "undecided" and c.more_repeats is not None:
         title += f"; about {c.more_repeats} more per side would probably decide it"
     ratio = "inf" if math.isinf(c.ratio) else f"{c.ratio:.2f}"
-    return Cell(f"{ratio} {marks.get(c.verdict, '?')}", _ci(c), css, title)
+    return TableCell(f"{ratio} {marks.get(c.verdict, '?')}", _ci(c), css, title)
 
 
-def qps_ratio_cell(c: StepVerdict | None) -> Cell:
+def qps_ratio_cell(c: StepVerdict | None) -> TableCell:
     return _ratio(c, vt.QPS_MARKS, f"v-{c.verdict}" if c else "")
 
 
-def metric_ratio_cell(c: StepVerdict | None, mt: Metric) -> Cell:
+def metric_ratio_cell(c: StepVerdict | None, mt: Metric) -> TableCell:
     if c is None:
-        return Cell("-")
+        return TableCell("-")
     worse = (c.verdict == "higher") == (mt.better == "lower")
     effect = "worse" if worse else "better"
     marks = {
@@ -186,12 +186,14 @@ def relative_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
     return [Row(s, [qps_ratio_cell(found.get((lb, s))) for lb in m.labels[1:]]) for s in m.steps]
 
 
-def cost_cell(c: CostComparison | None) -> Cell:
+def cost_cell(c: CostComparison | None) -> TableCell:
     if c is None or c.ratio is None:
-        return Cell("-")
+        return TableCell("-")
     title = f"{c.verdict}: {c.reason}; counting replays {c.replays[0]}/{c.replays[1]}"
     ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci is not None else ""
-    return Cell(f"{c.ratio:.3f} {vt.QPS_MARKS.get(c.verdict, '?')}", ci, f"v-{c.verdict}", title)
+    return TableCell(
+        f"{c.ratio:.3f} {vt.QPS_MARKS.get(c.verdict, '?')}", ci, f"v-{c.verdict}", title
+    )
 
 
 def lanes_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
@@ -200,7 +202,7 @@ def lanes_rows(m: Matrix, v: RunVerdicts) -> list[Row]:
     if v.cost is None:
         return []
     return [
-        Row(s, [Cell(lb), qps_ratio_cell(t), cost_cell(c), cost_cell(i)], vt.reading(t, c))
+        Row(s, [TableCell(lb), qps_ratio_cell(t), cost_cell(c), cost_cell(i)], vt.reading(t, c))
         for s, lb, t, c, i in vt.lane_pairs(m, v)
     ]
 
@@ -236,7 +238,7 @@ def throughput_rows(m: Matrix) -> list[Row]:
         for lb in m.labels:
             c = m.cell(lb, s)
             if c.status != "ok":
-                cells.append(Cell(c.status, css="v-missing", title=c.error[:300]))
+                cells.append(TableCell(c.status, css="v-missing", title=c.error[:300]))
                 continue
             failed = c.sla is not None and not c.sla["ok"]
             title = f"median of {c.repeats} repeat(s)"
@@ -245,7 +247,7 @@ def throughput_rows(m: Matrix) -> list[Row]:
                     f"; failed its SLA: {fmt(c.sla['achieved_rows_per_s'])} of "
                     f"{fmt(c.sla['target_rows_per_s'])} rows/s"
                 )
-            cells.append(Cell(fmt(c.qps) + (" †" if failed else ""), title=title))
+            cells.append(TableCell(fmt(c.qps) + (" †" if failed else ""), title=title))
         rows.append(Row(s, cells, m.cell(m.base, s).q_unit or "-"))
     return rows
 
@@ -262,7 +264,7 @@ def metric_tables(m: Matrix, v: RunVerdicts) -> list[MetricTable]:
             cells = []
             for lb in m.labels:
                 c = m.cell(lb, s)
-                cells.append(Cell(num(c.per_op.get(mt.key)) if c.status == "ok" else c.status))
+                cells.append(TableCell(num(c.per_op.get(mt.key)) if c.status == "ok" else c.status))
             for lb in m.labels[1:]:
                 cells.append(metric_ratio_cell(verdicts.get((m.comparison, lb, s)), mt))
             rows.append(Row(s, cells))
@@ -276,7 +278,7 @@ class FirstRepeats:
 
     def __init__(self, data: RunData) -> None:
         self.path = data.path
-        self.found: dict[tuple[str, str], tuple[int, str, StepResult]] = {}
+        self.found: dict[tuple[str, str], tuple[int, str, StepResultJson]] = {}
         for job, results in data.steps.items():
             jid = JobId.of(job)
             if jid is None or jid.warmup:
@@ -303,8 +305,8 @@ class _StepLines:
     """One step's lines, one per column: Q over time and the latency percentiles, and
     what the charts' titles and shading take from the columns' results."""
 
-    rates: list[svg.Series] = field(default_factory=list)
-    curves: list[svg.Series] = field(default_factory=list)
+    rates: list[svg.Line] = field(default_factory=list)
+    curves: list[svg.Line] = field(default_factory=list)
     sliced: bool = False
     warmup: float = 0.0
     op: str = ""
@@ -329,12 +331,12 @@ class _StepLines:
             unit = "rows" if self.unit == "rows" else "ops"
             steps = interval_rates(files.csv, self.op, unit)
         points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
-        self.rates.append(svg.Series(name, colour, points, width))
+        self.rates.append(svg.Line(name, colour, points, width))
         encoded = read_histograms(files.hlog).get(self.op)
         curve = percentile_curve(encoded) if encoded else None
         if curve:
             pts = [(svg.nines(p), v) for p, v in curve]
-            self.curves.append(svg.Series(name, colour, pts, width))
+            self.curves.append(svg.Line(name, colour, pts, width))
 
     def charts(self, step: str) -> StepCharts:
         """The step's two charts: Q per interval (per slice, in turns, when interleaved)

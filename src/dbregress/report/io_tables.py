@@ -147,7 +147,7 @@ def _fio_json(f: FioFigures | None) -> shapes.BaselineFigures | None:
 
 def to_json(section: IoSection) -> shapes.IoEfficiencyItem:
     b = section.baseline
-    baseline: shapes.Baseline | None = None
+    baseline: shapes.BaselineJson | None = None
     if b is not None:
         baseline = {
             "fio_version": b.fio_version,
@@ -162,7 +162,7 @@ def to_json(section: IoSection) -> shapes.IoEfficiencyItem:
             "drift": b.drift,
             "absent": b.absent,
         }
-    rows: list[shapes.IoRow] = [
+    rows: list[shapes.IoRowJson] = [
         {
             "step": r.step,
             "column": r.label,

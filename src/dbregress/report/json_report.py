@@ -35,7 +35,7 @@ def _metric(c: StepVerdict, m: Metric) -> shapes.MetricVerdict:
 
 def _step(
     v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict
-) -> shapes.StepVerdict:
+) -> shapes.StepVerdictJson:
     metrics = {}
     for m in VERDICT_METRICS:
         mc = v.metrics.get(m.key, {}).get((comparison, label, step))

@@ -13,7 +13,7 @@ from dbregress.report import verdict_tables as vt
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.explain import ExplainRecord
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 SLA_MARK = " †"
 # Per-op costs: a verdict says higher or lower; the mark says whether that is worse.
@@ -290,7 +290,7 @@ def render(
     record: RunJson,
     ms: list[Matrix],
     v: RunVerdicts,
-    results: list[StepResult],
+    results: list[StepResultJson],
     calibration: Calibration | None = None,
     damaged: list[str] | None = None,
     explain: ExplainRecord | None = None,

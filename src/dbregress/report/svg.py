@@ -314,7 +314,7 @@ class Plot:
 
 
 @dataclass(frozen=True)
-class Series:
+class Line:
     name: str
     colour: str
     points: list[tuple[float, float]]
@@ -322,7 +322,7 @@ class Series:
 
 
 def line_chart(
-    series: Sequence[Series],
+    series: Sequence[Line],
     title: str,
     x_label: str,
     y_label: str,

@@ -14,7 +14,7 @@ from dbregress.analysis.verdict import StepVerdict
 from dbregress.collect.hostprobe import describe
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResult
+from dbregress.shapes.step_result import StepResultJson
 
 # A mark says what the verdict claims, never what a single number looks like.
 QPS_MARKS = {"slower": "(-)", "faster": "(+)", "same": "=", "undecided": "?"}
@@ -127,7 +127,7 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def noise_line(results: list[StepResult]) -> str:
+def noise_line(results: list[StepResultJson]) -> str:
     """One sentence on what else used the host during the measured windows ("" if no
     window says)."""
     hosts = [h for r in results if r.get("status") == "ok" and (h := r.get("host"))]
@@ -141,7 +141,7 @@ def noise_line(results: list[StepResult]) -> str:
     )
 
 
-def host_noise(results: list[StepResult], v: RunVerdicts) -> list[str]:
+def host_noise(results: list[StepResultJson], v: RunVerdicts) -> list[str]:
     """What else used the host during the measured windows, and which repeats it spoiled."""
     line = noise_line(results)
     if not line:

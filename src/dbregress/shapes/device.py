@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import NotRequired, TypedDict
 
 
-class FioFigures(TypedDict):
+class FioFiguresJson(TypedDict):
     """The reads' figures in fio's JSON (collect/fio.py read_figures)."""
 
     iops: float
@@ -29,7 +29,7 @@ class FioRun(TypedDict):
     command: NotRequired[list[str]]
     size_mb: NotRequired[int]
     runtime_s: NotRequired[int]
-    figures: NotRequired[FioFigures]
+    figures: NotRequired[FioFiguresJson]
 
 
 class DeviceBaseline(TypedDict):

@@ -15,7 +15,7 @@ class ProcessUsage(TypedDict):
     involuntary_cs: int
 
 
-class Phase(TypedDict):
+class LoadgenPhase(TypedDict):
     wall_s: float
     process: ProcessUsage
 
@@ -71,11 +71,11 @@ class EngineStats(TypedDict):
     statistics: dict[str, float]
 
 
-class Phases(TypedDict):
-    setup: Phase
-    warmup: Phase
-    measured: Phase
-    checks: Phase
+class LoadgenPhases(TypedDict):
+    setup: LoadgenPhase
+    warmup: LoadgenPhase
+    measured: LoadgenPhase
+    checks: LoadgenPhase
 
 
 class Summary(TypedDict):
@@ -91,7 +91,7 @@ class Summary(TypedDict):
     engine_stats: NotRequired[EngineStats]
     window_engine_stats: NotRequired[EngineStats]
     window_skip_ops: NotRequired[int]
-    phases: Phases
+    phases: LoadgenPhases
 
 
 # Any event: `type` says which, and which of the other keys it carries (start, ready,

@@ -28,7 +28,7 @@ class EntryFigures(TypedDict):
     instructions: float
 
 
-class CacheState(TypedDict):
+class CacheStateJson(TypedDict):
     """The engine's block cache over a window (analysis/state.py)."""
 
     block_cache_data_hits: float
@@ -41,8 +41,8 @@ class CacheState(TypedDict):
 class EngineState(TypedDict):
     """The cache's state over the counted and over the timed window."""
 
-    counted: CacheState
-    timed: CacheState | None
+    counted: CacheStateJson
+    timed: CacheStateJson | None
     tolerance: float
 
 
@@ -171,7 +171,7 @@ class ChangeRecord(TypedDict):
     ci: list[float] | None
 
 
-class Moved(TypedDict):
+class MovedJson(TypedDict):
     """An explain figure on both builds, as a cause cites it."""
 
     base: float
@@ -191,7 +191,7 @@ class GrownFunction(TypedDict):
 
 # What a cause cites, by name: a metric's change, an explain figure on both builds, the
 # object file that grew most (and by how much), or the functions that grew.
-CauseFigure = ChangeRecord | Moved | list[GrownFunction] | str | float | None
+CauseFigure = ChangeRecord | MovedJson | list[GrownFunction] | str | float | None
 
 
 class CauseRecord(TypedDict):

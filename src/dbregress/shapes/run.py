@@ -22,7 +22,7 @@ class ComparisonEntry(TypedDict):
     labels: list[str]
 
 
-class Placement(TypedDict):
+class PlacementJson(TypedDict):
     mode: str
     server_cpus: NotRequired[list[int] | None]
     client_cpus: NotRequired[list[int] | None]
@@ -86,12 +86,12 @@ class Failure(TypedDict):
     traceback: NotRequired[str]
 
 
-class Repeats(TypedDict):
+class RepeatsJson(TypedDict):
     min: int | None
     max: int | None
 
 
-class VerdictPolicy(TypedDict):
+class VerdictPolicyJson(TypedDict):
     """Every setting a verdict of the run depends on (lab.py Lab.policy_record); a run
     of an earlier dbregress stored fewer of them."""
 
@@ -100,7 +100,7 @@ class VerdictPolicy(TypedDict):
     cost_band: NotRequired[float]
     count_replays: NotRequired[int]
     count_replays_max: NotRequired[int]
-    repeats: NotRequired[Repeats]
+    repeats: NotRequired[RepeatsJson]
     schedule: NotRequired[str | None]
 
 
@@ -144,18 +144,18 @@ class RunJson(TypedDict):
     resumed_at: NotRequired[list[str]]
     status: Literal["running", "ok", "failed", "interrupted"]
     host: HostFacts
-    placement: Placement
+    placement: PlacementJson
     columns: list[ColumnEntry]
     builds: dict[str, BuildIdentity]
     jobs: dict[str, JobEntry]
     failures: list[Failure]
-    repeats: NotRequired[Repeats]
+    repeats: NotRequired[RepeatsJson]
     order: NotRequired[str | None]
     schedule: NotRequired[str | None]
     slice_ms: NotRequired[int | None]
     seed: NotRequired[int | None]
     warmup_job: NotRequired[bool]
-    verdict_policy: NotRequired[VerdictPolicy]
+    verdict_policy: NotRequired[VerdictPolicyJson]
     cost_lane: NotRequired[CostLane | None]
     method_identity: NotRequired[MethodIdentity | None]
     count_identity: NotRequired[CountIdentity | None]

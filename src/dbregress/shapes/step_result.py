@@ -1,5 +1,5 @@
 """A stored step result (schema/step-result.schema.json): results/<run>/<column>/
-r<repeat>/steps/NN-<step>.json. `StepResult` flattens its three variants, a failed step
+r<repeat>/steps/NN-<step>.json. `StepResultJson` flattens its three variants, a failed step
 (`status` "failed", `error`), a measured one and an imported one (`imported`), as the
 package docstring says."""
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypedDict
 
 from dbregress.shapes.events import Checks, EngineStats, Event, LatencyUs
-from dbregress.shapes.run import Placement
+from dbregress.shapes.run import PlacementJson
 
 
-class StepError(TypedDict):
+class StepErrorJson(TypedDict):
     type: str
     message: str
     server_log_tail: str
@@ -39,7 +39,7 @@ class OpFigures(TypedDict):
     ops_per_s: float
 
 
-class Usage(TypedDict):
+class UsageJson(TypedDict):
     """A process tree's CPU, context switches and IO over the measured window."""
 
     user_s: float
@@ -47,7 +47,7 @@ class Usage(TypedDict):
     ctx_switches: int
     read_bytes: int
     write_bytes: int
-    # written by the runner (collect/proc.py Usage), absent from imported results
+    # written by the runner (collect/proc.py UsageJson), absent from imported results
     wall_s: NotRequired[float]
     io_complete: NotRequired[bool]
     root_alive: NotRequired[bool]
@@ -72,7 +72,7 @@ class Phases(TypedDict):
     checks: Phase
 
 
-class Window(TypedDict):
+class WindowJson(TypedDict):
     warmup_s: float
     measured_s: float
 
@@ -100,7 +100,7 @@ class Host(HostWindow, Clock):
     pass
 
 
-class Device(TypedDict):
+class DeviceJson(TypedDict):
     name: str | None
     note: str | None
     clients: int
@@ -126,7 +126,7 @@ class Paired(TypedDict):
     batches: NotRequired[int]
 
 
-class StepResult(TypedDict):
+class StepResultJson(TypedDict):
     schema_version: NotRequired[int]  # added where the result is stored
     kind: Literal["step"]
     column: NotRequired[str]  # added where the result is stored
@@ -134,7 +134,7 @@ class StepResult(TypedDict):
     step: str
     status: Literal["ok", "failed"]
     # failed
-    error: NotRequired[StepError]
+    error: NotRequired[StepErrorJson]
     # imported: what the files said
     imported: NotRequired[dict[str, object]]
     # measured (and, where the files said, imported)
@@ -146,18 +146,18 @@ class StepResult(TypedDict):
     started_at: NotRequired[str]
     q: NotRequired[Q]
     ops: NotRequired[dict[str, OpFigures]]
-    server: NotRequired[Usage]
-    client: NotRequired[Usage | None]
+    server: NotRequired[UsageJson]
+    client: NotRequired[UsageJson | None]
     engine_stats: NotRequired[EngineStats | None]
     per_op: NotRequired[dict[str, float | None]]
     sla: NotRequired[Sla | None]
     checks: NotRequired[Checks]
     db_size_bytes: NotRequired[int]
-    placement: NotRequired[Placement]  # as run.json records the lab's
+    placement: NotRequired[PlacementJson]  # as run.json records the lab's
     phases: NotRequired[Phases]
-    window: NotRequired[Window]
+    window: NotRequired[WindowJson]
     host: NotRequired[Host]
     inject_slowdown: NotRequired[float]
-    device: NotRequired[Device]
+    device: NotRequired[DeviceJson]
     counters: NotRequired[Counters]
     error_samples: NotRequired[list[Event]]  # the first ignorable errors the loadgen told

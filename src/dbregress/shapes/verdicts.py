@@ -14,7 +14,7 @@ MetricWord: TypeAlias = Literal["higher", "lower", "same", "undecided"]
 Lane: TypeAlias = Literal["time", "cost"]
 
 
-class Policy(TypedDict):
+class PolicyJson(TypedDict):
     alpha: float
     band: float
     cost_band: NotRequired[float]
@@ -33,7 +33,7 @@ class BaselineFigures(TypedDict):
     device_us: float
 
 
-class Baseline(TypedDict):
+class BaselineJson(TypedDict):
     fio_version: str | None
     device: str | None
     block_size: int
@@ -47,7 +47,7 @@ class Baseline(TypedDict):
     absent: str | None
 
 
-class IoRow(TypedDict):
+class IoRowJson(TypedDict):
     step: str
     column: str
     repeats: int
@@ -80,8 +80,8 @@ class AbsentItem(TypedDict):
 class IoEfficiencyItem(TypedDict):
     comparison: str
     why_not: str | None
-    baseline: Baseline | None
-    rows: list[IoRow]
+    baseline: BaselineJson | None
+    rows: list[IoRowJson]
     absent: list[AbsentItem]
 
 
@@ -182,7 +182,7 @@ class CostVerdict(TypedDict):
     state: NotRequired[State]
 
 
-class StepVerdict(TypedDict):
+class StepVerdictJson(TypedDict):
     step: str
     ratio: Ratio
     ci: Ci
@@ -199,7 +199,7 @@ class StepVerdict(TypedDict):
 
 class VerdictColumn(TypedDict):
     label: str
-    steps: list[StepVerdict]
+    steps: list[StepVerdictJson]
 
 
 class VerdictComparison(TypedDict):
@@ -215,7 +215,7 @@ class Verdicts(TypedDict):
     lab: NotRequired[str]
     status: NotRequired[str]
     method: NotRequired[str]
-    policy: Policy
+    policy: PolicyJson
     lanes: NotRequired[Lanes]
     # run.json's method identity as the run stored it (dbregress/method.py): every
     # field a version or a hash, None where the host had no such tool

@@ -48,7 +48,7 @@ from dbregress.analysis.cost import COST_METRICS, pooled_log_sd, value_of
 from dbregress.errors import StoreError
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.run import HostFacts
-from dbregress.shapes.step_result import StepResult as StepResultJson
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.replays import load_replays
 from dbregress.store.run import read_record, read_run
 from dbregress.store.series import step_index

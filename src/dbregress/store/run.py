@@ -35,7 +35,7 @@ from dbregress.shapes.run import (
     JobStatus,
     RunJson,
 )
-from dbregress.shapes.step_result import StepResult as StepResultJson
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
