@@ -359,9 +359,25 @@ def read_run(path: Path) -> RunData:
             if not f.name[:2].isdigit() or f.name.endswith(".spec.json"):
                 continue
             try:
-                value = _read_json(f)
-                StepResult.from_json(value, str(f))  # checked against the schema
-                steps[job].append(cast(StepResultJson, value))
+                steps[job].append(_read_step(f))
             except (Damaged, NotAStepResult) as e:
                 damaged.append(str(e))
     return RunData(path, record, steps, damaged)
+
+
+# Step files already checked against the schema, by (path, mtime, size): a run reads its
+# results back after every round to decide the next, and checking every file again each
+# time cost more than the rest of the scheduler.
+_CHECKED: set[tuple[str, int, int]] = set()
+
+
+def _read_step(f: Path) -> StepResultJson:
+    """A stored step result, checked against the schema unless this very file (same
+    modification time and size) was checked before."""
+    stat = f.stat()
+    key = (str(f), stat.st_mtime_ns, stat.st_size)
+    value = _read_json(f)
+    if key not in _CHECKED:
+        StepResult.from_json(value, str(f))  # NotAStepResult when it does not fit
+        _CHECKED.add(key)
+    return cast(StepResultJson, value)
