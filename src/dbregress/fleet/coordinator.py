@@ -48,7 +48,7 @@ from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.records import StepResult
 from dbregress.runner import Runner
-from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest, UnitTiming
+from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest
 from dbregress.shapes.host import (
     ChosenIdentity,
     CountIdentity,
@@ -56,7 +56,7 @@ from dbregress.shapes.host import (
     Fingerprint,
     HostEntry,
 )
-from dbregress.shapes.run import RunJson
+from dbregress.shapes.run import FleetUnit, RunJson
 from dbregress.store.run import RunWriter
 
 RESOURCE = "bench"  # one unit at a time per worker: two time-lane units never share a host
@@ -129,7 +129,7 @@ class FleetRunner(Runner):
         super().__init__(lab, results_root, progress, notify, resume, history)
         self.wait_for_workers_s = wait_for_workers_s
         self.hosts: dict[str, HostEntry] = {}
-        self._timeline: list[UnitTiming] = list(self.writer.record.get("fleet_units", []))
+        self._timeline: list[FleetUnit] = list(self.writer.record.get("fleet_units", []))
 
     def _resume_command(self) -> str:
         tls = f" --tls {self.tls}" if self.tls is not None else ""
@@ -322,7 +322,7 @@ class Units:
         notify: Callable[[str], None],
         client: Any,
         topic: str,
-        timeline: list[UnitTiming],
+        timeline: list[FleetUnit],
     ) -> None:
         self.lab, self.writer, self.notify = lab, writer, notify
         self.client, self.topic = client, topic

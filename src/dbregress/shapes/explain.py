@@ -78,28 +78,27 @@ class CountFigures(TypedDict):
     background_per_op: NotRequired[dict[str, float]]
 
 
-class Profiled(TypedDict):
+class ProfileFigures(TypedDict):
+    """What perf sampled over a step's measured window."""
+
+    samples: int
+    cpu_s: float
+    count: int
+    elapsed_s: float
+    hz: int
+    pmu_per_op: dict[str, float]
+
+
+class Profiled(ProfileFigures):
     """One step's perf profile as the profiling job returns it: `folded` is the text."""
 
     folded: str
-    samples: int
-    cpu_s: float
-    count: int
-    elapsed_s: float
-    hz: int
-    pmu_per_op: dict[str, float]
 
 
-class ProfileEntry(TypedDict):
+class ProfileEntry(ProfileFigures):
     """A step's profile as stored: `folded` is the file's path in the run folder, then
     the flame graphs drawn from it (or why none was)."""
 
-    samples: int
-    cpu_s: float
-    count: int
-    elapsed_s: float
-    hz: int
-    pmu_per_op: dict[str, float]
     folded: str
     why_no_flame: NotRequired[str]
     flame: NotRequired[str]

@@ -120,14 +120,3 @@ class ReplayOutcome(TypedDict):
 
     record: ReplayRecord
     files: dict[str, bytes]
-
-
-class UnitTiming(TypedDict):
-    """A unit's timeline in wall clocks (run.json `fleet_units`)."""
-
-    unit: str
-    host: str
-    submitted: float | None
-    started: float | None
-    ended: float | None
-    received: float

@@ -130,6 +130,7 @@ class FleetUnit(TypedDict):
     started: float | None
     ended: float | None
     received: float
+    failed: NotRequired[str | None]  # why the unit failed, where it did
 
 
 class RunJson(TypedDict):
