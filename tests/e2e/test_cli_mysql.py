@@ -24,7 +24,7 @@ from tests.e2e.conftest import (
 )
 
 pytestmark = pytest.mark.engine
-MICRO = "tables = 2\nrows = 2000\nseconds = 0.3\ncleanup_wait_s = 0\n"
+MICRO = "tables = 2\nrows = 2000\nseconds = 0.15\ncleanup_wait_s = 0\n"
 LAB = f"""name = "family"
 placement = "same"
 warmup_job = false
@@ -81,7 +81,7 @@ def test_mariadb_versions_and_postgres(tmp_path: Path, workdir: Path) -> None:
         by_step = step_results(run, job)
         assert len(by_step) == 11 and all(r["status"] == "ok" for r in by_step.values())
         assert by_step["l.i1"]["checks"]["rows_found"] == 3000
-    expected = [p.name for p in plan(MicroSizes(tables=2, rows=2000, seconds=0.3))]
+    expected = [p.name for p in plan(MicroSizes(tables=2, rows=2000, seconds=0.15))]
     for job in ("ma10.2-micro/r1", "ma11.4-micro/r1", "pg17-micro/r1"):
         by_step = step_results(run, job)
         assert list(by_step) == expected, job

@@ -28,7 +28,17 @@ pytestmark = pytest.mark.engine
 SCHEMA = Path(__file__).parents[2] / "schema" / "verdicts.schema.json"
 
 
-def aa_lab(tmp_path: Path, replays: int = 3, most: int = 5, extra: str = "") -> Path:
+FOUR = ("fillseq", "overwritesome", "readrandom", "fwdrange")
+TWO = ("fillseq", "readrandom")  # where a test is about the lane's workflow, not its steps
+
+
+def aa_lab(
+    tmp_path: Path,
+    replays: int = 3,
+    most: int = 5,
+    extra: str = "",
+    steps: tuple[str, ...] = FOUR,
+) -> Path:
     """RocksDB 10.2 against itself, one repeat each in the time lane, and a cost lane
     (three replays a column, five for a step whose replays split or leave it undecided)."""
     text = f"""\
@@ -51,7 +61,7 @@ build = "rocksdb@10.2.1"
 keys = 20000
 seconds = 0.5
 warmup_s = 0.2
-steps = ["fillseq", "overwritesome", "readrandom", "fwdrange"]
+steps = [{", ".join(f'"{s}"' for s in steps)}]
 """
     path = tmp_path / "lab.toml"
     path.write_text(text)
@@ -123,7 +133,7 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
 def test_ctrl_c_in_the_cost_lane_keeps_finished_replays(
     tmp_path: Path, workdir: Path, launched: list
 ) -> None:
-    lab = aa_lab(tmp_path, replays=2, most=3)
+    lab = aa_lab(tmp_path, replays=2, most=2, steps=TWO)
     proc = start_dbregress(launched, "run", str(lab), cwd=tmp_path, workdir=workdir)
     results = tmp_path / "results"
 
@@ -150,7 +160,7 @@ def test_replays_that_disagree_get_more_that_count_only_their_steps(
 ) -> None:
     """A band so narrow that any two replays disagree: after count_replays (2) the lane
     adds one replay per column (count_replays_max 3) counting only the loose steps."""
-    lab = aa_lab(tmp_path, replays=2, most=3, extra="[verdict]\ncost_band = 0.000001")
+    lab = aa_lab(tmp_path, replays=2, most=3, extra="[verdict]\ncost_band = 0.000001", steps=TWO)
     out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
     assert out.returncode == 0, out.stderr
     assert "cost lane: 2 more replay(s) of a, b" in out.stderr, out.stderr

@@ -44,7 +44,7 @@ build = "postgres@17.2.0"
 clients = 1
 load_rows = 20000
 write_rows = 2000
-query_seconds = 1
+query_seconds = 0.5
 warmup_s = 0.2
 cleanup_wait_s = 0.5
 """
@@ -222,7 +222,7 @@ label = "nb"
 build = "null@0"
 [comparison.kv]
 keys = 1000
-seconds = 3
+seconds = 1.5
 warmup_s = 0
 steps = ["fillseq", "readrandom", "readwhilewriting"]
 """

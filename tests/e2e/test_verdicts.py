@@ -40,6 +40,7 @@ inject_slowdown = {inject}
 [kv]
 keys = 20000
 seconds = 0.6
+short_seconds = 0.6
 warmup_s = 0.2
 steps = ["fillseq", "revrange", "readrandom"]
 """

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -104,15 +106,16 @@ def test_reaped_grandchild_cpu_stays_in_the_tree(sleeper: subprocess.Popen[bytes
 
 
 def test_tree_follows_descendants() -> None:
-    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"])
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], start_new_session=True)
     try:
         deadline = time.monotonic() + 5
         while len(proc.tree_pids(shell.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
         pids = proc.tree_pids(shell.pid)
     finally:
-        for pid in proc.tree_pids(shell.pid)[1:]:
-            subprocess.run(["kill", str(pid)], check=False)
+        # the whole group at once: killing the children one by one from a listing could
+        # miss one (a busy host once left the shell waiting out its 30 s sleep)
+        os.killpg(shell.pid, signal.SIGKILL)
         shell.wait()
     assert pids[0] == shell.pid
     assert len(pids) == 3

@@ -33,6 +33,11 @@ from dbregress.errors import DbregressError
 CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
 UNSET = ("USER", "LOGNAME", "HOST")
 VGDB_TIMEOUT_S = 120.0
+# How long vgdb waits for a process to poll for its command before it wakes the process
+# with ptrace (vgdb's default, 100 ms). At a window's edge every target is blocked (the
+# loadgen waits for its answer; the server's processes wait for it), so each command
+# would wait the whole delay: four commands a step, on every process of the server.
+VGDB_INVOKE_MS = 10
 
 
 class ValgrindError(DbregressError):
@@ -97,7 +102,13 @@ class Callgrind:
         env = {k: v for k, v in os.environ.items() if k not in UNSET}
 
         def send(pid: int) -> tuple[int, int, str]:
-            args = [vgdb, f"--vgdb-prefix={self.prefix}", f"--pid={pid}", *command.split()]
+            args = [
+                vgdb,
+                f"--max-invoke-ms={VGDB_INVOKE_MS}",
+                f"--vgdb-prefix={self.prefix}",
+                f"--pid={pid}",
+                *command.split(),
+            ]
             try:
                 out = subprocess.run(
                     args,
