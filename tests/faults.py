@@ -96,7 +96,7 @@ def lab_text(kind: str) -> str:
     for label, build in (("a", BUILD), ("b", OTHER)):
         text += f'[[column]]\nlabel = "{label}"\nbuild = "{build}"\nconfig = "ci"\n'
     return text + (
-        "[insert]\nclients = 1\nload_rows = 20000\nwrite_rows = 3000\nquery_seconds = 2\n"
+        "[insert]\nclients = 1\nload_rows = 20000\nwrite_rows = 3000\nquery_seconds = 1\n"
         f"warmup_s = 0\ncleanup_wait_s = 0\nsteps = {json.dumps(STEPS)}\n"
     )
 
