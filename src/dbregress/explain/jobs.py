@@ -48,6 +48,7 @@ from dbregress.loadgen import Loadgen
 from dbregress.prepare import COUNT, PROFILE
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
+from dbregress.session import EngineSession
 from dbregress.shapes.events import Event, Summary
 from dbregress.shapes.explain import (
     CountFigures,
@@ -180,11 +181,11 @@ def _replay(
     notify: Notify,
 ) -> None:
     """Start the engine, run every step in order (`measure` runs the chosen ones), and
-    stop it and remove its data whatever happens."""
+    stop it and remove its data whatever happens (session.py, as a run's job does)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
-    try:
-        engine.start()
+    with EngineSession([engine], [job.work / name]) as session:
+        session.start(engine)
         for index, plan in enumerate(plans, start=1):
             if index > last:
                 break
@@ -202,13 +203,7 @@ def _replay(
                 what = f"{name}: replayed {plan.name}"
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
             if plan.wait_after_s:
-                time.sleep(plan.wait_after_s)
-                engine.check_alive()
-    finally:
-        try:
-            engine.stop()
-        finally:
-            shutil.rmtree(job.work / name, ignore_errors=True)
+                session.settle(plan.wait_after_s)  # the engine checked as the wait passes
 
 
 def _step_spec(
