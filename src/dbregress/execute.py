@@ -31,6 +31,7 @@ from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.engines.base import Engine, EngineOptions, Sizes
+from dbregress.engines.registry import engine_class
 from dbregress.errors import (
     DbregressError,
     EngineError,
@@ -101,23 +102,7 @@ def job_work_dir(run_name: str, job: Job) -> Path:
 
 
 def make_engine(build: Build, options: EngineOptions) -> Engine:
-    if build.spec.engine == "postgres":
-        from dbregress.engines.postgres import PostgresEngine
-
-        return PostgresEngine(build, options)
-    if build.spec.engine in ("mariadb", "mysql"):
-        from dbregress.engines.mysql import MysqlEngine
-
-        return MysqlEngine(build, options)
-    if build.spec.engine == "rocksdb":
-        from dbregress.engines.rocksdb import RocksdbEngine
-
-        return RocksdbEngine(build, options)
-    if build.spec.engine == "null":
-        from dbregress.engines.null import NullEngine
-
-        return NullEngine(build, options)
-    raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
+    return engine_class(build.spec.engine)(build, options)
 
 
 # Errors of the lab's own machinery (not of an engine, the loadgen or a step's deadline)
