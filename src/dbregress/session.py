@@ -5,8 +5,8 @@ A run's jobs (execute.py) and explain's and the cost lane's replays (explain/job
 all start their engines, wait after the steps that wait, and stop the engines and remove
 their data whatever happens; they do it here, the same way: while a step's wait passes
 each engine is checked every half second (a crash then fails the step it followed, not
-the next one), and the clean-up runs shielded from a first Ctrl-C (a server left running
-would outlive us).
+the next one), and a lab's clean-up runs shielded from a first Ctrl-C (a server left
+running would outlive us).
 """
 
 from __future__ import annotations
@@ -30,13 +30,20 @@ class EngineSession:
     are stopped and the work directories removed when the block ends, however it ends.
     With `each_stopped` (several engines), an engine whose stop fails does not keep the
     others from being stopped: its error is dropped; else the error is raised (after the
-    work directories are removed)."""
+    work directories are removed). With `shield` (a lab's jobs and rounds) the clean-up
+    runs shielded (interrupts.shielded); without it (the replays, which the cost lane
+    runs in worker threads: a shield's depth is the process's, so a worker's shield
+    would hold back the main thread's Ctrl-C and raise it in the worker) it does not."""
 
     def __init__(
-        self, engines: Sequence[Engine], workdirs: Sequence[Path], each_stopped: bool = False
+        self,
+        engines: Sequence[Engine],
+        workdirs: Sequence[Path],
+        each_stopped: bool = False,
+        shield: bool = True,
     ) -> None:
         self.engines, self.workdirs = list(engines), list(workdirs)
-        self.each_stopped = each_stopped
+        self.each_stopped, self.shield = each_stopped, shield
         self.live: list[Engine] = []  # started, not retired: the ones a wait checks
 
     def __enter__(self) -> EngineSession:
@@ -71,7 +78,7 @@ class EngineSession:
         """Stop one engine now (its step failed; the others go on); waits skip it."""
         if engine in self.live:
             self.live.remove(engine)
-        with shielded():
+        with self._shielded():
             engine.stop()
 
     def hurry(self) -> None:
@@ -80,9 +87,9 @@ class EngineSession:
             engine.hurry()
 
     def close(self) -> None:
-        """Stop every engine and remove every work directory, shielded from Ctrl-C."""
+        """Stop every engine and remove every work directory (shielded from Ctrl-C)."""
         self.live = []
-        with shielded():
+        with self._shielded():
             try:
                 for engine in self.engines:
                     if self.each_stopped:
@@ -93,3 +100,6 @@ class EngineSession:
             finally:
                 for workdir in self.workdirs:
                     shutil.rmtree(workdir, ignore_errors=True)
+
+    def _shielded(self) -> contextlib.AbstractContextManager[None]:
+        return shielded() if self.shield else contextlib.nullcontext()

@@ -165,7 +165,8 @@ def _replay(
     stop it and remove its data whatever happens (session.py, as a run's job does)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
-    with EngineSession([engine], [job.work / name]) as session:
+    # not shielded, as before: the cost lane runs replays in worker threads (session.py)
+    with EngineSession([engine], [job.work / name], shield=False) as session:
         session.start(engine)
         for index, plan in enumerate(plans, start=1):
             if index > last:
