@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "analysis",
             "imports",
             "follow",
+            "session",
         ),
     ),
     ("benchmarks", ("benchmarks",)),

@@ -14,7 +14,6 @@ engine.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -32,6 +31,7 @@ from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.engines.base import Engine, EngineOptions, Sizes
+from dbregress.engines.registry import engine_class
 from dbregress.errors import (
     DbregressError,
     EngineError,
@@ -44,6 +44,7 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
 from dbregress.provision import Build
 from dbregress.records import JobId, StepError, StepResult
+from dbregress.session import EngineSession
 from dbregress.shapes.run import JobEntry
 from dbregress.shapes.step_result import Paired, StepResultJson
 from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
@@ -101,23 +102,7 @@ def job_work_dir(run_name: str, job: Job) -> Path:
 
 
 def make_engine(build: Build, options: EngineOptions) -> Engine:
-    if build.spec.engine == "postgres":
-        from dbregress.engines.postgres import PostgresEngine
-
-        return PostgresEngine(build, options)
-    if build.spec.engine in ("mariadb", "mysql"):
-        from dbregress.engines.mysql import MysqlEngine
-
-        return MysqlEngine(build, options)
-    if build.spec.engine == "rocksdb":
-        from dbregress.engines.rocksdb import RocksdbEngine
-
-        return RocksdbEngine(build, options)
-    if build.spec.engine == "null":
-        from dbregress.engines.null import NullEngine
-
-        return NullEngine(build, options)
-    raise DbregressError(f"no engine lifecycle for {build.spec.engine!r}")
+    return engine_class(build.spec.engine)(build, options)
 
 
 # Errors of the lab's own machinery (not of an engine, the loadgen or a step's deadline)
@@ -261,22 +246,15 @@ class LocalExecutor:
         jobs: int,
         workdir: Path,
     ) -> bool:
-        """Start the engine and run every step; False if one failed. Always stops it."""
-        ok = True
-        try:
-            self._start(engine, job, sizes)
+        """Start the engine and run every step; False if one failed. Always stops it and
+        removes its data (session.py)."""
+        with EngineSession([engine], [workdir]) as session:
+            self._start(session, engine, job, sizes)
             for index, plan in enumerate(plans, start=1):
                 report = self._reporter(job, job_index + 1, jobs, plan, index, len(plans))
-                if not self._run_step(engine, job, index, plan, report):
-                    ok = False
-                    break
-        finally:
-            with shielded():
-                try:
-                    engine.stop()
-                finally:
-                    shutil.rmtree(workdir, ignore_errors=True)
-        return ok
+                if not self._run_step(session, engine, job, index, plan, report):
+                    return False
+        return True
 
     def _reporter(
         self, job: Job, job_no: int, jobs: int, plan: StepPlan, index: int, steps: int
@@ -300,7 +278,7 @@ class LocalExecutor:
 
         return report
 
-    def _start(self, engine: Engine, job: Job, sizes: Sizes) -> None:
+    def _start(self, session: EngineSession, engine: Engine, job: Job, sizes: Sizes) -> None:
         info: JobEntry = {
             "comparison": job.comparison.name,
             "build": str(job.column.build),
@@ -309,7 +287,7 @@ class LocalExecutor:
         }
         self.writer.set_job(job, info)
         try:
-            engine.start()
+            session.start(engine)
         except StoreError:
             raise
         except Exception as e:  # a corrupted build's binary fails here with an OSError
@@ -323,6 +301,7 @@ class LocalExecutor:
 
     def _run_step(
         self,
+        session: EngineSession,
         engine: Engine,
         job: Job,
         index: int,
@@ -338,7 +317,7 @@ class LocalExecutor:
                 engine, spec, stem, plan, timeout, self.lab.placement, report
             )
             if plan.wait_after_s:
-                self._quiet([engine], plan.wait_after_s, report)
+                session.settle(plan.wait_after_s, report)
         except KeyboardInterrupt as e:
             why = f"interrupted by {_signal_name(e)}"
             with shielded():
@@ -357,15 +336,6 @@ class LocalExecutor:
         result = StepResult.ok(JobId(job.column.label, job.repeat), plan.name, outcome.result)
         self.writer.write_step(job, index, result, outcome.series, outcome.hlog)
         self._index(functools.partial(index_step, self.path, self.writer, result, index))
-
-    def _quiet(self, engines: list[Engine], seconds: float, report: Report) -> None:
-        """The post-write wait: nothing runs, the engines' background work settles."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            for engine in engines:
-                engine.check_alive()
-            report(seconds - left, left, None)
-            time.sleep(min(0.5, left))
 
     def _record_failure(
         self, job: Job, index: int, step: str, error: BaseException, engine: Engine
@@ -388,60 +358,52 @@ class _InterleavedRound:
         self.executor, self.jobs = executor, jobs
         self.comparison = jobs[0].comparison
         self.engines: dict[str, Engine] = {}
-        self.workdirs: list[Path] = []
+        workdirs: list[Path] = []
         self.sizes: Sizes | None = None
         writer = executor.writer
         for job in jobs:
             workdir = job_work_dir(writer.path.name, job)
             if workdir.exists():  # left by a run killed outright
                 shutil.rmtree(workdir, ignore_errors=True)
-            self.workdirs.append(workdir)
+            workdirs.append(workdir)
             log = writer.job_dir(job) / "server.log"
             options = prepare.engine_options(
                 executor.lab, self.comparison, job.column, workdir, log
             )
             self.sizes = options.sizes
             self.engines[job.name] = make_engine(builds[job.column.label], options)
-
-    def hurry(self) -> None:
-        for engine in self.engines.values():
-            engine.hurry()
+        # one engine's failed stop does not keep the others running
+        self.session = EngineSession(list(self.engines.values()), workdirs, each_stopped=True)
 
     def run(self) -> dict[str, str]:
         """Each job's status at the round's end: ok, or failed."""
         executor, writer = self.executor, self.executor.writer
         status = {job.name: "failed" for job in self.jobs}
         live: list[Job] = []
-        try:
-            with hurrying(self.hurry):
-                for job in self.jobs:
-                    assert self.sizes is not None
-                    try:
-                        executor._start(self.engines[job.name], job, self.sizes)
-                        live.append(job)
-                    except _JobFailed:
-                        pass
-                plans = benchmarks.plans(self.comparison)
-                for index, plan in enumerate(plans, start=1):
-                    if not live:
-                        break
-                    live = self.step(live, index, plan, len(plans))
-                for job in live:
-                    status[job.name] = "ok"
-        except KeyboardInterrupt as e:
-            with shielded():
-                for job in live:
-                    if not writer.job_failed_by_interrupt(job):
-                        why = Interrupted(f"interrupted by {_signal_name(e)}")
-                        writer.add_failure(job.name, why)
-            raise
-        finally:
-            with shielded():
-                for engine in self.engines.values():
-                    with contextlib.suppress(Exception):
-                        engine.stop()
-                for workdir in self.workdirs:
-                    shutil.rmtree(workdir, ignore_errors=True)
+        with self.session:  # the engines stopped and their data removed, however it ends
+            try:
+                with hurrying(self.session.hurry):
+                    for job in self.jobs:
+                        assert self.sizes is not None
+                        try:
+                            executor._start(self.session, self.engines[job.name], job, self.sizes)
+                            live.append(job)
+                        except _JobFailed:
+                            pass
+                    plans = benchmarks.plans(self.comparison)
+                    for index, plan in enumerate(plans, start=1):
+                        if not live:
+                            break
+                        live = self.step(live, index, plan, len(plans))
+                    for job in live:
+                        status[job.name] = "ok"
+            except KeyboardInterrupt as e:
+                with shielded():
+                    for job in live:
+                        if not writer.job_failed_by_interrupt(job):
+                            why = Interrupted(f"interrupted by {_signal_name(e)}")
+                            writer.add_failure(job.name, why)
+                raise
         return status
 
     def step(self, live: list[Job], index: int, plan: StepPlan, steps: int) -> list[Job]:
@@ -462,15 +424,14 @@ class _InterleavedRound:
         first = live[0].repeat % len(live)  # who starts rotates from round to round
         outcomes = collect_interleaved(sides, plan, timeout, lab.placement, first)
         if plan.wait_after_s:
-            executor._quiet([engines[j.name] for j in live], plan.wait_after_s, sides[0].report)
+            self.session.settle(plan.wait_after_s, sides[0].report)  # the live sides' engines
         results: dict[str, StepResultJson] = {}
         still = []
         for job, outcome in zip(live, outcomes, strict=True):
             engine = engines[job.name]
             if isinstance(outcome, Exception):
                 executor._record_failure(job, index, plan.name, outcome, engine)
-                with shielded():
-                    engine.stop()
+                self.session.retire(engine)
                 continue
             results[job.name] = outcome.result
             still.append(job)

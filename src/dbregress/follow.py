@@ -1,8 +1,8 @@
 """Following one loadgen step through its event stream (schema/events.schema.json) to
 its summary: the handshake answered at each boundary, the engine watched, the step's
 deadline kept. What a caller does at each event (read counters, switch a profiler on,
-update a progress line) is a `Handler`; a run's steps (step.py) and explain's replays
-(explain/stepper.py) follow their steps through this one loop.
+update a progress line) is a `Handler`; a run's steps and explain's replays
+(explain/stepper.py) follow their steps through this one loop, from step.run_loadgen.
 """
 
 from __future__ import annotations

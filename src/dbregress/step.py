@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
@@ -122,15 +122,16 @@ def collect_step(
     stream = _Stream(float(spec.get("warmup_s", 0)), _cpus(placement))
     stream.device = _device(engine, turns)
     stream.marks["spawn"] = window.take_mark(server_pid, None, cpus=stream.cpus)
-    loadgen = Loadgen(
-        spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), placement.client_cpus
+
+    def follower(loadgen: Loadgen) -> _Follower:
+        handler = _Follower(loadgen, plan, stream, server_pid, report, _Counters())
+        handler.turns, handler.side = turns, side
+        return handler
+
+    run = run_loadgen(
+        engine, spec, stem, plan.name, timeout_s, placement.client_cpus, follower, started=started
     )
-    if started is not None:
-        started(loadgen)
-    t0 = time.monotonic()
-    handler = _Follower(loadgen, plan, stream, server_pid, report, _Counters())
-    handler.turns, handler.side = turns, side
-    summary = _run(loadgen, engine, handler, timeout_s, t0)
+    summary, t0 = run.summary, run.t0
     result = _result(plan, stream, summary)
     result["device"] = window.device_window(
         stream.marks["measuring"], stream.marks["stopped"], stream.device, int(spec["clients"])
@@ -146,27 +147,64 @@ def collect_step(
     return StepOutcome(result, stream.series, _hlog(summary))
 
 
-def _run(
-    loadgen: Loadgen, engine: Engine, handler: _Follower, timeout_s: float, t0: float
-) -> Summary:
-    """The loadgen followed to its summary, the counters read at its boundaries; the
-    loadgen is stopped whatever happens, and an interleaved side leaves the turns."""
-    stream, counters, turns = handler.stream, handler.counters, handler.turns
+H = TypeVar("H", bound="StepHandler")
+
+
+class StepHandler(Handler):
+    """A Handler (follow.py) that run_loadgen also tells of the step's end: the summary
+    while the loadgen still holds its connections, and the end however it came."""
+
+    def summarized(self, summary: Summary) -> None:
+        """The summary came; the loadgen still holds its connections (so a server's
+        backends that exit at disconnect can still be read)."""
+
+    def ended(self) -> None:
+        """The step is over, done or failed: release what the handler holds."""
+
+
+@dataclass(frozen=True)
+class LoadgenRun(Generic[H]):
+    summary: Summary
+    handler: H  # the one made for the loadgen
+    t0: float  # time.monotonic() at the step's start, which its deadline counts from
+
+
+def run_loadgen(
+    engine: Engine,
+    spec: StepSpec,
+    stem: Path,
+    step: str,
+    timeout_s: float,
+    cpus: frozenset[int] | None,
+    handler: Callable[[Loadgen], H],
+    wrapper: tuple[str, ...] = (),
+    started: Callable[[Loadgen], None] | None = None,
+    t0: float | None = None,
+) -> LoadgenRun[H]:
+    """One step's loadgen (its spec and stderr beside `stem`, on `cpus`, under `wrapper`)
+    followed to its summary with the handler made for it (follow.py), for a run's steps
+    and explain's alike. The handler is told the summary before the loadgen is released,
+    and its end in any case; the loadgen is killed on any error and always closed.
+    `started` is told the loadgen at once (to stop it from elsewhere); `t0` is when the
+    step's clock starts (by default: once the loadgen runs). LoadgenError, StepTimeout
+    or the engine's crash."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
+    if started is not None:
+        started(loadgen)
+    t0 = time.monotonic() if t0 is None else t0
+    follower = handler(loadgen)
     try:
-        summary = follow(loadgen, engine, handler.plan.name, timeout_s, handler, t0)
-        stream.summary = summary
-        handler.mark("end", summary["process"])
-        stream.counted = counters.stop()
+        summary = follow(loadgen, engine, step, timeout_s, follower, t0)
+        follower.summarized(summary)
         loadgen.release()
     except BaseException:
         loadgen.kill()
         raise
     finally:
-        if turns is not None:
-            turns.finish(handler.side)  # the others go on without this side
-        counters.close()
+        follower.ended()
         loadgen.close()
-    return summary
+    return LoadgenRun(summary, follower, t0)
 
 
 def _device(engine: Engine, turns: Turns | None) -> diskstats.Device:
@@ -276,7 +314,7 @@ class _Counters:
             counter.close()
 
 
-class _Follower(Handler):
+class _Follower(StepHandler):
     """Reads the counters at each boundary of the step, keeps its intervals and errors,
     and reports its progress."""
 
@@ -310,6 +348,16 @@ class _Follower(Handler):
     def ready(self, event: Event) -> None:
         self.mark("ready", event["process"])
         self.counters.attach(self.server_pid, self.loadgen.pid)
+
+    def summarized(self, summary: Summary) -> None:
+        self.stream.summary = summary
+        self.mark("end", summary["process"])
+        self.stream.counted = self.counters.stop()
+
+    def ended(self) -> None:
+        if self.turns is not None:
+            self.turns.finish(self.side)  # the others go on without this side
+        self.counters.close()
 
     def measuring(self, event: Event) -> None:
         self.counters.switch(on=True)

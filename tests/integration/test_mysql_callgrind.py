@@ -29,13 +29,12 @@ from dbregress.collect.proc import tree_pids
 from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, Sizes
-from dbregress.engines.mysql import MysqlEngine
+from dbregress.engines.mysql import QUIET_MYSQL, MysqlEngine
 from dbregress.errors import LoadgenError
 from dbregress.explain import callgrind
 from dbregress.explain.jobs import window_files
 from dbregress.explain.stepper import Hooks, drive
 from dbregress.explain.threads import (
-    QUIET_MYSQL,
     HoldError,
     ReadViewHold,
     client_binary,

@@ -12,8 +12,9 @@ from dbregress.analysis import state
 from dbregress.benchmarks import insert, kv
 from dbregress.collect.valgrind import CACHES
 from dbregress.cost.lane import LANE_SIZING
+from dbregress.engines.mysql import QUIET_MYSQL
+from dbregress.engines.postgres import QUIET_POSTGRES
 from dbregress.explain import jobs
-from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.micro_names import WRITES
 from dbregress.store.files import write_json
 from dbregress.store.history import History, reindex
@@ -27,7 +28,7 @@ PROFILE_DIGEST = "b3a85d5142566275"
 
 def profile_digest() -> str:
     profile = {
-        "postgres": jobs.QUIET_POSTGRES,
+        "postgres": QUIET_POSTGRES,
         "mysql": QUIET_MYSQL,
         "lockstep": list(insert.LOCKSTEP_STEPS),
         "settle_kv": list(kv.SETTLE_STEPS),

@@ -37,12 +37,12 @@ from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.benchmarks import insert
 from dbregress.collect import valgrind
 from dbregress.engines import process
+from dbregress.engines.registry import engine_class
 from dbregress.errors import DbregressError, Interrupted, LabError
 from dbregress.execute import run_work_dir
 from dbregress.explain import jobs
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
-from dbregress.explain.threads import QUIET_MYSQL
 from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.provision import Build
@@ -377,7 +377,10 @@ def lane_record(lab: Lab, workers: int, took_s: float, skipped: dict[str, str]) 
         "over a window of each step's Q operations, zeroed and dumped through vgdb",
         "caches": list(valgrind.CACHES),
         "cycles_model": {"l1": 1, "ll": jobs.CYCLES_LL, "ram": jobs.CYCLES_RAM},
-        "replay_settings": {"postgres": jobs.QUIET_POSTGRES, "mysql": QUIET_MYSQL},
+        "replay_settings": {
+            "postgres": engine_class("postgres").COUNTING_SETTINGS,
+            "mysql": engine_class("mysql").COUNTING_SETTINGS,
+        },
         "lockstep_steps": list(insert.LOCKSTEP_STEPS),
         "skipped": skipped,
     }

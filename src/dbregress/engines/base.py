@@ -54,6 +54,11 @@ class Engine(ABC):
     """
 
     embedded: ClassVar[bool] = False
+    # The settings a counting replay (explain's and the cost lane's, under callgrind)
+    # starts the engine with, under a column's own: what the engine needs under valgrind
+    # and what keeps its timed background work from falling differently between
+    # replays. Each engine's say why; an engine needs none by default.
+    COUNTING_SETTINGS: ClassVar[dict[str, str]] = {}
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         self.build = build

@@ -50,12 +50,58 @@ LOOSE_SKIPPED = ("unknown variable 'loose", "unknown option '--loose")
 ROCKSDB_PLUGIN = "ha_rocksdb.so"
 PLUGIN_DIRS = ("lib/plugin", "lib/mysql/plugin", "lib64/mysql/plugin")
 
+# The counting replay's settings for the MySQL family (explain's and the cost lane's
+# callgrind replays: MysqlEngine.COUNTING_SETTINGS), under a column's own settings. A
+# `loose_` option is skipped, with a warning, by a server that does not know it.
+QUIET_MYSQL = {
+    # valgrind 3.19 has no io_uring: MariaDB 10.6+ linked with liburing (Debian's is)
+    # hangs at InnoDB's start. Without native AIO InnoDB reads and writes with plain
+    # pread/pwrite, as every version can; a read a statement waits for is a synchronous
+    # read in its own thread either way.
+    "innodb_use_native_aio": "OFF",
+    # MariaDB 10.11.12+ and 11.4.6+ reserve address space for the largest buffer pool
+    # the server may grow to, 8 TiB by default, which valgrind cannot map ("Cannot map
+    # innodb_buffer_pool_size_max"). A value below innodb_buffer_pool_size is raised to
+    # it: the pool is the configured one, it just cannot be grown at run time. Older
+    # versions have no such option (`loose_`).
+    "loose_innodb_buffer_pool_size_max": "8M",
+    # Under valgrind one thread runs at a time, so a thread spinning on a latch that
+    # another thread holds spins (and counts) its whole budget while the holder cannot
+    # run, and how often a connection thread meets a latch held by purge or the page
+    # cleaner is timing. One round, no delay: it waits on the futex at once; its work
+    # is the same. Not 0: MariaDB 10.6+'s srw_mutex decrements before it tests
+    # (`!--spin`), so 0 spins until the latch is free (one latch at commit counted 2.8
+    # million instructions).
+    "innodb_sync_spin_loops": "1",
+    "innodb_spin_wait_delay": "0",
+    # Persistent statistics recomputed in the background 10 s after a tenth of a
+    # table changed: under valgrind that falls at other statements than in the run and
+    # in another replay, and the optimizer's plans follow the statistics. Without it
+    # they are those of CREATE TABLE and of the benchmarks' own ANALYZE TABLE (the
+    # post-write cleanup), as PostgreSQL's with autovacuum off (QUIET_POSTGRES).
+    "innodb_stats_auto_recalc": "OFF",
+    # Adaptive flushing writes dirty pages back at a per-second rate once the redo
+    # log is a tenth full: under valgrind those seconds fall at other statements, and a
+    # page written back is clean again for the next statement that changes it. Off,
+    # flushing follows the redo log's fill and the dirty pages' share, which the
+    # statements themselves advance.
+    "innodb_adaptive_flushing": "OFF",
+}
+
+# The statement dispatcher every MySQL-family server runs a client's command through
+# (MySQL 5.x-9.x, MariaDB 10.x-11.x, Percona, FB MySQL): do_command() reads a command
+# from the connection and calls dispatch_command(), which parses and executes it. A
+# thread that ran one of them served a connection: explain/threads.py tells a counted
+# window's connection threads from the server's background threads by them.
+CONNECTION_FUNCTIONS = frozenset({"do_command", "dispatch_command"})
+
 
 class MysqlEngine(ServerEngine):
     """One MySQL-family server in `options.workdir` (data/, socket/, tmp/, my.cnf)."""
 
     CONFIG_ERRORS = CONFIG_ERRORS
     STOP_SIGNAL = signal.SIGTERM  # mysqld's clean shutdown (InnoDB fast shutdown, then exit)
+    COUNTING_SETTINGS = QUIET_MYSQL
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         super().__init__(build, options)
@@ -154,7 +200,7 @@ class MysqlEngine(ServerEngine):
 
     def _output_since_start(self) -> str:
         """The server's output since this start, without its warnings of the `loose_`
-        options it skipped (explain's QUIET_MYSQL has one that older versions lack):
+        options it skipped (QUIET_MYSQL has one that older versions lack):
         a failed start is then not blamed on them."""
         lines = super()._output_since_start().splitlines()
         return "\n".join(x for x in lines if not any(m in x.lower() for m in LOOSE_SKIPPED))

@@ -39,12 +39,32 @@ CONFIG_ERRORS = (
 # the postmaster survived but a server process died: crash recovery, not a benchmark
 CRASH_MARKS = ("was terminated by signal", "terminating any other active server processes")
 
+# PostgreSQL's time-driven background work, off while callgrind counts (explain's and
+# the cost lane's counting replays: PostgresEngine.COUNTING_SETTINGS): under valgrind's
+# slowdown autovacuum and timed checkpoints fall at other points of the operations than
+# in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
+# moved 5% between two explain runs of one build with them on; with them off l.i1 held
+# to 0.001%, docs/metrics.md). A column's own settings still win.
+#
+# Parallel query and parallel index builds off too: valgrind runs one thread at a time,
+# so parallel workers only move work from the session's backend to other processes, in
+# shares that follow the scheduling (PostgreSQL 17's l.x counted 4.3% apart between
+# three replays of one build with them on); with them off the session's backend does it
+# all and its count is the step's work.
+QUIET_POSTGRES = {
+    "autovacuum": "off",
+    "checkpoint_timeout": "1d",
+    "max_parallel_maintenance_workers": "0",
+    "max_parallel_workers_per_gather": "0",
+}
+
 
 class PostgresEngine(ServerEngine):
     """One PostgreSQL server in `options.workdir` (data/ and socket/), logging to log_path."""
 
     CONFIG_ERRORS = CONFIG_ERRORS
     STOP_SIGNAL = signal.SIGINT  # a fast shutdown: abort transactions, checkpoint, exit
+    COUNTING_SETTINGS = QUIET_POSTGRES
 
     def __init__(self, build: Build, options: EngineOptions) -> None:
         super().__init__(build, options)

@@ -17,6 +17,7 @@ from dbregress.analysis import state
 from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.benchmarks import insert
 from dbregress.collect import pmu, valgrind
+from dbregress.engines.registry import engine_class
 from dbregress.errors import DbregressError
 from dbregress.execute import run_work_dir, short_name
 from dbregress.explain import flame, jobs
@@ -228,7 +229,7 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
             "step's Q calls; costs zeroed at the window's open and dumped at its close "
             "through vgdb while the loadgen waits at each edge",
             "caches": list(valgrind.CACHES),
-            "replay_settings": {"postgres": jobs.QUIET_POSTGRES},
+            "replay_settings": {"postgres": engine_class("postgres").COUNTING_SETTINGS},
             "lockstep_steps": list(insert.LOCKSTEP_STEPS),
             "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
             f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",

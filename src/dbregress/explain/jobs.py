@@ -33,12 +33,12 @@ from dbregress.collect.proc import tree_pids
 from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import Engine
+from dbregress.engines.registry import engine_class
 from dbregress.execute import make_engine
 from dbregress.explain import callgrind, flame
 from dbregress.explain.flame import FlameError
 from dbregress.explain.stepper import Hooks, Stepped, drive
 from dbregress.explain.threads import (
-    QUIET_MYSQL,
     ReadViewHold,
     client_binary,
     split_connection_threads,
@@ -48,6 +48,7 @@ from dbregress.loadgen import Loadgen
 from dbregress.prepare import COUNT, PROFILE
 from dbregress.provision import Build
 from dbregress.provision import mysql as mysql_family
+from dbregress.session import EngineSession
 from dbregress.shapes.events import Event, Summary
 from dbregress.shapes.explain import (
     CountFigures,
@@ -61,31 +62,12 @@ from dbregress.shapes.spec import StepSpec
 Notify = Callable[[str], None]
 SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plain one
 
-# PostgreSQL's time-driven background work, off while callgrind counts: under valgrind's
-# slowdown autovacuum and timed checkpoints fall at other points of the operations than
-# in the run, and what they clean or log changes what the backends do (l.i1 and l.i2
-# moved 5% between two explain runs of one build with them on; with them off l.i1 held
-# to 0.001%, docs/metrics.md). A column's own settings still win.
-#
-# Parallel query and parallel index builds off too: valgrind runs one thread at a time,
-# so parallel workers only move work from the session's backend to other processes, in
-# shares that follow the scheduling (PostgreSQL 17's l.x counted 4.3% apart between
-# three replays of one build with them on); with them off the session's backend does it
-# all and its count is the step's work.
-QUIET_POSTGRES = {
-    "autovacuum": "off",
-    "checkpoint_timeout": "1d",
-    "max_parallel_maintenance_workers": "0",
-    "max_parallel_workers_per_gather": "0",
-}
-
 
 def count_settings(job: ColumnJob) -> dict[str, str]:
-    """The settings of the counting replay: the column's, over QUIET_POSTGRES for
-    PostgreSQL and QUIET_MYSQL (explain/threads.py) for the MySQL family."""
-    quiet = {"postgres": QUIET_POSTGRES, "mariadb": QUIET_MYSQL, "mysql": QUIET_MYSQL}.get(
-        job.build.spec.engine, {}
-    )
+    """The settings of the counting replay: the column's, over the engine's own
+    adjustments for counting (its COUNTING_SETTINGS: engines/postgres.py's
+    QUIET_POSTGRES, engines/mysql.py's QUIET_MYSQL)."""
+    quiet = engine_class(job.build.spec.engine).COUNTING_SETTINGS
     return {**quiet, **dict(job.column.settings)}
 
 
@@ -180,11 +162,12 @@ def _replay(
     notify: Notify,
 ) -> None:
     """Start the engine, run every step in order (`measure` runs the chosen ones), and
-    stop it and remove its data whatever happens."""
+    stop it and remove its data whatever happens (session.py, as a run's job does)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
-    try:
-        engine.start()
+    # not shielded, as before: the cost lane runs replays in worker threads (session.py)
+    with EngineSession([engine], [job.work / name], shield=False) as session:
+        session.start(engine)
         for index, plan in enumerate(plans, start=1):
             if index > last:
                 break
@@ -202,13 +185,7 @@ def _replay(
                 what = f"{name}: replayed {plan.name}"
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
             if plan.wait_after_s:
-                time.sleep(plan.wait_after_s)
-                engine.check_alive()
-    finally:
-        try:
-            engine.stop()
-        finally:
-            shutil.rmtree(job.work / name, ignore_errors=True)
+                session.settle(plan.wait_after_s)  # the engine checked as the wait passes
 
 
 def _step_spec(

@@ -1,8 +1,8 @@
-"""One loadgen step of an explain job, followed through its handshake (follow.py, the
-loop a run's steps use too) with hooks at each boundary: where a profiler is switched
-on, zeroed, read and switched off. Every step of an explain job runs through here (those
-not explained with no hooks), so the data each step leaves is what the run's steps
-left."""
+"""One loadgen step of an explain job, run by step.run_loadgen (the driver a run's steps
+use too) and followed through its handshake (follow.py) with hooks at each boundary:
+where a profiler is switched on, zeroed, read and switched off. Every step of an explain
+job runs through here (those not explained with no hooks), so the data each step leaves
+is what the run's steps left."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import cast
 
 from dbregress.engines.base import Engine
-from dbregress.follow import Handler, follow
 from dbregress.loadgen import Loadgen
 from dbregress.shapes.events import Event, Summary
 from dbregress.shapes.explain import WindowEvent
 from dbregress.shapes.spec import StepSpec
-from dbregress.store.files import sibling
+from dbregress.step import StepHandler, run_loadgen
 
 
 class Hooks:
@@ -44,7 +43,7 @@ class Stepped:
     wall_s: float = 0.0
 
 
-class _Hooked(Handler):
+class _Hooked(StepHandler):
     """The loop's handler: a step's hooks, given the loadgen, and its window events.
     Its methods take the events as follow.Handler's do."""
 
@@ -76,17 +75,13 @@ def drive(
     hooks: Hooks | None = None,
     wrapper: tuple[str, ...] = (),
 ) -> Stepped:
-    """Run one step to its summary; LoadgenError, StepTimeout or the engine's crash."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
+    """Run one step to its summary (step.run_loadgen, as a run's steps are run);
+    LoadgenError, StepTimeout or the engine's crash."""
     t0 = time.monotonic()
-    loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
-    handler = _Hooked(hooks or Hooks(), loadgen)
-    try:
-        summary = follow(loadgen, engine, spec["workload"]["step"], timeout_s, handler, t0)
-        loadgen.release()
-        return Stepped(summary, handler.windows, time.monotonic() - t0)
-    except BaseException:
-        loadgen.kill()
-        raise
-    finally:
-        loadgen.close()
+
+    def hooked(loadgen: Loadgen) -> _Hooked:
+        return _Hooked(hooks or Hooks(), loadgen)
+
+    step = spec["workload"]["step"]
+    run = run_loadgen(engine, spec, stem, step, timeout_s, cpus, hooked, wrapper, t0=t0)
+    return Stepped(run.summary, run.handler.windows, time.monotonic() - t0)
