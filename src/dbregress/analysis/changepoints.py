@@ -47,10 +47,8 @@ from itertools import pairwise
 from typing import Literal, TypeVar
 
 import numpy as np
-import ruptures
-from scipy import stats as sps
 
-from dbregress.analysis import stats
+from dbregress.analysis import distributions, stats
 
 Key = TypeVar("Key", bound=Hashable)
 Better = Literal["higher", "lower"]
@@ -131,29 +129,6 @@ class _Fit:
     sd_between: float
 
 
-class _WeightedLevel(ruptures.base.BaseCost):  # type: ignore[misc]
-    """Segment cost for ruptures: the weighted squared deviations of the column means
-    from the segment's weighted mean (cumulative sums make each call O(1))."""
-
-    model = "weighted_level"
-    min_size = 1
-
-    def __init__(self, m: np.ndarray, w: np.ndarray) -> None:
-        zero = np.zeros(1)
-        self.sw = np.concatenate([zero, np.cumsum(w)])
-        self.swm = np.concatenate([zero, np.cumsum(w * m)])
-        self.swm2 = np.concatenate([zero, np.cumsum(w * m * m)])
-        self.signal = m.reshape(-1, 1)
-
-    def fit(self, signal: np.ndarray) -> _WeightedLevel:
-        return self
-
-    def error(self, start: int, end: int) -> float:
-        sw = self.sw[end] - self.sw[start]
-        swm = self.swm[end] - self.swm[start]
-        return float(self.swm2[end] - self.swm2[start] - swm * swm / sw)
-
-
 def _fit(columns: Sequence[Sequence[float]], floor_sd: float) -> _Fit | None:
     logs, positions = [], []
     for i, col in enumerate(columns):
@@ -199,9 +174,11 @@ def _fit(columns: Sequence[Sequence[float]], floor_sd: float) -> _Fit | None:
 
 def _pelt(m: np.ndarray, w: np.ndarray) -> list[int]:
     """Usable-column indices where PELT starts a new segment."""
-    algo = ruptures.Pelt(custom_cost=_WeightedLevel(m, w), min_size=1, jump=1)
-    ends = algo.fit(m.reshape(-1, 1)).predict(pen=2 * math.log(len(m)))
-    return [int(e) for e in ends[:-1]]
+    # Imported here, not at the top: ruptures loads scipy.stats, scipy.spatial and
+    # scipy.signal as it is imported (about 2.5 s), and most commands never segment.
+    from dbregress.analysis import pelt
+
+    return pelt.segment_starts(m, w)
 
 
 def _between(m: np.ndarray, v: np.ndarray, cuts: list[int]) -> float:
@@ -217,7 +194,7 @@ def _between(m: np.ndarray, v: np.ndarray, cuts: list[int]) -> float:
         q += float(np.sum(ws * (ms - mu) ** 2))
         c += float(np.sum(ws) - np.sum(ws**2) / np.sum(ws))
     df = len(m) - len(edges) + 1
-    if df < 1 or c <= 0 or q <= float(sps.chi2.ppf(1 - HETEROGENEITY, df)):
+    if df < 1 or c <= 0 or q <= distributions.chi2_ppf(1 - HETEROGENEITY, df):
         return 0.0  # Cochran's Q test: no evidence of variance beyond the samples'
     return max(0.0, (q - df) / c)
 
@@ -239,7 +216,7 @@ def _test(f: _Fit, start: int, cut: int, end: int) -> _Test:
     ma = float(np.sum(wa * f.m[cut:end]) / np.sum(wa))
     se = math.sqrt(1 / float(np.sum(wb)) + 1 / float(np.sum(wa)))
     d = ma - mb
-    p = float(2 * sps.t.sf(abs(d) / se, f.df))
+    p = 2 * distributions.t_sf(abs(d) / se, f.df)
     return _Test(d, se, min(1.0, p * (len(f.m) - 1)))
 
 
@@ -256,8 +233,8 @@ def _change(
     f: _Fit, cuts: list[int], i: int, t: _Test, q: float, alpha: float, band: float, better: Better
 ) -> Change:
     edges = [0, *cuts, len(f.m)]
-    ppf = float(sps.t.ppf(1 - alpha / 2, f.df))
-    ppf2 = float(sps.t.ppf(1 - alpha, f.df))
+    ppf = distributions.t_ppf(1 - alpha / 2, f.df)
+    ppf2 = distributions.t_ppf(1 - alpha, f.df)
     ci = (math.exp(t.d - ppf * t.se), math.exp(t.d + ppf * t.se))
     lo, hi = math.exp(t.d - ppf2 * t.se), math.exp(t.d + ppf2 * t.se)
     test = f"p={t.p:.2g} over {len(f.m) - 1} places (BH-adjusted {q:.2g})"

@@ -47,9 +47,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sps
-
-from dbregress.analysis import state, stats
+from dbregress.analysis import distributions, state, stats
 from dbregress.analysis.state import SideState
 from dbregress.lab import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord
@@ -214,12 +212,12 @@ def _welch(lx: Sequence[float], ly: Sequence[float], floor: float) -> _Welch:
     se = math.sqrt(ax + ay)
     df = (ax + ay) ** 2 / (ax**2 / (len(lx) - 1) + ay**2 / (len(ly) - 1))
     d = statistics.fmean(ly) - statistics.fmean(lx)
-    p = float(2 * sps.t.sf(abs(d) / se, df))
+    p = 2 * distributions.t_sf(abs(d) / se, df)
     return _Welch(d, se, df, p)
 
 
 def _interval(w: _Welch, confidence: float) -> tuple[float, float]:
-    half = float(sps.t.ppf(0.5 + confidence / 2, w.df)) * w.se
+    half = distributions.t_ppf(0.5 + confidence / 2, w.df) * w.se
     return math.exp(w.d - half), math.exp(w.d + half)
 
 

@@ -28,9 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from statistics import NormalDist
 from typing import TypedDict, TypeVar
 
-from scipy import stats as sps
-
-from dbregress.analysis import stats
+from dbregress.analysis import distributions, stats
 from dbregress.analysis.verdict import Policy, StepVerdict, usable
 
 Key = TypeVar("Key", bound=Hashable)
@@ -87,7 +85,7 @@ def paired_all(
         sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / (n - 1))
         se = sd / math.sqrt(n)
         # Identical repeats (se 0) are exactly as far from 0 as their mean.
-        p = float(2 * sps.t.sf(abs(mean) / se, n - 1)) if se > 0 else float(mean == 0)
+        p = 2 * distributions.t_sf(abs(mean) / se, n - 1) if se > 0 else float(mean == 0)
         tests[k] = (mean, se, p, n)
     adjusted = dict(zip(tests, stats.bh_adjusted([t[2] for t in tests.values()]), strict=True))
     out: dict[Key, StepVerdict] = {}
@@ -100,8 +98,8 @@ def paired_all(
             continue
         mean, se, p, n = tests[k]
         q = adjusted[k]
-        t_ci = float(sps.t.ppf(1 - policy.alpha / 2, n - 1))
-        t_tost = float(sps.t.ppf(1 - policy.alpha, n - 1))
+        t_ci = distributions.t_ppf(1 - policy.alpha / 2, n - 1)
+        t_tost = distributions.t_ppf(1 - policy.alpha, n - 1)
         ci = (math.exp(mean - t_ci * se), math.exp(mean + t_ci * se))
         lo, hi = math.exp(mean - t_tost * se), math.exp(mean + t_tost * se)
         ratio = math.exp(mean)

@@ -28,7 +28,6 @@ from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats as sps
 
 Values = Sequence[float] | npt.NDArray[np.float64]
 
@@ -129,6 +128,9 @@ def _mann_whitney(lx: list[float], ly: list[float], d: list[float]) -> MannWhitn
     if not ties and n * m <= EXACT_MAX_PAIRS:
         tail = int(min(u, n * m - u))
         return MannWhitney(u, min(1.0, 2 * _u_cdf(n, m)[tail]), "exact")
+    # scipy.stats costs about 2 s to import, and only tied samples need it.
+    from scipy import stats as sps
+
     if ties and math.comb(n + m, n) <= PERMUTATION_MAX:
         how = sps.PermutationMethod(n_resamples=math.comb(n + m, n))
         r = sps.mannwhitneyu(ly, lx, alternative="two-sided", method=how)
