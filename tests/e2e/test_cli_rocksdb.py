@@ -79,7 +79,7 @@ def test_corrupted_database(tmp_path: Path, workdir: Path, launched: Any) -> Non
     path = kv_lab(
         tmp_path,
         [("r10", "rocksdb@10.2.1", "")],
-        "keys = 200000\nseconds = 30\nshort_seconds = 30\n",
+        "keys = 20000\nseconds = 5\nshort_seconds = 5\n",
     )
     proc = start_dbregress(launched, "run", str(path), cwd=tmp_path, workdir=workdir)
     wait_for(
