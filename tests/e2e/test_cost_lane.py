@@ -58,7 +58,7 @@ build = "rocksdb@10.2.1"
 label = "b"
 build = "rocksdb@10.2.1"
 [kv]
-keys = 20000
+keys = 10000
 seconds = 0.5
 warmup_s = 0.2
 steps = [{", ".join(f'"{s}"' for s in steps)}]
