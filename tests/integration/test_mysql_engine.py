@@ -129,6 +129,7 @@ def test_start_answer_stop(build: Build, workroot: Path) -> None:
         assert version.startswith(".".join(map(str, engine.server.version)))
         assert _query(engine, "SELECT @@innodb_buffer_pool_size") == (64 << 20,)
         assert _query(engine, "SELECT @@skip_networking") == (1,)
+        assert _query(engine, "SELECT @@have_ssl") == ("DISABLED",)
         assert _query(engine, "SELECT @@innodb_flush_log_at_trx_commit") == (1,)
         assert _query(engine, "SELECT @@character_set_server") == ("utf8mb4",)
         conn = _connect(engine)
