@@ -89,8 +89,8 @@ label = "pg17-sendcost"
 build = "postgres@{slow}"
 config = "ci"
 [insert]
-load_rows = 10000
-write_rows = 2000
+load_rows = 3000
+write_rows = 600
 query_seconds = 0.5
 warmup_s = 0.2
 cleanup_wait_s = 0
