@@ -75,8 +75,8 @@ label = "rel_o2nofp"
 build = "{specs[1]}"
 config = "ci"
 [insert]
-load_rows = 5000
-write_rows = 1000
+load_rows = 3000
+write_rows = 600
 query_seconds = 0.3
 warmup_s = 0.2
 cleanup_wait_s = 0
