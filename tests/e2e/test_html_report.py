@@ -33,7 +33,7 @@ COLUMNS = [
 LAB = (
     'name = "html"\nplacement = "same"\nbenchmark = "kv"\nrepeats = 3\nwarmup_job = false\n'
     + "".join(f'[[column]]\nlabel = "{lb}"\nbuild = "{b}"\n{extra}' for lb, b, extra in COLUMNS)
-    + "[kv]\nkeys = 20000\nseconds = 1\nshort_seconds = 0.5\nwarmup_s = 0.5\n"
+    + "[kv]\nkeys = 20000\nseconds = 0.5\nshort_seconds = 0.5\nwarmup_s = 0.3\n"
     + "steps = ["
     + ", ".join(f'"{s}"' for s in STEPS)
     + "]\n"
