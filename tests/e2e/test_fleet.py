@@ -24,7 +24,9 @@ from tests.e2e.conftest import cli_env, processes_mentioning, run_record, step_r
 
 pytestmark = pytest.mark.engine
 
-LAB = """\
+# The load and two query steps: what the fleet must carry is the same for every step.
+STEPS = ["l.i0", "l.x", "l.i1", "l.i2", "cleanup", "qr100", "qp100"]
+LAB = f"""\
 name = "fleet"
 placement = "unpinned"
 repeats = 2
@@ -48,10 +50,8 @@ write_rows = 2000
 query_seconds = 0.5
 warmup_s = 0.2
 cleanup_wait_s = 0.5
-steps = ["l.i0", "l.x", "l.i1", "l.i2", "cleanup", "qr100", "qp100"]
+steps = {json.dumps(STEPS)}
 """
-# The load and two query steps: what the fleet must carry is the same for every step.
-STEPS = ["l.i0", "l.x", "l.i1", "l.i2", "cleanup", "qr100", "qp100"]
 
 
 def _free_port() -> int:
@@ -96,7 +96,7 @@ class Fleet:
         log = self.tmp / "scheduler.log"
         args = ["scheduler", "--port", str(self.port), "--dashboard", "none", *self.tls("coord")]
         self.procs["scheduler"] = _start(args, self.tmp, self.workdir, log)
-        wait_for(lambda: "scheduler at" in log.read_text(), 60, "the scheduler")
+        wait_for(functools.partial(_says, log, "scheduler at"), 60, "the scheduler")
 
     def start_worker(self, *names: str) -> None:
         """Start the named workers together, then wait until each has joined."""

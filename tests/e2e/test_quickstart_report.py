@@ -4,17 +4,13 @@ verdict, so it runs beside other tests."""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests import browser
-from tests.e2e.conftest import assert_no_process_mentions, dbregress, run_record
+from tests.e2e.conftest import dbregress, run_record, step_results
 
 pytestmark = pytest.mark.engine
 
@@ -39,44 +35,30 @@ def quickstart_tiny() -> str:
     return text.replace('placement = "separate"', 'placement = "separate"\nwarmup_job = false')
 
 
-def test_quickstart_report_in_chromium(tmp_path: Path) -> None:
+def test_quickstart_report_in_chromium(tmp_path: Path, workdir: Path) -> None:
     """The quickstart's own lab (both comparisons, tiny sizes): its HTML report opens in
     Chromium with no console message and every chart drawn."""
-    workdir = Path("/var/tmp") / f"dbregress-test-{os.getpid()}-{time.monotonic_ns()}"
-    workdir.mkdir(mode=0o755)
-    try:
-        lab = tmp_path / "quickstart.toml"
-        lab.write_text(quickstart_tiny())
-        out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
-        assert out.returncode in (0, 1), out.stderr  # 1: a verdict, not an error
-        run, record = run_record(tmp_path)
-        assert record["status"] == "ok" and not record["failures"]
-        assert [c["name"] for c in record["comparisons"]] == ["rocksdb", "postgres"]
-        path = run / "report.html"
-        assert browser.offline_problems(path.read_text()) == []
-        page = browser.load(path)
-        assert page.console == [], page.console
-        charts = browser.charts(page.dom)
-        # per comparison one ratio chart (one non-base column) and two per reported step
-        reported = {c: len(record_steps(run, c)) for c in ("rocksdb-7.10", "pg12")}
-        assert len(charts) == 2 + 2 * sum(reported.values()), (len(charts), reported)
-        for chart in charts:
-            assert "<polyline" in chart or "<g stroke=" in chart, chart[:300]
-        for what in ("Relative QPS (vs rocksdb-7.10)", "Relative QPS (vs pg12)"):
-            assert what in page.dom, what
-        png = browser.screenshot(path, tmp_path / "quickstart-report.png")
-        assert png.stat().st_size > 20_000
-    finally:
-        assert_no_process_mentions(str(workdir))
-        subprocess.run(["rm", "-rf", str(workdir)], check=False)
-
-
-def record_steps(run: Path, label: str) -> list[str]:
-    """The reported steps of a column's first repeat."""
-    names = []
-    for f in sorted((run / label / "r1" / "steps").glob("[0-9][0-9]-*.json")):
-        if not f.name.endswith(".spec.json"):
-            result = json.loads(f.read_text())
-            if result.get("reported", True):
-                names.append(result["step"])
-    return names
+    lab = tmp_path / "quickstart.toml"
+    lab.write_text(quickstart_tiny())
+    out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert out.returncode in (0, 1), out.stderr  # 1: a verdict, not an error
+    run, record = run_record(tmp_path)
+    assert record["status"] == "ok" and not record["failures"]
+    assert [c["name"] for c in record["comparisons"]] == ["rocksdb", "postgres"]
+    path = run / "report.html"
+    assert browser.offline_problems(path.read_text()) == []
+    page = browser.load(path)
+    assert page.console == [], page.console
+    charts = browser.charts(page.dom)
+    # per comparison one ratio chart (one non-base column) and two per reported step
+    reported = {
+        c: sum(r.get("reported", True) for r in step_results(run, f"{c}/r1").values())
+        for c in ("rocksdb-7.10", "pg12")
+    }
+    assert len(charts) == 2 + 2 * sum(reported.values()), (len(charts), reported)
+    for chart in charts:
+        assert "<polyline" in chart or "<g stroke=" in chart, chart[:300]
+    for what in ("Relative QPS (vs rocksdb-7.10)", "Relative QPS (vs pg12)"):
+        assert what in page.dom, what
+    png = browser.screenshot(path, tmp_path / "quickstart-report.png")
+    assert png.stat().st_size > 20_000
