@@ -76,7 +76,11 @@ def processes_mentioning(text: str) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if text in cmdline:
+        try:  # a server's children name only themselves ("postgres: checkpointer")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            cwd = ""
+        if text in cmdline or cwd.startswith(text):
             found.append(int(entry.name))
     return found
 

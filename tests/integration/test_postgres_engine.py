@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -235,3 +237,56 @@ def test_private_parent_is_explained(build: Build, workroot: Path) -> None:
     private.mkdir(mode=0o700)
     with pytest.raises(EngineError, match="not traversable by user 'nobody'"):
         _engine(build, private).start()
+
+
+_FROZEN_AND_KILLED = """
+import os, signal, sys, time
+from pathlib import Path
+from dbregress import provision
+from dbregress.collect.proc import tree_pids
+from dbregress.engines.base import EngineOptions, Sizes
+from dbregress.engines.postgres import PostgresEngine
+from dbregress.provision import BuildSpec
+
+root = Path(sys.argv[1])
+options = EngineOptions(
+    workdir=root / "work", log_path=root / "server.log", config_name="ci",
+    sizes=Sizes(cache_mb=64, wal_mb=256), start_timeout_s=60, stop_timeout_s=20,
+)
+engine = PostgresEngine(provision.fetch(BuildSpec.parse(sys.argv[2])), options)
+engine.start()
+for pid in tree_pids(engine.server_pid()):  # as an interleaved round freezes the waiting side
+    os.kill(pid, signal.SIGSTOP)
+print(engine.data_dir, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_frozen_server_dies_with_its_killed_starter(build: Build, workroot: Path) -> None:
+    """A process that starts a server, freezes it (SIGSTOP, as the waiting side of an
+    interleaved round is) and is then SIGKILLed leaves nothing running. The parent-death
+    signal kills the postmaster only; its children, each in a session of its own and
+    stopped, are killed by the data directory's guard."""
+    if build.spec.version != "17.2.0":
+        return  # one version shows it; each start costs seconds
+    starter = subprocess.Popen(
+        [sys.executable, "-c", _FROZEN_AND_KILLED, str(workroot), str(build.spec)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert starter.stdout is not None
+        data_dir = Path(starter.stdout.readline().strip())
+        frozen = processes_in(data_dir)
+        assert len(frozen) >= 3, frozen  # checkpointer, writers, launchers
+        assert {_state(p) for p in frozen} == {"T"}
+    finally:
+        starter.kill()
+        starter.wait()
+        starter.stdout.close()
+    deadline = time.monotonic() + 15
+    while (left := processes_in(data_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], {p: _state(p) for p in left}

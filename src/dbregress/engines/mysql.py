@@ -297,6 +297,7 @@ class MysqlEngine(ServerEngine):
         # --defaults-file must be the server's first argument: after options.wrapper
         server = [str(self.binary), f"--defaults-file={self.config_path}"]
         self._proc = self._popen([*self.options.wrapper, *server])
+        self._guard_data_dir()
 
     def _greets(self) -> bool:
         """The socket accepts a connection and sends a protocol-10 greeting."""

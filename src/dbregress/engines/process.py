@@ -13,6 +13,7 @@ import os
 import pwd
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -106,6 +107,60 @@ def spawn(
             preexec_fn=die_with_parent,
             **as_server_user(),
         )
+
+
+# The guard's whole program. It waits for EOF on stdin, which comes when the engine
+# was stopped (we close the pipe) or when the process that started it died, however it
+# died: the kernel closes a dead process's descriptors. Then it SIGKILLs every process
+# still working in the data directory. This matters for servers made of several
+# processes, each in a session of its own (PostgreSQL's): the parent-death signal kills
+# the postmaster only, and a child frozen by an interleaved turn (SIGSTOP) would never
+# run again to notice that its postmaster is gone.
+_GUARD = """
+import os, signal, sys, time
+target = sys.argv[1]
+sys.stdin.buffer.read()
+def here(pid):
+    try:
+        cwd = os.readlink("/proc/%s/cwd" % pid)
+    except OSError:
+        return False
+    return cwd in (target, target + " (deleted)")
+deadline = time.monotonic() + 10
+while time.monotonic() < deadline:
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and here(p)]
+    if not pids:
+        break
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    time.sleep(0.1)
+"""
+
+
+def guard(data_dir: Path) -> subprocess.Popen[bytes]:
+    """A small process that kills whatever still runs in `data_dir` once we release it or
+    die (see _GUARD). Its own session: a signal to our process group does not reach it."""
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", "-c", _GUARD, str(data_dir.resolve())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def release(guard_proc: subprocess.Popen[bytes]) -> None:
+    """Close the guard's pipe (the engine is stopped) and reap it."""
+    assert guard_proc.stdin is not None
+    guard_proc.stdin.close()
+    try:
+        guard_proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        guard_proc.kill()
+        guard_proc.wait()
 
 
 def prepare_workdir(workdir: Path, private_dirs: list[Path], what: str, binary_dir: Path) -> None:

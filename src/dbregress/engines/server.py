@@ -34,6 +34,7 @@ class ServerEngine(Engine):
         self._log: IO[bytes] | None = None
         self._log_offset = 0  # where this start's server output begins in the log
         self._settings: dict[str, str] | None = None
+        self._guard: subprocess.Popen[bytes] | None = None
 
     @property
     def data_dir(self) -> Path:
@@ -97,11 +98,20 @@ class ServerEngine(Engine):
         for pid in process.processes_in(self.data_dir):
             process.kill(pid)
 
+    def _guard_data_dir(self) -> None:
+        """Once the server is spawned: a guard kills what still runs in the data directory
+        if we die without stopping it (process.guard)."""
+        if self._guard is None:
+            self._guard = process.guard(self.data_dir)
+
     def stop(self) -> None:
         if self._proc is not None:
             process.stop_tree(self._proc, self.STOP_SIGNAL, self.options.stop_timeout_s)
         process.kill_leftovers(self.data_dir, str(self.build.spec))
         self._proc = None
+        if self._guard is not None:
+            process.release(self._guard)
+            self._guard = None
         if self._log is not None:
             self._log.close()
             self._log = None
