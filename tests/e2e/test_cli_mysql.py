@@ -43,7 +43,7 @@ config = "ci"
 [comparison.insert]
 load_rows = 3000
 write_rows = 800
-query_seconds = 1
+query_seconds = 0.3
 cleanup_wait_s = 0
 
 [[comparison]]

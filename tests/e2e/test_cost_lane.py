@@ -59,8 +59,8 @@ label = "b"
 build = "rocksdb@10.2.1"
 [kv]
 keys = 10000
-seconds = 0.5
-warmup_s = 0.2
+seconds = 0.3
+warmup_s = 0.1
 steps = [{", ".join(f'"{s}"' for s in steps)}]
 """
     path = tmp_path / "lab.toml"

@@ -91,8 +91,8 @@ config = "ci"
 [insert]
 load_rows = 3000
 write_rows = 600
-query_seconds = 0.5
-warmup_s = 0.2
+query_seconds = 0.3
+warmup_s = 0.1
 cleanup_wait_s = 0
 steps = ["l.i0", "l.x", {", ".join(f'"{s}"' for s in POSTGRES_QUERIES)}]
 """,
@@ -124,8 +124,8 @@ config = "ci"
 [micro]
 tables = 1
 rows = 2000
-seconds = 0.5
-warmup_s = 0.2
+seconds = 0.3
+warmup_s = 0.1
 cleanup_wait_s = 0
 reads_before_writes = false
 only = {list(MICRO_QUERIES)!r}

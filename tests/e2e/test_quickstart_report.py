@@ -20,7 +20,7 @@ def quickstart_tiny() -> str:
     with the sizes and repeats shrunk so that it runs in about a minute."""
     text = (Path(__file__).parents[2] / "labs" / "quickstart.toml").read_text()
     shrink = {
-        "repeats": "2",
+        "repeats": "1",
         "keys": "20000",
         "seconds": "0.5",
         "warmup_s": "0",
