@@ -15,7 +15,7 @@ pytestmark = pytest.mark.engine
 
 # two counting replays a build: RocksDB's readrandom counts repeat to 0.0x%, and the
 # builds differ by 8-14%
-SIZES = ["--size", "keys=10000", "--size", "seconds=0.5", "--size", "warmup_s=0.2"]
+SIZES = ["--size", "keys=10000", "--size", "seconds=0.3", "--size", "warmup_s=0.1"]
 SMALL = [*SIZES, "--replays", "2"]
 
 

@@ -38,8 +38,8 @@ build = "rocksdb@10.2.1"
 inject_slowdown = 0.2
 [kv]
 keys = 20000
-seconds = 0.5
-warmup_s = 0.2
+seconds = 0.3
+warmup_s = 0.1
 steps = ["fillseq", "overwritesome", "readrandom"]
 """
     path = tmp_path / "lab.toml"
