@@ -294,10 +294,9 @@ class MysqlEngine(ServerEngine):
             raise self._start_failure(status, "creating the system tables")
 
     def _spawn(self) -> None:
-        # --defaults-file must be the server's first argument: after options.wrapper
+        # --defaults-file must be the server's first argument (after options.wrapper)
         server = [str(self.binary), f"--defaults-file={self.config_path}"]
-        self._proc = self._popen([*self.options.wrapper, *server])
-        self._guard_data_dir()
+        self._launch(server)
 
     def _greets(self) -> bool:
         """The socket accepts a connection and sends a protocol-10 greeting."""

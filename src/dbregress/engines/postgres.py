@@ -164,8 +164,7 @@ class PostgresEngine(ServerEngine):
         self._log_offset = self.options.log_path.stat().st_size
         self._crash_scan_from = self._log_offset
         server = [str(self.build.bin("postgres")), "-D", str(self.data_dir)]
-        self._proc = self._popen([*self.options.wrapper, *server])
-        self._guard_data_dir()
+        self._launch(server)
 
     def _log_bytes(self, since: int) -> bytes:
         return process.read_from(self.options.log_path, since)

@@ -115,7 +115,9 @@ def spawn(
 # still working in the data directory. This matters for servers made of several
 # processes, each in a session of its own (PostgreSQL's): the parent-death signal kills
 # the postmaster only, and a child frozen by an interleaved turn (SIGSTOP) would never
-# run again to notice that its postmaster is gone.
+# run again to notice that its postmaster is gone. The test is processes_in's (a
+# data directory removed meanwhile reads "... (deleted)"), written out so the guard
+# starts in milliseconds: importing dbregress would cost a CPU second at every start.
 _GUARD = """
 import os, signal, sys, time
 target = sys.argv[1]

@@ -98,9 +98,14 @@ class ServerEngine(Engine):
         for pid in process.processes_in(self.data_dir):
             process.kill(pid)
 
-    def _guard_data_dir(self) -> None:
-        """Once the server is spawned: a guard kills what still runs in the data directory
-        if we die without stopping it (process.guard)."""
+    def _popen(self, args: list[str]) -> subprocess.Popen[bytes]:
+        """Start `args` as the server's user, with the engine's environment."""
+        raise NotImplementedError
+
+    def _launch(self, server: list[str]) -> None:
+        """Start the server (under options.wrapper, a profiler's prefix), and the guard
+        that kills what still runs in its data directory if we die (process.guard)."""
+        self._proc = self._popen([*self.options.wrapper, *server])
         if self._guard is None:
             self._guard = process.guard(self.data_dir)
 
