@@ -31,14 +31,24 @@ APT_SRC_LIST := /etc/apt/sources.list.d/dbregress-src.sources
 MARIADB_SOURCE_PACKAGE := mariadb
 MARIADB_BUILD_PACKAGES := cmake libssl-dev libncurses-dev libpcre2-dev libfmt-dev
 
-.PHONY: demo test unit setup uv python debian sources mariadb-source build tools builds schema lint rust-check pytest clean
+.PHONY: demo test unit install setup rust-targets uv python debian sources mariadb-source build tools builds schema lint rust-check pytest clean
 
-demo: setup builds
+demo: install builds
 	$(UV) run dbregress run labs/quickstart.toml
 
 test: setup lint rust-check pytest
 
-setup: python debian sources build tools
+# What running dbregress needs (a fleet host needs no more).
+install: python debian sources build tools
+
+# What testing it needs besides: the Rust test binaries and clippy's analysis, built once
+# here so that `make test` on a set-up clone only runs them (a fresh clone spends about
+# 4 minutes of 2 vCPUs on these builds).
+setup: install rust-targets
+
+rust-targets:
+	cargo test --release --locked --no-run --quiet
+	cargo clippy --release --locked --all-targets --quiet
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || \
