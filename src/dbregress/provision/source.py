@@ -452,6 +452,13 @@ def _tree(
     return tree, chosen
 
 
+# What a make passes down to the commands it runs (GNU make's manual, "Communicating
+# Options to a Sub-make").
+MAKE_VARIABLES = frozenset(
+    {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR"}
+)
+
+
 def _compile(
     spec: BuildSpec,
     how: Recipe,
@@ -466,7 +473,10 @@ def _compile(
     """configure (or cmake), make on every core, and install with DESTDIR=tmp."""
     build = work / "build"
     build.mkdir()
-    env = dict(os.environ)
+    # Not a make's own variables: run from inside another make (`make test`, a user's
+    # Makefile), PostgreSQL's make would see MAKELEVEL > 0 and skip generating its
+    # headers (utils/errcodes.h, ...), which it does only at the top level.
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
     if ccache:
         env["CCACHE_DIR"] = str(cache_root() / "ccache")
         env["CCACHE_BASEDIR"] = str(work.parent)
