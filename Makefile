@@ -30,6 +30,9 @@ APT_SRC_LIST := /etc/apt/sources.list.d/dbregress-src.sources
 # test` (a cold MariaDB build takes tens of minutes on 2 vCPUs).
 MARIADB_SOURCE_PACKAGE := mariadb
 MARIADB_BUILD_PACKAGES := cmake libssl-dev libncurses-dev libpcre2-dev libfmt-dev
+# One spelling of each, so that what `make setup` builds is what `make test` reuses.
+CLIPPY := cargo clippy --release --locked --all-targets --quiet -- -D warnings
+CARGO_TEST := cargo test --release --locked --quiet
 
 .PHONY: demo test unit install setup rust-targets uv python debian sources mariadb-source build tools builds schema lint rust-check pytest clean
 
@@ -47,8 +50,8 @@ install: python debian sources build tools
 setup: install rust-targets
 
 rust-targets:
-	cargo test --release --locked --no-run --quiet
-	cargo clippy --release --locked --all-targets --quiet
+	$(CARGO_TEST) --no-run
+	$(CLIPPY)
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || \
@@ -113,8 +116,8 @@ lint: python
 
 rust-check:
 	cargo fmt --all --check
-	cargo clippy --release --locked --all-targets --quiet -- -D warnings
-	cargo test --release --locked --quiet
+	$(CLIPPY)
+	$(CARGO_TEST)
 
 # Every test. Those marked `quiet` judge timed figures and run alone, after the rest;
 # the rest run two at a time, a file's tests in one process (an engine test spends much
