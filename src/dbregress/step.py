@@ -11,10 +11,8 @@ its connections, so backends that exit at disconnect are counted whole.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +27,7 @@ from dbregress.collect.hostcpu import cpu_clock
 from dbregress.collect.perfctl import PerfError
 from dbregress.collect.proc import Usage, tree_pids
 from dbregress.engines.base import Engine
+from dbregress.engines.process import freeze_tree, thaw
 from dbregress.errors import LoadgenError
 from dbregress.follow import Handler, follow
 from dbregress.lab import Placement
@@ -395,14 +394,8 @@ class _Follower(StepHandler):
             thaw(frozen)
 
     def freeze(self) -> list[int]:
-        """SIGSTOP the engine's processes (an embedded engine's: the loadgen); the pids."""
-        pids = [self.loadgen.pid] if self.server_pid is None else tree_pids(self.server_pid)
-        stopped = []
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGSTOP)
-                stopped.append(pid)
-        return stopped
+        """SIGSTOP the engine's processes (an embedded engine's: the loadgen's); the pids."""
+        return freeze_tree(self.loadgen.pid if self.server_pid is None else self.server_pid)
 
     def error(self, event: Event) -> None:
         if len(self.stream.errors) < MAX_ERROR_MESSAGES:
@@ -554,13 +547,6 @@ def _hlog(summary: Summary) -> str:
     lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
     lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
     return "\n".join(lines) + "\n"
-
-
-def thaw(pids: list[int]) -> None:
-    """SIGCONT what freeze() stopped."""
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
 
 
 class Turns:

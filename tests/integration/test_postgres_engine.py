@@ -240,17 +240,16 @@ def test_private_parent_is_explained(build: Build, workroot: Path) -> None:
 
 
 _FROZEN_AND_KILLED = """
-import os, signal, sys, time
+import sys, time
 from pathlib import Path
 from dbregress import provision
-from dbregress.collect.proc import tree_pids
+from dbregress.engines.process import freeze_tree
 from dbregress.provision import BuildSpec
 from tests.integration.test_postgres_engine import _engine
 
 engine = _engine(provision.fetch(BuildSpec.parse(sys.argv[2])), Path(sys.argv[1]))
 engine.start()
-for pid in tree_pids(engine.server_pid()):  # as an interleaved round freezes the waiting side
-    os.kill(pid, signal.SIGSTOP)
+freeze_tree(engine.server_pid())  # as an interleaved round freezes the waiting side
 print(engine.data_dir, flush=True)
 time.sleep(600)
 """

@@ -233,6 +233,60 @@ def kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
+# A task in one of these states spends no CPU: stopped, traced, a zombie, dead.
+_STOPPED_STATES = frozenset("TtZX")
+_FREEZE_PASSES = 5
+FREEZE_SETTLE_S = 2.0
+
+
+def freeze_tree(root_pid: int) -> list[int]:
+    """SIGSTOP a process and all its descendants and wait until the kernel shows every
+    thread stopped; the pids stopped, for thaw().
+
+    The root is stopped first, so it forks no more, and the tree is listed again until
+    a pass finds no new pid: a child forked between a listing and its parent's stop
+    would otherwise run on. A signal takes hold when its target next runs (a thread in
+    uninterruptible IO when the IO ends), so the wait is bounded by FREEZE_SETTLE_S and
+    a freeze that does not settle in it is still returned, for the caller to thaw."""
+    stopped: list[int] = []
+    for _ in range(_FREEZE_PASSES):
+        fresh = [pid for pid in tree_pids(root_pid) if pid not in stopped]
+        if not fresh:
+            break
+        for pid in fresh:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+                stopped.append(pid)
+    deadline = time.monotonic() + FREEZE_SETTLE_S
+    while not all_stopped(stopped) and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    return stopped
+
+
+def thaw(pids: list[int]) -> None:
+    """SIGCONT what freeze_tree() stopped."""
+    for pid in pids:
+        with suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def all_stopped(pids: list[int]) -> bool:
+    """Whether every thread of these processes is stopped or gone."""
+    for pid in pids:
+        try:
+            tasks = list((PROC / str(pid) / "task").iterdir())
+        except OSError:  # gone
+            continue
+        for task in tasks:
+            try:
+                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):  # the thread ended meanwhile
+                continue
+            if state not in _STOPPED_STATES:
+                return False
+    return True
+
+
 def processes_in(directory: Path) -> list[int]:
     """Pids of live processes whose working directory is `directory` (PostgreSQL's and
     MySQL's servers chdir into their data directory; zombies have no working directory)."""
