@@ -374,7 +374,8 @@ class Case:
         if out.exit_code != expected_exit:
             out.problems.append(f"exit {out.exit_code}, expected {expected_exit}: {err[-300:]}")
         if "Traceback" in err:
-            out.problems.append("a traceback reached the user")
+            tail = err[err.index("Traceback") :][-1200:]
+            out.problems.append(f"a traceback reached the user: {tail}")
         run = self._run_dir()
         if run is None:
             out.problems.append("no run folder")

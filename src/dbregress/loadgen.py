@@ -21,6 +21,8 @@ from dbregress.shapes.spec import StepSpec
 SPEC_VERSION: Final = 3  # the only version the loadgen reads: workload tagged by kind
 EVENT_VERSION = 2
 BINARY = "dbregress-loadgen"
+# Longest close() waits for the output reader to reach the end of a dead loadgen's pipe.
+READER_JOIN_S = 5.0
 
 
 def find_binary() -> Path:
@@ -88,16 +90,21 @@ class Loadgen:
             self._stderr.close()
             raise LoadgenError(f"cannot start {BINARY}: {e}") from e
         assert self.proc.stdout is not None
-        threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True).start()
+        self._reader = threading.Thread(target=self._read, args=(self.proc.stdout,), daemon=True)
+        self._reader.start()
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
     def _read(self, stream: IO[bytes]) -> None:
-        for raw in stream:
-            self._lines.put(raw.decode(errors="replace"))
-        self._lines.put(None)
+        try:
+            for raw in stream:
+                self._lines.put(raw.decode(errors="replace"))
+        except (OSError, ValueError):  # closed under it (close() waits, but not forever)
+            pass
+        finally:
+            self._lines.put(None)  # the end of the events, however the stream ended
 
     def events(self, poll_s: float = 0.5) -> Iterator[dict[str, Any] | None]:
         """Yields each event as it arrives, and None every poll_s without one, so the
@@ -162,6 +169,10 @@ class Loadgen:
         self.close()
 
     def close(self) -> None:
+        # The reader thread owns stdout until it ends: closed under it, a read would
+        # raise in that thread. Once the loadgen is gone its pipe ends at once.
+        if self.proc.poll() is not None:
+            self._reader.join(timeout=READER_JOIN_S)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream and not stream.closed:
                 with contextlib.suppress(OSError):
