@@ -243,24 +243,55 @@ def freeze_tree(root_pid: int) -> list[int]:
     """SIGSTOP a process and all its descendants and wait until the kernel shows every
     thread stopped; the pids stopped, for thaw().
 
-    The root is stopped first, so it forks no more, and the tree is listed again until
-    a pass finds no new pid: a child forked between a listing and its parent's stop
-    would otherwise run on. A signal takes hold when its target next runs (a thread in
-    uninterruptible IO when the IO ends), so the wait is bounded by FREEZE_SETTLE_S and
-    a freeze that does not settle in it is still returned, for the caller to thaw."""
+    The tree is walked from the root down (parents stopped before their children are
+    read), stopped, and walked again once the stops have taken hold, until a walk finds
+    no new pid: a child forked between a walk and its parent's stop is found by the next
+    walk, and a walk of a tree that is wholly stopped is final (a stopped process forks
+    no more). A signal takes hold when its target next runs (a thread in uninterruptible
+    IO when the IO ends), so each wait is bounded, FREEZE_SETTLE_S in all, and a freeze
+    that does not settle in it is still returned, for the caller to thaw. The walks read
+    only the tree's own /proc entries: this runs at every turn of an interleaved step,
+    and a scan of all of /proc there cost a few milliseconds of the host's CPU each."""
     stopped: list[int] = []
+    deadline = time.monotonic() + FREEZE_SETTLE_S
     for _ in range(_FREEZE_PASSES):
-        fresh = [pid for pid in tree_pids(root_pid) if pid not in stopped]
+        fresh = [pid for pid in _walk(root_pid) if pid not in stopped]
         if not fresh:
             break
         for pid in fresh:
             with suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
                 stopped.append(pid)
-    deadline = time.monotonic() + FREEZE_SETTLE_S
-    while not all_stopped(stopped) and time.monotonic() < deadline:
-        time.sleep(0.0005)
+        while not all_stopped(stopped) and time.monotonic() < deadline:
+            time.sleep(0.0005)
     return stopped
+
+
+def _walk(root_pid: int) -> list[int]:
+    """The root and its live descendants, parents first, from each thread's `children`
+    file in /proc (or from a scan of all of /proc where the kernel has no such files)."""
+    if not _HAS_CHILDREN_FILES:
+        return tree_pids(root_pid)
+    if not (PROC / str(root_pid)).exists():
+        return []
+    found, queue = [], [root_pid]
+    while queue:
+        pid = queue.pop(0)
+        found.append(pid)
+        try:
+            tasks = [t.name for t in (PROC / str(pid) / "task").iterdir()]
+        except OSError:  # gone meanwhile
+            continue
+        for tid in tasks:
+            try:
+                text = (PROC / str(pid) / "task" / tid / "children").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            queue.extend(int(c) for c in text.split() if int(c) not in found)
+    return found
+
+
+_HAS_CHILDREN_FILES = (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
 
 
 def thaw(pids: list[int]) -> None:
