@@ -87,6 +87,7 @@ class HostWindow(TypedDict):
     other_cpu_s: float | None
     steal_frac: float | None
     other_cpu_frac: float | None
+    harness_cpu_s: NotRequired[float]  # dbregress's own CPU, not counted as other (new)
 
 
 class Clock(TypedDict):
