@@ -68,6 +68,7 @@ def take_mark(
 
 
 def harness_cpu_s() -> float:
+    """This process's CPU seconds so far, user and system, over all its threads."""
     times = os.times()
     return times.user + times.system
 

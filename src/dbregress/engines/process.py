@@ -243,8 +243,8 @@ def freeze_tree(root_pid: int) -> list[int]:
     """SIGSTOP a process and all its descendants and wait until the kernel shows every
     thread stopped; the pids stopped, for thaw().
 
-    The tree is walked from the root down (parents stopped before their children are
-    read), stopped, and walked again once the stops have taken hold, until a walk finds
+    The tree is walked from the root down, stopped in that order (the root first, so it
+    forks no more), and walked again once the stops have taken hold, until a walk finds
     no new pid: a child forked between a walk and its parent's stop is found by the next
     walk, and a walk of a tree that is wholly stopped is final (a stopped process forks
     no more). A signal takes hold when its target next runs (a thread in uninterruptible
