@@ -52,10 +52,30 @@ def read_stat(pid: int) -> ProcStat | None:
         text = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    # the command name is in parentheses and may itself contain spaces and parentheses
-    fields = text[text.rindex(")") + 2 :].split()
+    fields = _stat_fields(text)
     utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
     return ProcStat(pid, int(fields[1]), fields[0], int(fields[19]), (utime, stime, cutime, cstime))
+
+
+def _stat_fields(text: str) -> list[str]:
+    """A stat file's fields after the command name, from the state on."""
+    # the command name is in parentheses and may itself contain spaces and parentheses
+    return text[text.rindex(")") + 2 :].split()
+
+
+def thread_states(pid: int) -> list[str]:
+    """The state letter of each live thread of `pid` (none if it is gone)."""
+    try:
+        tasks = list((PROC / str(pid) / "task").iterdir())
+    except OSError:
+        return []
+    states = []
+    for task in tasks:
+        try:
+            states.append(_stat_fields((task / "stat").read_text())[0])
+        except (OSError, ValueError, IndexError):  # the thread ended meanwhile
+            continue
+    return states
 
 
 def all_stats() -> dict[int, ProcStat]:
@@ -86,6 +106,34 @@ def tree_stats(root_pid: int, stats: dict[int, ProcStat] | None = None) -> list[
 
 def tree_pids(root_pid: int) -> list[int]:
     return [stat.pid for stat in tree_stats(root_pid)]
+
+
+def walk_tree(root_pid: int) -> list[int]:
+    """tree_pids, parents first, read from each thread's `children` file: only the
+    tree's own /proc entries, where tree_pids scans all of /proc (kept for kernels
+    without those files)."""
+    if not _HAS_CHILDREN_FILES:
+        return tree_pids(root_pid)
+    if not (PROC / str(root_pid)).exists():
+        return []
+    found, queue = [], [root_pid]
+    while queue:
+        pid = queue.pop(0)
+        found.append(pid)
+        try:
+            tasks = [t.name for t in (PROC / str(pid) / "task").iterdir()]
+        except OSError:  # gone meanwhile
+            continue
+        for tid in tasks:
+            try:
+                text = (PROC / str(pid) / "task" / tid / "children").read_text()
+            except OSError:  # the thread ended meanwhile
+                continue
+            queue.extend(int(c) for c in text.split() if int(c) not in found)
+    return found
+
+
+_HAS_CHILDREN_FILES = (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
 
 
 def _status_ctx_switches(pid: int) -> int | None:

@@ -20,7 +20,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
-from dbregress.collect.proc import PROC, ServerUser, tree_pids
+from dbregress.collect.proc import PROC, ServerUser, thread_states, tree_pids, walk_tree
 from dbregress.errors import EngineError
 
 RUN_AS_WHEN_ROOT = "nobody"
@@ -210,9 +210,7 @@ def stop_tree(proc: subprocess.Popen[bytes], shutdown: signal.Signals, timeout_s
     wait `timeout_s`, then SIGKILL every process of the tree."""
     if proc.poll() is not None:
         return
-    for pid in tree_pids(proc.pid):
-        with suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGCONT)
+    thaw(tree_pids(proc.pid))
     with suppress(ProcessLookupError):
         os.kill(proc.pid, shutdown)
     try:
@@ -255,7 +253,7 @@ def freeze_tree(root_pid: int) -> list[int]:
     stopped: list[int] = []
     deadline = time.monotonic() + FREEZE_SETTLE_S
     for _ in range(_FREEZE_PASSES):
-        fresh = [pid for pid in _walk(root_pid) if pid not in stopped]
+        fresh = [pid for pid in walk_tree(root_pid) if pid not in stopped]
         if not fresh:
             break
         for pid in fresh:
@@ -267,33 +265,6 @@ def freeze_tree(root_pid: int) -> list[int]:
     return stopped
 
 
-def _walk(root_pid: int) -> list[int]:
-    """The root and its live descendants, parents first, from each thread's `children`
-    file in /proc (or from a scan of all of /proc where the kernel has no such files)."""
-    if not _HAS_CHILDREN_FILES:
-        return tree_pids(root_pid)
-    if not (PROC / str(root_pid)).exists():
-        return []
-    found, queue = [], [root_pid]
-    while queue:
-        pid = queue.pop(0)
-        found.append(pid)
-        try:
-            tasks = [t.name for t in (PROC / str(pid) / "task").iterdir()]
-        except OSError:  # gone meanwhile
-            continue
-        for tid in tasks:
-            try:
-                text = (PROC / str(pid) / "task" / tid / "children").read_text()
-            except OSError:  # the thread ended meanwhile
-                continue
-            queue.extend(int(c) for c in text.split() if int(c) not in found)
-    return found
-
-
-_HAS_CHILDREN_FILES = (PROC / "self" / "task" / str(os.getpid()) / "children").exists()
-
-
 def thaw(pids: list[int]) -> None:
     """SIGCONT what freeze_tree() stopped."""
     for pid in pids:
@@ -303,19 +274,7 @@ def thaw(pids: list[int]) -> None:
 
 def all_stopped(pids: list[int]) -> bool:
     """Whether every thread of these processes is stopped or gone."""
-    for pid in pids:
-        try:
-            tasks = list((PROC / str(pid) / "task").iterdir())
-        except OSError:  # gone
-            continue
-        for task in tasks:
-            try:
-                state = (task / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except (OSError, IndexError):  # the thread ended meanwhile
-                continue
-            if state not in _STOPPED_STATES:
-                return False
-    return True
+    return all(state in _STOPPED_STATES for pid in pids for state in thread_states(pid))
 
 
 def processes_in(directory: Path) -> list[int]:
