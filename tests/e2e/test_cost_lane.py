@@ -80,6 +80,9 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
     both = dbregress("report", str(run), "--fail-on", "slower", cwd=tmp_path, workdir=workdir)
     assert both.returncode == 2, both.stderr
     assert "NOT JUDGED, time lane: every step is undecided" in both.stderr
+    # the gate names every step it could not judge, with why
+    for step in FOUR:
+        assert f"kv/{step} (b, time): undecided: " in both.stderr, both.stderr
     run, _ = run_record(tmp_path)
     for label in ("a", "b"):
         for n in (1, 2, 3):
@@ -149,6 +152,11 @@ def test_ctrl_c_in_the_cost_lane_keeps_finished_replays(
     run, _ = run_record(tmp_path)
     kept = sorted(p.name for p in (run / "cost").glob("*/r*.json"))
     assert kept
+    # a gate on the interrupted lane fails closed: exit 2, not a pass on what it counted
+    gate = dbregress("report", str(run), "--fail-on", "slower:cost", cwd=tmp_path, workdir=workdir)
+    assert gate.returncode == 2, gate.stderr
+    assert "fail-on slower:cost: NOT JUDGED" in gate.stderr
+    assert "cost lane: the cost lane did not finish" in gate.stderr, gate.stderr
     again = dbregress("run", "--resume", str(run), cwd=tmp_path, workdir=workdir)
     assert again.returncode == 0, again.stderr
     assert (run / "cost" / "lane.json").is_file()

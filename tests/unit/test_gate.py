@@ -4,7 +4,10 @@ reason on one line."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +15,12 @@ import pytest
 
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
 from dbregress.analysis.cost import cost_verdicts
+from dbregress.analysis.gate import Planned, judge
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.cli.report import EXIT_SLOWER, EXIT_UNJUDGED, gate
+from dbregress.cli import report as report_cli
+from dbregress.cli.exits import EXIT_CRASH, EXIT_SLOWER, EXIT_UNJUDGED, TABLE
+from dbregress.cli.main import main
+from dbregress.cli.report import gate, planned_steps
 from dbregress.lab import VerdictPolicy, load_lab
 from dbregress.store.run import RunWriter, read_record
 from tests.unit.test_cost_verdict import RECORD, replays
@@ -110,3 +117,199 @@ def test_why_no_count_names_the_missing_valgrind(
     assert load_lab(lab_path).why_no_count() == "the environment sets DBREGRESS_COUNT=0"
     lab_path.write_text(LAB.replace('name = "g"', 'name = "g"\ncount = false'))
     assert load_lab(lab_path).why_no_count() == "the lab file sets count = false"
+
+
+# --- the gate judges steps, not lanes (every path of analysis/gate.py) ---------------
+
+STEPS3 = ["s0", "s1", "s2"]
+
+
+def _verdict(verdict: str, reason: str = "") -> StepVerdict:
+    ratio = {"slower": 0.8, "faster": 1.2}.get(verdict, 1.0)
+    return StepVerdict(ratio, (ratio - 0.02, ratio + 0.02), 0.95, 0.5, verdict, 5, 5, None, reason)
+
+
+def _time(**by_step: str) -> dict[tuple[str, str, str], StepVerdict]:
+    return {("c", "b", s): _verdict(v, f"why {s}") for s, v in by_step.items()}
+
+
+def _judge(v: RunVerdicts, lanes: tuple[str, ...], **kw: Any) -> Any:
+    record = {**RECORD, "status": kw.pop("status", "ok"), "cost_lane": kw.pop("lane", None)}
+    planned = Planned({"c": STEPS3}, {"c": kw.pop("cost_steps", STEPS3)})
+    return judge(v, record, lanes, planned, **kw)  # type: ignore[arg-type]
+
+
+def test_one_undecided_step_of_many_fails_closed_and_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="faster", s2="undecided"), {}, [])
+    record = {**RECORD, "status": "ok"}
+    result = judge(v, record, ("time",), Planned({"c": STEPS3}, {}))  # type: ignore[arg-type]
+    assert [g.key for g in result.gaps] == [("c", "b", "s2")]
+    assert result.gaps[0].why == "undecided: why s2" and result.judged["time"] == (2, 3)
+    # the same through the command's gate: exit 2, the step named with its reason
+    monkey = {"c": STEPS3}
+    assert gate_with(v, record, monkey) == EXIT_UNJUDGED
+    err = capsys.readouterr().err
+    assert "NOT JUDGED, 1 judged step(s) not decided (time lane 2 of 3 decided)" in err
+    assert "  c/s2 (b, time): undecided: why s2" in err
+
+
+def gate_with(v: RunVerdicts, record: Any, steps: dict[str, list[str]], **kw: Any) -> int:
+    """The command's gate on a run without a lab file: judged on the steps it holds."""
+    del steps  # held_steps finds them in the verdicts
+    return gate(v, "slower:time", record, **kw)
+
+
+def test_a_step_the_base_never_ran_is_missing_not_passed() -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="same"), {}, [])
+    result = _judge(v, ("time",))
+    assert [(g.key, g.why) for g in result.gaps] == [
+        (("c", "b", "s2"), "not measured: no repeat of a ran it")
+    ]
+
+
+def test_a_step_that_failed_names_its_error() -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="same"), {}, [])
+    failed = {
+        "column": "b",
+        "repeat": 1,
+        "step": "s2",
+        "status": "failed",
+        "error": {"type": "EngineError", "message": "server died\nmore"},
+    }
+    result = _judge(v, ("time",), results=[failed])
+    assert result.gaps[0].why == "not measured: b's step failed (server died)"
+
+
+def test_a_failed_or_interrupted_run_fails_closed_even_when_every_step_is_decided() -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="same", s2="same"), {}, [])
+    assert not _judge(v, ("time",)).gaps
+    for status, said in (("interrupted", "did not finish"), ("failed", "the run failed")):
+        gaps = _judge(v, ("time",), status=status).gaps
+        assert len(gaps) == 1 and gaps[0].key is None and said in gaps[0].why
+
+
+def test_cost_lane_steps_skipped_withheld_failed_or_unfinished_are_each_named() -> None:
+    rng = random.Random(3)
+    data = replays(rng, "a", 3) + replays(rng, "b", 3)
+    for r in data:  # s2 counted by neither side; s1 withheld for its state (undecided)
+        r["steps"] = {s: f for s, f in r["steps"].items() if s in ("s0", "s1")}
+    cost = cost_verdicts(RECORD, data)
+    assert cost is not None
+    withheld = dataclasses.replace(
+        cost.headline()[("c", "b", "s1")],
+        verdict="undecided",
+        reason="the counted window's engine state differs from the timed one's",
+    )
+    cost.metrics["estimated_cycles"][("c", "b", "s1")] = withheld
+    v = RunVerdicts(VerdictPolicy(), {}, {}, [], cost)
+    lane = {"skipped": {"c/s2": "a column has no measured repeat to size its window from"}}
+    planned = {"planned": True, "why_not": None}
+    result = _judge(v, ("cost",), lane=planned, cost_lane=lane, replays=data)
+    whys = {g.key: g.why for g in result.gaps}
+    assert whys[("c", "b", "s1")].startswith("undecided: the counted window's engine state")
+    assert whys[("c", "b", "s2")] == (
+        "not counted: a column has no measured repeat to size its window from"
+    )
+    # replays of b that all failed: the step is missing, with their error
+    fail = {"column": "b", "replay": 4, "status": "failed", "steps": {}, "error": {"message": "x"}}
+    failed = [*data, fail]
+    result = _judge(v, ("cost",), lane=planned, cost_lane={}, replays=failed)
+    assert "1 replay(s) of b failed (x)" in {g.key: g.why for g in result.gaps}[("c", "b", "s2")]
+    # no lane.json although the lane was planned: the lane did not finish
+    result = _judge(v, ("cost",), lane=planned, cost_lane=None, replays=data)
+    assert any(g.key is None and "did not finish" in g.why for g in result.gaps)
+
+
+def test_count_steps_limit_what_the_cost_lane_judges() -> None:
+    rng = random.Random(4)
+    data = replays(rng, "a", 3) + replays(rng, "b", 3)
+    for r in data:
+        r["steps"] = {"s0": r["steps"]["s0"]}
+    v = RunVerdicts(VerdictPolicy(), {}, {}, [], cost_verdicts(RECORD, data))
+    planned = {"planned": True, "why_not": None}
+    result = _judge(v, ("cost",), lane=planned, cost_lane={}, replays=data, cost_steps=["s0"])
+    assert not result.gaps and result.judged["cost"] == (1, 1)
+
+
+def test_allow_undecided_lets_steps_through_but_not_a_lane_that_decided_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="undecided", s2="undecided"), {}, [])
+    result = _judge(v, ("time",), allow_undecided=True)
+    assert not result.gaps and len(result.allowed) == 2
+    assert gate(v, "slower:time", RECORD, allow_undecided=True) == 0
+    err = capsys.readouterr().err
+    assert "passed with --allow-undecided" in err and "not decided: 2" in err
+    assert "c/s1 (b, time): undecided: why s1" in err
+    none = RunVerdicts(VerdictPolicy(), _time(s0="undecided", s1="undecided"), {}, [])
+    assert gate(none, "slower:time", RECORD, allow_undecided=True) == EXIT_UNJUDGED
+    assert "every step is undecided" in capsys.readouterr().err
+
+
+def test_slower_beats_undecided_and_names_ratio_and_interval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="slower", s1="undecided", s2="same"), {}, [])
+    assert gate(v, "slower:time", RECORD) == EXIT_SLOWER
+    err = capsys.readouterr().err
+    assert "FAILED, 1 step(s) slower: c/s0 (b, time) 0.800 [0.780, 0.820]" in err
+    assert "also not decided: 1" in err and "c/s1 (b, time): undecided" in err
+
+
+def test_the_lab_file_says_which_steps_are_judged(tmp_path: Path) -> None:
+    (tmp_path / "lab.toml").write_text(
+        LAB.replace("repeats = 2", 'repeats = 2\ncount_steps = ["qp100"]')
+    )
+    record = {**RECORD, "comparisons": [{"name": "insert", "labels": ["a", "b"]}]}
+    v = RunVerdicts(VerdictPolicy(), {}, {}, [])
+    planned = planned_steps(tmp_path, record, v, [])  # type: ignore[arg-type]
+    assert "l.i0" in planned.time["insert"] and "qp100" in planned.time["insert"]
+    assert planned.cost["insert"] == ["qp100"]
+
+
+def test_an_unexpected_exception_exits_3_with_one_line_and_a_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def boom(*_: Any, **__: Any) -> Any:
+        raise ZeroDivisionError("injected\nsecond line")
+
+    monkeypatch.setattr(report_cli, "write_report", boom)
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "run.json").write_text("{}")
+    code = main(["report", str(tmp_path / "r1"), "--results", str(tmp_path)])
+    assert code == EXIT_CRASH
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "unexpected ZeroDivisionError: injected" in err
+    log = Path(err.rsplit("traceback in ", 1)[1].rstrip(")"))
+    assert log.parent == tmp_path and "second line" in log.read_text()
+
+
+def test_help_prints_the_one_table_of_exit_statuses(capsys: pytest.CaptureFixture[str]) -> None:
+    for verb in ("run", "report", "compare", "bisect"):
+        with pytest.raises(SystemExit):
+            main([verb, "--help"])
+        out = capsys.readouterr().out
+        for code, _what in TABLE:
+            assert f"  {code:>3}  " in out, (verb, code)
+
+
+def test_a_crashing_process_exits_3_not_1(tmp_path: Path) -> None:
+    """The process's own status (what CI sees), not main()'s return value alone."""
+    (tmp_path / "r1").mkdir()
+    (tmp_path / "r1" / "run.json").write_text("{}")
+    code = (
+        "import sys\n"
+        "from dbregress.cli import report\n"
+        "def boom(*a, **k): raise RuntimeError('injected')\n"
+        "report.write_report = boom\n"
+        "from dbregress.cli.main import main\n"
+        f"sys.exit(main(['report', 'r1', '--results', {str(tmp_path)!r}]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == EXIT_CRASH, out.stderr
+    assert "unexpected RuntimeError: injected" in out.stderr
+    assert "Traceback" not in out.stderr  # one line; the traceback is in the log

@@ -350,10 +350,15 @@ def test_compare_two_imports_of_the_same_files_is_an_aa_pair(
     assert main(["report", "b", "--results", str(tmp_path)]) == 0
     capsys.readouterr()
     results = ["--results", str(tmp_path)]
-    assert (
-        main(["compare", "a", "b", *results, "--format", "json", "--fail-on", "slower:time"]) == 0
-    )
-    verdicts = json.loads(capsys.readouterr().out)
+    # three repeats a side leave readrandom undecided: a gate that judges it cannot pass
+    gated = ["--format", "json", "--fail-on", "slower:time"]
+    assert main(["compare", "a", "b", *results, *gated]) == 2
+    err = capsys.readouterr().err
+    assert "NOT JUDGED" in err and "db_bench/readrandom (B:v7, time): undecided" in err
+    assert main(["compare", "a", "b", *results, *gated, "--allow-undecided"]) == 0
+    captured = capsys.readouterr()
+    assert "passed with --allow-undecided" in captured.err
+    verdicts = json.loads(captured.out)
     jsonschema.validate(verdicts, json.loads((SCHEMAS / "verdicts.schema.json").read_text()))
     assert verdicts["run_id"] == "a vs b" and verdicts["status"] == "ok"
     (comp,) = verdicts["comparisons"]

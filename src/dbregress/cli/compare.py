@@ -185,4 +185,4 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(json_report.render(record, verdicts), indent=1)
     print(text)
-    return gate(verdicts, args.fail_on, record)
+    return gate(verdicts, args.fail_on, record, allow_undecided=args.allow_undecided)

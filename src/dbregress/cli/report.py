@@ -6,39 +6,49 @@ import argparse
 import dataclasses
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from dbregress.analysis.compare import RunVerdicts, compare_run, lane_gaps
+from dbregress import benchmarks
+from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
+from dbregress.analysis.gate import Gap, Planned, Slower, held_steps, judge
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
-from dbregress.errors import DbregressError
+from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
+from dbregress.errors import DbregressError, LabError
 from dbregress.explain.store import load as load_explain
+from dbregress.lab import parse_lab
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.calibration import load_calibration
 from dbregress.store.files import write_atomic, write_json
 from dbregress.store.replays import load_lane, load_replays
-from dbregress.store.run import RunData, read_record, read_run, resolve_run
+from dbregress.store.run import RunData, read_run, resolve_run
 
 FORMATS = ("md", "html", "json", "tsv", "csv")
 # slower: a step confirmed slower in either lane; slower:time and slower:cost pick one.
 FAIL_ON = ("slower", "slower:time", "slower:cost")
 LANES = {"slower": ("time", "cost"), "slower:time": ("time",), "slower:cost": ("cost",)}
-EXIT_SLOWER = 1  # --fail-on slower found a confirmed regression; errors exit 2
-EXIT_UNJUDGED = 2  # --fail-on named a lane that gave no verdict: the gate cannot pass
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on",
         choices=FAIL_ON,
-        help="exit 1 when a step is confirmed `slower` (for CI): slower in either lane, "
-        "slower:time in the time lane (QPS), slower:cost in the cost lane (estimated "
-        "cycles per operation); exit 2 when a lane it names decided no step (the cost "
-        "lane off or not finished, every step undecided), and on errors",
+        help="for CI: exit 1 when a judged step is confirmed `slower` (slower: in either "
+        "lane; slower:time: the time lane, QPS; slower:cost: the cost lane, estimated "
+        "cycles per operation); exit 2 when any step a named lane judges is not decided "
+        "(undecided, withheld for its engine state, missing, skipped) or the lane or the "
+        "run did not finish: the gate passes only what it judged",
+    )
+    p.add_argument(
+        "--allow-undecided",
+        action="store_true",
+        help="with --fail-on: let steps that are not decided pass (listed in the summary); "
+        "a lane that decided no step at all still exits 2",
     )
 
 
@@ -144,44 +154,115 @@ def write_report(
     return f"{shown}\n{where}", verdicts
 
 
-def _decided(verdicts: RunVerdicts, lane: str) -> str:
-    decided, judged = verdicts.decided(lane)
-    return f"{lane} lane {decided} of {judged} decided"
+SHOWN = 40  # at most this many steps listed one per line; verdicts.json has every one
+
+
+def planned_steps(
+    path: Path | None, record: RunJson, verdicts: RunVerdicts, results: list[StepResultJson]
+) -> Planned:
+    """The steps each lane judges: the lab's reported steps (its lab.toml in the run
+    folder), the cost lane's those of count_steps; a run without its lab file (an import,
+    a comparison of two runs) is judged on the steps it holds."""
+    lab_file = path / "lab.toml" if path is not None else None
+    if lab_file is None or not lab_file.is_file():
+        return held_steps(record, verdicts, results)
+    text = lab_file.read_text()
+    try:
+        lab = parse_lab(tomllib.loads(text), lab_file, text)
+    except (LabError, tomllib.TOMLDecodeError) as e:
+        raise DbregressError(f"{lab_file}: cannot tell which steps the gate judges ({e})") from e
+    wanted = {comp["name"] for comp in record["comparisons"]}
+    time: dict[str, list[str]] = {}
+    cost: dict[str, list[str]] = {}
+    for comp in lab.comparisons:
+        if comp.name not in wanted:
+            continue
+        reported = [p.name for p in benchmarks.plans(comp) if p.reported]
+        time[comp.name] = reported
+        counted = set(lab.count_steps)
+        cost[comp.name] = [s for s in reported if not counted or s in counted]
+    return Planned(time, cost)
+
+
+def _step(g: Gap | Slower) -> str:
+    assert g.key is not None
+    comp, col, step = g.key
+    return f"{comp}/{step} ({col}, {g.lane})"
+
+
+def _ratio(s: Slower) -> str:
+    ratio = f" {s.ratio:.3f}" if s.ratio is not None else ""
+    return ratio + (f" [{s.ci[0]:.3f}, {s.ci[1]:.3f}]" if s.ci is not None else "")
+
+
+def _lines(gaps: list[Gap], verb: str) -> list[str]:
+    steps = [g for g in gaps if g.key is not None]
+    out = [f"  {_step(g)}: {g.why}" for g in steps[:SHOWN]]
+    if len(steps) > SHOWN:
+        out.append(f"  and {len(steps) - SHOWN} more {verb} (verdicts.json has every step)")
+    return out
 
 
 def gate(
     verdicts: RunVerdicts,
     fail_on: str | None,
     record: RunJson,
+    *,
+    path: Path | None = None,
+    data: RunData | None = None,
+    allow_undecided: bool = False,
 ) -> int:
-    """The exit status --fail-on asks for, with a one-line summary on stderr: the lane of
-    each slower step (exit 1); else, when a lane it names gave no verdict, why (exit 2:
-    a gate never passes on what was not measured); else the lanes it judged (exit 0)."""
+    """The exit status --fail-on asks for (cli/exits.py), with a summary on stderr:
+    exit 1 when a judged step is confirmed slower (each named with lane, ratio and
+    interval); else exit 2 when a judged step of a named lane is not decided, or a lane
+    or the run did not finish (each step named with why); else 0, naming what it judged.
+    `path`/`data`: the run folder and the run as read, for the lab's steps, the cost
+    lane's record and the failed steps; without them the verdicts' own steps."""
     if fail_on is None:
-        return 0
+        return EXIT_OK
     lanes = LANES[fail_on]
-    slower = [(lane, key) for lane in lanes for key in verdicts.slower(lane)]
-    if slower:
-        shown = ", ".join(
-            f"{comp}/{step} ({col}, {lane})" for lane, (comp, col, step) in slower[:8]
-        )
-        more = f" and {len(slower) - 8} more" if len(slower) > 8 else ""
-        print(
-            f"fail-on {fail_on}: FAILED, {len(slower)} step(s) slower: {shown}{more}",
-            file=sys.stderr,
-        )
-        return EXIT_SLOWER
-    gaps = lane_gaps(verdicts, record)
-    unjudged = [f"{lane} lane: {gaps[lane]}" for lane in lanes if lane in gaps]
-    if unjudged:
-        print(f"fail-on {fail_on}: NOT JUDGED, {'; '.join(unjudged)}", file=sys.stderr)
-        return EXIT_UNJUDGED
-    judged = ", ".join(_decided(verdicts, lane) for lane in lanes)
-    print(
-        f"fail-on {fail_on}: passed, no step is confirmed slower ({judged})",
-        file=sys.stderr,
+    lane = load_lane(path) if path is not None else None
+    replays = load_replays(path) if path is not None else []
+    results = _results(data) if data is not None else []
+    result = judge(
+        verdicts,
+        record,
+        lanes,
+        planned_steps(path, record, verdicts, results),
+        results,
+        lane,
+        replays,
+        allow_undecided=allow_undecided,
     )
-    return 0
+    judged = ", ".join(f"{ln} lane {d} of {n} decided" for ln, (d, n) in result.judged.items())
+    lines: list[str] = []
+    if result.slower:
+        shown = ", ".join(f"{_step(s)}{_ratio(s)}" for s in result.slower[:8])
+        more = f" and {len(result.slower) - 8} more" if len(result.slower) > 8 else ""
+        lines.append(
+            f"fail-on {fail_on}: FAILED, {len(result.slower)} step(s) slower: {shown}{more}"
+        )
+        code = EXIT_SLOWER
+    elif result.gaps:
+        whole = [f"{g.lane} lane: {g.why}" for g in result.gaps if g.key is None]
+        steps = [g for g in result.gaps if g.key is not None]
+        said = whole + ([f"{len(steps)} judged step(s) not decided ({judged})"] if steps else [])
+        lines.append(f"fail-on {fail_on}: NOT JUDGED, {'; '.join(said)}")
+        code = EXIT_UNJUDGED
+    else:
+        lines.append(
+            f"fail-on {fail_on}: passed, every judged step is decided and none is confirmed "
+            f"slower ({judged})"
+            if not result.allowed
+            else f"fail-on {fail_on}: passed with --allow-undecided, no step is confirmed "
+            f"slower ({judged}); let through, not decided: {len(result.allowed)}"
+        )
+        code = EXIT_OK
+    if code == EXIT_SLOWER and result.gaps:
+        lines.append(f"  also not decided: {len(result.gaps)} (the gate could not pass either)")
+    lines += _lines(result.gaps if code != EXIT_OK else result.allowed, "not decided")
+    print("\n".join(lines), file=sys.stderr)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,4 +272,14 @@ def run(args: argparse.Namespace) -> int:
     except (KeyError, TypeError, ValueError) as e:
         raise DbregressError(f"{path}: cannot build the report ({type(e).__name__}: {e})") from e
     print(text)
-    return gate(verdicts, args.fail_on, read_record(path))
+    data = read_run(path)
+    if args.columns:
+        data = only_columns(data, args.columns)
+    return gate(
+        verdicts,
+        args.fail_on,
+        data.record,
+        path=path,
+        data=data,
+        allow_undecided=args.allow_undecided,
+    )

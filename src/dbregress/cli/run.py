@@ -15,7 +15,7 @@ from dbregress.collect.valgrind import require as require_valgrind
 from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
 from dbregress.lab import load_lab
-from dbregress.store.run import read_record, resolve_run
+from dbregress.store.run import read_run, resolve_run
 from dbregress.workflow import run_lab, runner_for
 
 
@@ -96,6 +96,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: no report ({type(e).__name__}: {e})", file=sys.stderr)
         raise failed from None
     print(text)
-    if failed:
+    data = read_run(runner.path)
+    code = gate(
+        verdicts,
+        args.fail_on,
+        data.record,
+        path=runner.path,
+        data=data,
+        allow_undecided=args.allow_undecided,
+    )
+    if failed:  # the run's error, after the gate's summary of what it could not judge
         raise failed
-    return gate(verdicts, args.fail_on, read_record(runner.path))
+    return code
