@@ -152,18 +152,53 @@ impl StepContext {
         }
     }
 
-    /// An embedded engine's counters now (kv workload only), for its engine statistics.
+    /// The engine's counters now, for its engine statistics: an embedded engine's (kv
+    /// workload), or a SQL engine's buffer counters (engine_stats.rs), read for the
+    /// step's sessions.
     pub fn engine_snapshot(&self) -> Result<Option<EngineSnapshot>> {
         let Some(kv) = self
             .driver
             .kv()
             .filter(|_| matches!(self.spec.workload, Workload::Kv(_)))
         else {
-            return Ok(None);
+            return self.buffer_snapshot();
         };
         kv.snapshot()
             .map(Some)
             .map_err(|e| anyhow!("read the engine's statistics: {}", e.message))
+    }
+
+    /// A SQL engine's buffer counters now (none for a kv workload).
+    fn buffer_snapshot(&self) -> Result<Option<EngineSnapshot>> {
+        if matches!(self.spec.workload, Workload::Kv(_)) {
+            return Ok(None);
+        }
+        let pids = self
+            .session_pids
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let counters = self
+            .driver
+            .buffer_counters(&pids)
+            .map_err(|e| anyhow!("read the engine's buffer counters: {}", e.message))?;
+        Ok(counters.map(|counters| EngineSnapshot {
+            counters,
+            lsm_bytes: None,
+        }))
+    }
+
+    /// Whether the engine's counters are read inside a profiler's window edges (after
+    /// the caller's open, before its close) rather than outside (Driver's
+    /// counters_read_inside): a SQL engine whose counters are a kernel file.
+    pub fn counters_read_inside(&self) -> bool {
+        !matches!(self.spec.workload, Workload::Kv(_)) && self.driver.counters_read_inside()
+    }
+
+    /// An engine read at the end of the timed part, before the checks' statements run:
+    /// a SQL engine's buffer counters (the checks count rows, reading pages).
+    pub fn reads_state_at_stop(&self) -> bool {
+        !matches!(self.spec.workload, Workload::Kv(_))
     }
 
     /// An embedded engine's block-cache data hits and misses now, for a window's probe

@@ -1,7 +1,26 @@
-//! An engine's own counters (RocksDB's statistics tickers, its LSM size) at one moment,
-//! and their deltas over a stretch of a step: the step summary's `engine_stats` (the
-//! measured window) and `window_engine_stats` (a profiler's window).
+//! An engine's own counters (RocksDB's statistics tickers, its LSM size; a SQL
+//! engine's buffer counters) at one moment, and their deltas over a stretch of a step:
+//! the step summary's `engine_stats` (the measured window) and `window_engine_stats` (a
+//! profiler's window).
+//!
+//! The buffer counters say how warm the engine's cache was over a stretch, so a caller
+//! can check that a profiler's window met the state the measured run had:
+//!
+//! - RocksDB: its block-cache data hits and misses (statistics tickers).
+//! - PostgreSQL: the bytes and read calls of the step's sessions' backends, from
+//!   /proc/PID/io (`rchar`, `syscr`). A shared-buffer miss is a read of its 8 KB block
+//!   from a relation file, made by the backend that misses (PostgreSQL 17 may combine
+//!   neighbouring blocks in one call: the bytes still count them); a hit makes no
+//!   system call. Read at once, unlike PostgreSQL's own statistics, which a backend
+//!   flushes at most once a second and, once idle, only after 10 s (15+; 12-14 send
+//!   them to a collector every 500 ms): a read at a window's edge would miss the
+//!   window's last second. Other files a backend reads (SLRU pages, temporary files)
+//!   count too; socket reads (recv) do not.
+//! - InnoDB: `Innodb_buffer_pool_read_requests` (pages asked of the pool) and
+//!   `Innodb_buffer_pool_reads` (pages it had to read in), global, by SHOW GLOBAL
+//!   STATUS on a connection of its own.
 
+use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
 
 /// What the engine says about itself at one moment.
@@ -21,6 +40,58 @@ pub const STALL_MICROS: &str = "rocksdb.stall.micros";
 /// Block-cache data hits and misses: how warm the cache is (a window's probes).
 pub const BLOCK_CACHE_DATA_HIT: &str = "rocksdb.block.cache.data.hit";
 pub const BLOCK_CACHE_DATA_MISS: &str = "rocksdb.block.cache.data.miss";
+
+/// PostgreSQL: what the sessions' backends read (/proc/PID/io rchar and syscr, summed).
+pub const PG_READ_BYTES: &str = "postgres.backend.read_bytes";
+pub const PG_READ_CALLS: &str = "postgres.backend.read_calls";
+/// InnoDB: pages asked of the buffer pool, and those read in (SHOW GLOBAL STATUS).
+pub const INNODB_READ_REQUESTS: &str = "innodb.buffer_pool_read_requests";
+pub const INNODB_READS: &str = "innodb.buffer_pool_reads";
+/// The status variables behind them, as SHOW GLOBAL STATUS names them.
+pub const INNODB_STATUS: [(&str, &str); 2] = [
+    ("Innodb_buffer_pool_read_requests", INNODB_READ_REQUESTS),
+    ("Innodb_buffer_pool_reads", INNODB_READS),
+];
+
+/// The counters that say how warm the engine's cache was: kept in the deltas when 0.
+pub const STATE_KEYS: [&str; 6] = [
+    BLOCK_CACHE_DATA_HIT,
+    BLOCK_CACHE_DATA_MISS,
+    PG_READ_BYTES,
+    PG_READ_CALLS,
+    INNODB_READ_REQUESTS,
+    INNODB_READS,
+];
+
+/// (rchar, syscr) of a /proc/PID/io file's text.
+pub fn parse_proc_io(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some((field("rchar")?, field("syscr")?))
+}
+
+/// PostgreSQL's buffer counters: the bytes and read calls of the backends `pids` (the
+/// step's sessions), summed. An error names the backend whose file could not be read.
+pub fn backends_read(pids: &[u32]) -> Result<BTreeMap<String, f64>> {
+    let (mut bytes, mut calls) = (0u64, 0u64);
+    for pid in pids {
+        let path = format!("/proc/{pid}/io");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            anyhow!("read {path} (the reads of a session's backend, for the engine's state): {e}")
+        })?;
+        let (b, c) =
+            parse_proc_io(&text).ok_or_else(|| anyhow!("{path} has no rchar or syscr: {text}"))?;
+        bytes += b;
+        calls += c;
+    }
+    Ok(BTreeMap::from([
+        (PG_READ_BYTES.to_string(), bytes as f64),
+        (PG_READ_CALLS.to_string(), calls as f64),
+    ]))
+}
 
 /// The summary's engine_stats: deltas between two snapshots over `elapsed_s`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -42,7 +113,8 @@ impl EngineStats {
                     v - before.counters.get(k).copied().unwrap_or(0.0),
                 )
             })
-            .filter(|(_, d)| *d != 0.0)
+            // the buffer counters stay at 0: "no miss" is a state too
+            .filter(|(k, d)| *d != 0.0 || STATE_KEYS.contains(&k.as_str()))
             .collect();
         let has = |k: &str| after.counters.contains_key(k);
         let delta = |k: &str| statistics.get(k).copied().unwrap_or(0.0);
@@ -102,6 +174,33 @@ mod tests {
             !s.statistics.contains_key("rocksdb.other"),
             "zero deltas are left out"
         );
+        let idle = snap(&[(PG_READ_BYTES, 8192.0), (PG_READ_CALLS, 1.0)], None);
+        let s = EngineStats::between(&idle, &idle, 1.0);
+        assert_eq!(
+            s.statistics[PG_READ_BYTES], 0.0,
+            "a buffer counter stays at 0"
+        );
+    }
+
+    #[test]
+    fn proc_io_gives_bytes_and_calls() {
+        let text = "rchar: 81920\nwchar: 12\nsyscr: 10\nsyscw: 1\nread_bytes: 0\n";
+        assert_eq!(parse_proc_io(text), Some((81920, 10)));
+        assert_eq!(parse_proc_io("wchar: 1\n"), None, "no rchar");
+        assert_eq!(parse_proc_io("rchar: x\nsyscr: 1\n"), None, "not a number");
+    }
+
+    #[test]
+    fn own_process_reads_are_counted_and_a_gone_backend_is_an_error() {
+        let me = std::process::id();
+        let before = backends_read(&[me]).unwrap();
+        std::fs::read_to_string("/proc/self/stat").unwrap();
+        let after = backends_read(&[me]).unwrap();
+        assert!(after[PG_READ_BYTES] > before[PG_READ_BYTES]);
+        assert!(after[PG_READ_CALLS] > before[PG_READ_CALLS]);
+        let err = backends_read(&[me, u32::MAX]).unwrap_err().to_string();
+        assert!(err.contains(&format!("/proc/{}/io", u32::MAX)), "{err}");
+        assert!(backends_read(&[]).unwrap()[PG_READ_BYTES] == 0.0);
     }
 
     #[test]

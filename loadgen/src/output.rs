@@ -126,11 +126,12 @@ pub struct Summary {
     pub checks: Checks,
     pub process: ProcessUsage,
     pub phases: Phases,
-    /// kv steps only: what the engine says about itself over the step.
+    /// What the engine says about itself over the measured window: an embedded
+    /// engine's statistics (kv steps), a SQL engine's buffer counters (engine_stats.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine_stats: Option<EngineStats>,
-    /// kv steps with the spec's `window` only: the same over the window's Q calls
-    /// (counters read at the open and after the close, outside the counted calls).
+    /// With the spec's `window`: the same over the window's Q calls (counters read
+    /// while the calls wait at its edges; reporter.rs says on which side).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_engine_stats: Option<EngineStats>,
     /// With the spec's `window`: the Q calls before its open (skip_ops, or fewer when

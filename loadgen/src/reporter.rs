@@ -22,8 +22,11 @@ use std::time::{Duration, Instant};
 pub struct Reported {
     pub outcomes: Vec<ClientOutcome>,
     pub timeline: Timeline,
-    /// An embedded engine's counters when the measured window began (kv only).
+    /// The engine's counters when the measured window began.
     pub engine_before: Option<EngineSnapshot>,
+    /// A SQL engine's buffer counters when the timed part ended, before the checks
+    /// (None: read at the summary, as an embedded engine's are).
+    pub engine_after: Option<EngineSnapshot>,
 }
 
 /// The clients' messages and what they said so far.
@@ -125,6 +128,11 @@ impl<'a> Reporter<'a> {
         let (go, measuring) = self.go(plan)?;
         self.close_window(go.at)?;
         let (end, stopped) = self.stop(plan, go.at, measuring.mark.at);
+        let engine_after = if self.ctx().reads_state_at_stop() {
+            self.engine_snapshot()?
+        } else {
+            None
+        };
         self.expect("check")?;
         let check = Mark::now();
         self.ctx().checks.open(());
@@ -144,6 +152,7 @@ impl<'a> Reporter<'a> {
             outcomes: self.inbox.outcomes,
             timeline,
             engine_before: measuring.engine_before,
+            engine_after,
         };
         Ok((reported, self.control))
     }
@@ -154,6 +163,11 @@ impl<'a> Reporter<'a> {
             self.inbox.pump(POLL)?;
         }
         let ready = Mark::now();
+        if self.ctx().reads_state_at_stop() {
+            // A SQL engine's first read of its buffer counters (MySQL opens the
+            // connection that reads them) comes before the timed part, not inside it.
+            self.engine_snapshot()?;
+        }
         let pids = self.ctx().session_pids.lock();
         let mut server_pids = pids.unwrap_or_else(|e| e.into_inner()).clone();
         server_pids.sort_unstable();
@@ -361,11 +375,19 @@ impl<'a> Reporter<'a> {
         };
         let (ops, rows) = w.counted();
         let t_s = self.ctx().t_s(start);
-        // The engine's counters, read outside the counted calls: before the open is
-        // announced (the caller zeroes its profiler after), after the close is answered
-        // (it has read its profiler); the Q calls wait at both.
-        if edge == Edge::Open {
+        // The engine's counters, read while the Q calls wait at the edge. Outside the
+        // edges (before the open is announced: the caller zeroes its profiler after;
+        // after the close is answered: it has read its profiler), so a statement that
+        // reads them is not counted; or, for counters a kernel file holds (a SQL
+        // engine's backends' reads), inside them, so what the caller's profiler does in
+        // the server at an edge is not in the window's counters.
+        let inside = self.ctx().counters_read_inside();
+        let read_now = |at: Edge, inner: bool| edge == at && inner == inside;
+        if read_now(Edge::Open, false) {
             w.engine_at_open(self.engine_snapshot()?, t_s);
+        }
+        if read_now(Edge::Close, true) {
+            w.engine_at_close(self.engine_snapshot()?, t_s);
         }
         output::emit(&Event::Window {
             edge: edge.word(),
@@ -374,7 +396,10 @@ impl<'a> Reporter<'a> {
             rows,
         });
         self.expect(edge.word())?;
-        if edge == Edge::Close {
+        if read_now(Edge::Open, true) {
+            w.engine_at_open(self.engine_snapshot()?, t_s);
+        }
+        if read_now(Edge::Close, false) {
             w.engine_at_close(self.engine_snapshot()?, t_s);
         }
         w.answered(edge);

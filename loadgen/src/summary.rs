@@ -45,7 +45,8 @@ pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Res
             (k, summary)
         })
         .collect();
-    let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref())?;
+    let after = reported.engine_after.clone();
+    let engine_stats = engine_stats(ctx, elapsed, reported.engine_before.as_ref(), after)?;
     let done = Mark::now();
     let window_engine_stats = ctx.window.as_ref().and_then(|w| w.engine_stats());
     let window_skip_ops = ctx.window.as_ref().map(|w| w.skip_ops());
@@ -65,14 +66,20 @@ pub fn summarize(ctx: &StepContext, plan: &StepPlan, reported: &Reported) -> Res
     Ok(())
 }
 
-/// Deltas of an embedded engine's counters over the measured window (kv workload only).
+/// Deltas of the engine's counters over the measured window: to `after` (a SQL
+/// engine's, read when the timed part ended), else to now.
 fn engine_stats(
     ctx: &StepContext,
     elapsed: Duration,
     before: Option<&EngineSnapshot>,
+    after: Option<EngineSnapshot>,
 ) -> Result<Option<EngineStats>> {
-    let Some(after) = ctx.engine_snapshot()? else {
-        return Ok(None);
+    let after = match after {
+        Some(after) => after,
+        None => match ctx.engine_snapshot()? {
+            Some(after) => after,
+            None => return Ok(None),
+        },
     };
     let before = before.cloned().unwrap_or_default();
     Ok(Some(EngineStats::between(

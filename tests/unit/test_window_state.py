@@ -46,16 +46,24 @@ def test_the_timed_state_pools_the_repeats_measured_windows() -> None:
 
 def test_a_cold_counted_window_is_a_mismatch_and_a_warm_one_is_not() -> None:
     timed = state.CacheState(361_541, 0, 362_619)
-    cold = state.judged(stats(300, 700), 1000, timed)
+    per_op = {"estimated_cycles": 40_000.0, "instructions": 20_000.0}
+    cold = {"divisor": 1000.0, "per_op": per_op, **state.judged(stats(300, 700), 1000, timed)}
     assert cold["engine_state"]["counted"]["hit_rate"] == 0.3
     assert cold["engine_state"]["timed"]["hit_rate"] == 1.0
-    assert cold["state_mismatch"] is not None and "30.0%" in cold["state_mismatch"]
-    warm = state.judged(stats(985, 15), 1000, timed)
+    assert cold["state_mismatch"] is None  # judged once the count is known
+    state.settle(cold, 0.01)
+    assert cold["state_mismatch"] is not None and "0.7000 per operation" in cold["state_mismatch"]
+    warm = {"divisor": 1000.0, "per_op": per_op, **state.judged(stats(1000, 0), 1000, timed)}
+    state.settle(warm, 0.01)
     assert warm["state_mismatch"] is None
-    assert warm["engine_state"]["tolerance"] == state.TOLERANCE
+    tol = warm["engine_state"]["tolerance_misses_per_op"]
+    assert tol == pytest.approx(state.tolerance("rocksdb", per_op, 0.01), abs=1e-6)
     # no block read at all in either window (a memtable-only step): nothing to judge
-    assert state.judged(stats(0, 0), 1000, state.CacheState(0, 0, 10))["state_mismatch"] is None
-    # an engine that reports no statistics (PostgreSQL here): no state recorded
+    none = {"divisor": 1000.0, "per_op": per_op}
+    none |= state.judged(stats(0, 0), 1000, state.CacheState(0, 0, 10))
+    state.settle(none, 0.01)
+    assert none["state_mismatch"] is None
+    # an engine that reports no statistics: no state recorded
     assert state.judged(None, 1000, timed) == {}
     assert state.judged({"statistics": {}}, 1000, None) == {}
 
@@ -91,7 +99,7 @@ def test_a_side_whose_window_missed_the_timed_state_gets_no_cost_verdict() -> No
     for metric in ("estimated_cycles", "instructions"):  # not only the headline
         c = found.metrics[metric][key]
         assert c.verdict == "undecided", c
-        assert c.reason.startswith("the column's counted window's block-cache"), c.reason
+        assert c.reason.startswith("the column's counted windows missed 0.7000"), c.reason
         assert c.ratio is not None and c.ratio > 1.9  # still shown, not judged
 
 

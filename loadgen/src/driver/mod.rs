@@ -31,6 +31,7 @@ use crate::micro_spec;
 use crate::spec::{EngineSpec, StepSpec};
 use crate::workload_spec::Workload;
 use kv::KvStore;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
@@ -140,6 +141,20 @@ pub trait Driver: Send + Sync {
     /// the driver has no such notion.
     fn capabilities(&self) -> Option<Vec<&'static str>> {
         None
+    }
+    /// A SQL engine's buffer counters now (engine_stats.rs names them), for the step's
+    /// state; `sessions` are the server processes serving the step's connections. None
+    /// when the engine has none. An error is the step's.
+    fn buffer_counters(&self, _sessions: &[u32]) -> DbResult<Option<BTreeMap<String, f64>>> {
+        Ok(None)
+    }
+    /// Whether reading the buffer counters leaves the server alone (a file of the
+    /// kernel's): a profiler's window then reads them inside its edges, after the
+    /// caller's open and before its close, where nothing the caller does at an edge is
+    /// counted. Else (a statement the server runs) outside them, where the statement is
+    /// not counted in the profiler's window.
+    fn counters_read_inside(&self) -> bool {
+        false
     }
 }
 

@@ -8,8 +8,11 @@ use super::micro::{LoadCache, MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
 use super::sql::{self, StmtKey, TableStmts};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
+use crate::engine_stats::INNODB_STATUS;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A prepared statement takes at most 65535 parameters.
@@ -61,6 +64,9 @@ pub struct MysqlDriver {
     database: String,
     storage_engine: String,
     database_ready: AtomicBool,
+    /// The connection that reads InnoDB's buffer counters (buffer_counters), opened at
+    /// the first read: not one of the step's sessions.
+    counters: Mutex<Option<MyClient>>,
 }
 
 impl MysqlDriver {
@@ -71,7 +77,29 @@ impl MysqlDriver {
             database: database.into(),
             storage_engine: storage_engine.into(),
             database_ready: AtomicBool::new(false),
+            counters: Mutex::new(None),
         }
+    }
+
+    /// InnoDB's buffer counters, by SHOW GLOBAL STATUS on `client`.
+    fn innodb_counters(client: &mut MyClient) -> Result<BTreeMap<String, f64>, MyError> {
+        let names = INNODB_STATUS.map(|(v, _)| format!("'{v}'")).join(", ");
+        let rows = client.query_rows(&format!(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
+        ))?;
+        let mut out = BTreeMap::new();
+        for row in rows {
+            if let [Some(name), Some(value)] = &row[..] {
+                let key = INNODB_STATUS
+                    .iter()
+                    .find(|(v, _)| v.eq_ignore_ascii_case(name))
+                    .map(|&(_, k)| k);
+                if let (Some(key), Ok(v)) = (key, value.trim().parse::<f64>()) {
+                    out.insert(key.to_string(), v);
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn open(&self) -> Result<MyClient, MyError> {
@@ -89,6 +117,33 @@ impl MysqlDriver {
 impl Driver for MysqlDriver {
     fn name(&self) -> &'static str {
         "mysql"
+    }
+
+    /// InnoDB's buffer-pool counters (engine_stats.rs); None on MyRocks.
+    fn buffer_counters(&self, _sessions: &[u32]) -> DbResult<Option<BTreeMap<String, f64>>> {
+        if self.storage_engine.eq_ignore_ascii_case("rocksdb") {
+            return Ok(None);
+        }
+        let mut held = self.counters.lock().unwrap_or_else(|e| e.into_inner());
+        if held.is_none() {
+            let client =
+                MyClient::connect(&self.socket, &self.user, CONNECT_TIMEOUT).map_err(|e| {
+                    DbError::fatal(format!("connect to read InnoDB's counters: {}", e.message))
+                })?;
+            *held = Some(client);
+        }
+        let client = held.as_mut().expect("connected above");
+        let found = Self::innodb_counters(client).map_err(|e| {
+            DbError::fatal(format!("read InnoDB's buffer-pool counters: {}", e.message))
+        })?;
+        if found.len() != INNODB_STATUS.len() {
+            let names: Vec<_> = INNODB_STATUS.iter().map(|(v, _)| *v).collect();
+            return Err(DbError::fatal(format!(
+                "SHOW GLOBAL STATUS has not all of {}: the server is not using InnoDB",
+                names.join(", ")
+            )));
+        }
+        Ok(Some(found))
     }
 
     fn connect(&self) -> DbResult<Box<dyn Conn>> {

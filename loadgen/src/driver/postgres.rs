@@ -7,6 +7,8 @@ use super::micro::{LoadCache, StmtCache};
 use super::pgwire::{PgClient, PgError, INT4, INT8, TIMESTAMP, VARCHAR};
 use super::sql::{self, StmtKey, TableStmts};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
+use crate::engine_stats;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -43,6 +45,20 @@ impl PostgresDriver {
 impl Driver for PostgresDriver {
     fn name(&self) -> &'static str {
         "postgres"
+    }
+
+    /// What the sessions' backends read (engine_stats.rs, backends_read).
+    fn buffer_counters(&self, sessions: &[u32]) -> DbResult<Option<BTreeMap<String, f64>>> {
+        if sessions.is_empty() {
+            return Ok(None);
+        }
+        engine_stats::backends_read(sessions)
+            .map(Some)
+            .map_err(|e| DbError::fatal(e.to_string()))
+    }
+
+    fn counters_read_inside(&self) -> bool {
+        true
     }
 
     fn connect(&self) -> DbResult<Box<dyn Conn>> {

@@ -351,7 +351,7 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
                     ]
                 )
             if head is not None and any(side is not None for side in head.state):
-                rows.append([s, lb, "block-cache hit rate, counted / timed", *_state(head)])
+                rows.append([s, lb, _state_label(head), *_state(head)])
     if not rows:
         return []
     header = ["step", "column", "count", m.base, "column", "ratio [CI]", "verdict", "spread", "why"]
@@ -361,31 +361,54 @@ def cost_details(m: Matrix, v: RunVerdicts) -> list[str]:
         "Foreground: the engine's work for the benchmark's sessions (server backends or "
         "connection threads; for RocksDB its library's calls from the loadgen, the loadgen's "
         "own code left out). spread: the largest max/min - 1 of "
-        "either side's replays. Block-cache hit rate (RocksDB): of the data blocks the "
-        "counted windows read (mean over replays) and the timed step's measured window "
-        f"read; a side more than {state.TOLERANCE * 100:.0f} points off gets no cost "
-        "verdict (docs/verdicts.md, The counting window).",
+        "either side's replays. Cache misses per op (hit rate), counted (mean over replays) / "
+        "timed (the step's measured window): a side further apart than the misses that would "
+        f"move its count by {state.BAND_SHARE:.0%} of the cost band gets no cost verdict "
+        "(docs/verdicts.md, The engine's state).",
         "",
         *table(header, rows),
     ]
 
 
+def _state_label(c: CostComparison) -> str:
+    kinds = {side.kind for side in c.state if side is not None}
+    rates = any(side is not None and side.counted is not None for side in c.state)
+    what = " / ".join(sorted(state.COUNTED.get(k, k) for k in kinds))
+    return f"{what}: misses/op{' (hit rate)' if rates else ''}, counted / timed"
+
+
 def _state(c: CostComparison) -> list[str]:
-    """The block-cache data hit rate of each side's counted windows and of its timed
-    window, and whether they met (analysis/state.py)."""
+    """Each side's cache misses per operation (and hit rate, where the engine counts
+    hits) over its counted windows and its timed window, and whether they met within
+    the tolerance (analysis/state.py)."""
+
+    def misses(value: float | None) -> str:
+        return "-" if value is None else f"{value:.4f}"
 
     def rate(value: float | None) -> str:
-        return "-" if value is None else f"{value:.1%}"
+        return "" if value is None else f" ({value:.1%})"
 
     cells = [
-        "-" if side is None else f"{rate(side.counted)} / {rate(side.timed)}" for side in c.state
+        "-"
+        if side is None
+        else f"{misses(side.counted_misses)}{rate(side.counted)} / "
+        f"{misses(side.timed_misses)}{rate(side.timed)}"
+        for side in c.state
     ]
+    tolerances = [f"±{s.tolerance:.4f}" for s in c.state if s is not None and s.tolerance]
     mismatch = [side.mismatch for side in c.state if side is not None and side.mismatch]
+    # a side's counted windows missed the timed state, or it was not measured (the
+    # verdict's reason says which side and how: analysis/state.py `mismatch`)
+    missed = any(m.startswith("counted windows missed") for m in mismatch)
     why = (
-        "a counted window missed the timed window's state: no verdict"
+        "a side's counted windows missed its timed window's state: no verdict"
+        if missed
+        else "a side's engine state was not measured: no verdict"
         if mismatch
         else "the counted windows met the timed window's state"
     )
+    if tolerances:
+        why += f" (tolerance {', '.join(tolerances)} misses/op)"
     return [*cells, "", "", "", why]
 
 
@@ -415,39 +438,3 @@ def lanes_line(record: RunJson, v: RunVerdicts) -> str:
             f"±{v.policy.cost_band:.0%}): {decided} of {judged} steps decided"
         )
     return "Lanes: " + "; ".join(parts) + "."
-
-
-MYSQL_CHANGES = (
-    "InnoDB native AIO off, one spin round, statistics recalculation and adaptive "
-    "flushing off, purge held off the window"
-)
-# What the counting replays change in the engines and steps they count, per engine family
-# (docs/verdicts.md, "What the counting replays change").
-COUNTING_CHANGES = {
-    "postgres": "autovacuum, timed checkpoints and parallel query off",
-    "mariadb": MYSQL_CHANGES,
-    "mysql": MYSQL_CHANGES,
-    "rocksdb": "no engine setting changed",
-}
-COUNTING_STEPS = (
-    "closed-loop write steps start from a settled engine (flushed, compacted); l.i1/l.i2 "
-    "insert and delete in lockstep; paced writers run on the query thread"
-)
-
-
-def counting_note(record: RunJson, comparison: str) -> str:
-    """One line naming what the counting replays of a comparison changed."""
-    engines = sorted(
-        {
-            str(c.get("build", "")).split("@")[0]
-            for c in record.get("columns", [])
-            if c.get("comparison") == comparison
-        }
-    )
-    engine = "; ".join(
-        f"{e}: {COUNTING_CHANGES.get(e, 'no engine setting changed')}" for e in engines
-    )
-    return (
-        f"The counting replays run adjusted engines and steps, not the time lane's exactly "
-        f'({engine}; {COUNTING_STEPS}): docs/verdicts.md, "What the counting replays change".'
-    )

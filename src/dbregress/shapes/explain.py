@@ -29,21 +29,33 @@ class EntryFigures(TypedDict):
 
 
 class CacheStateJson(TypedDict):
-    """The engine's block cache over a window (analysis/state.py)."""
+    """The engine's cache over a window (analysis/state.py): its hits and misses over
+    `ops` of the step's Q units (calls, or rows where the step counts rows)."""
 
-    block_cache_data_hits: float
-    block_cache_data_misses: float
+    # what was counted: "rocksdb" (block-cache data blocks), "postgres" (8 KB blocks
+    # the sessions' backends read: misses only), "innodb" (buffer-pool pages); absent in
+    # records made before PostgreSQL and InnoDB were: RocksDB's
+    kind: NotRequired[str]
+    hits: NotRequired[float | None]  # None: the engine does not count its hits
+    misses: NotRequired[float]
+    # the same, as RocksDB's records made before `hits` and `misses` had them
+    block_cache_data_hits: NotRequired[float]
+    block_cache_data_misses: NotRequired[float]
     ops: int
     hit_rate: float | None
     misses_per_op: float | None
 
 
 class EngineState(TypedDict):
-    """The cache's state over the counted and over the timed window."""
+    """The cache's state over the counted and over the timed window, and how far apart
+    the two may lie in misses per operation (None until the count is known: the cost
+    lane sets it from the replay's own count, analysis/state.py settle)."""
 
     counted: CacheStateJson
     timed: CacheStateJson | None
-    tolerance: float
+    tolerance_misses_per_op: NotRequired[float | None]
+    # records made before the tolerance was derived: a fixed one, in hit-rate points
+    tolerance: NotRequired[float]
 
 
 class CountFigures(TypedDict):
