@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.fleet.host import identity_group, noisy_hosts, unlike
 from dbregress.fleet.ship import Receiver, ShippingWriter
@@ -128,7 +129,8 @@ def test_a_new_attempt_replaces_what_a_lost_one_sent(tmp_path: Path, setup: Any)
     # The task's return carries every message: those the topic never delivered count too.
     receiver.finish({"unit": "c/round 1", "messages": second})
     assert json.loads(stored.read_text())["q"]["value"] == 200.0
-    assert writer.record["jobs"]["a/r1"] == {"status": "ok", "host": "h2"}
+    entry = writer.record["jobs"]["a/r1"]
+    assert entry == {"status": "ok", "host": "h2", "method_identity": method.identity()}
     assert indexed == [("a", 1), ("a", 1)]
     receiver.apply({**second[-1], "seq": 100})  # after the unit ended: ignored
     assert writer.record["jobs"]["a/r1"]["status"] == "ok"

@@ -9,22 +9,29 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from dbregress import method
 from dbregress.errors import LabError
 from dbregress.fleet.host import (
     COUNT_IDENTITY,
     fingerprint,
     identity_key,
     measurement_identity,
+    methods_unlike,
 )
 from dbregress.fleet.host import count_identity as choose
 from dbregress.fleet.lane import FleetLane, replay_resources
 from dbregress.fleet.worker import resources
 from dbregress.lab import load_lab
+from dbregress.store.files import write_json
+from dbregress.store.history import History, host_fingerprint, reindex
+from dbregress.store.history_rows import fingerprint_of
+from dbregress.store.run import read_record
 from tests.unit.test_fleet import LAB
+from tests.unit.test_history import HOST, make_run
 
 
 def worker(name: str, valgrind: str = "valgrind-3.22.0", **kw: Any) -> dict[str, Any]:
@@ -37,6 +44,7 @@ def worker(name: str, valgrind: str = "valgrind-3.22.0", **kw: Any) -> dict[str,
         "loadgen_sha256": "ab" * 32,
         "valgrind_version": valgrind,
         "libc": "glibc 2.39",
+        "cpu_features": "haswell family 6 model 60, cpuid fcf7eafdaeb91fbc",
         **kw,
     }
     fp["count_key"] = identity_key(fp)
@@ -137,3 +145,77 @@ def test_replays_go_only_to_workers_of_the_labs_identity(tmp_path: Path) -> None
     ran_on = asyncio.run(main())
     assert len(ran_on) == 12
     assert set(ran_on) == {"w2"}
+
+
+def test_a_worker_whose_valgrind_presents_another_cpu_counts_nothing() -> None:
+    """glibc and RocksDB choose code paths by CPUID: a worker on which valgrind presents
+    another processor counts other code, so it gets none of the lab's replays."""
+    hosts = {"w1": worker("w1"), "w2": worker("w2", cpu_features="skylake-avx512, cpuid 00")}
+    identity = choose(coordinator(), hosts)
+    assert identity["hosts"] == ["w1"] and identity["left_out"] == {"w2": "cpu_features"}
+    assert "cpu_features" in COUNT_IDENTITY
+    assert measurement_identity()["cpu_features"] == method.identity()["cpu_features"]
+
+
+WORKER_FACTS = {
+    "hostname": "bench-7",
+    "machine": "x86_64",
+    "cpu_model": "Worker CPU",
+    "cpu_count": 16,
+    "mem_gib": 64,
+}
+
+
+def test_fleet_time_rows_are_keyed_by_the_worker_that_measured_them(tmp_path: Path) -> None:
+    """A fleet run's run.json is the coordinator's (its host, its method); each job's
+    entry names the worker that ran it and carries that worker's method. The history's
+    time rows take both from there, so a series groups the figures by the machine class
+    and method that measured them."""
+    root = tmp_path / "results"
+    run = make_run(
+        root, tmp_path, "fleet-run", "2026-03-01T03:00:00+0000", {"base": 1e3, "head": 1e3}
+    )
+    record = read_record(run)
+    worker_method = {**method.identity(), "dbregress": "0.1.0+g7654321"}  # the worker's
+    record["hosts"] = {"w7": cast(Any, {**WORKER_FACTS, "name": "w7"})}
+    for entry in record["jobs"].values():
+        entry["host"] = "w7"
+        entry["method_identity"] = worker_method
+    write_json(run / "run.json", record)
+    assert reindex(root) == []
+    with History(root) as h:
+        (info,) = h.runs("nightly")
+        assert info.host == host_fingerprint(HOST)  # the run: the coordinator's host
+        series = h.series("nightly", step="l.i0", lane="time")
+        assert {s.host for s in series} == {fingerprint_of(WORKER_FACTS)}
+        points = [p for s in series for p in s.points]
+        assert {p.hostname for p in points} == {"bench-7"}
+        assert {p.method for p in points} == {method.key(worker_method)}
+        assert method.key(info.method) not in (None, method.key(worker_method))
+        # Asked for by host, the worker's class finds them and the coordinator's does not.
+        assert h.series("nightly", lane="time", host="bench-7")
+        assert not h.series("nightly", lane="time", host=host_fingerprint(HOST))
+
+
+def test_a_resumed_comparison_goes_on_only_where_hosts_measure_as_before() -> None:
+    """The finished jobs of a comparison carry their workers' method identities; a
+    resumed run whose hosts now measure another way (a worker upgraded between the
+    attempts) is refused, naming the job, the host and what differs."""
+    mine = method.identity()
+    here = worker("w1", valgrind=mine["valgrind"] or "none")
+    here.update(
+        dbregress=mine["dbregress"],
+        loadgen_sha256=mine["loadgen_sha256"],
+        libc=mine["libc"],
+        cpu_features=mine.get("cpu_features"),
+    )
+    done = {"comparison": "c", "status": "ok", "method_identity": mine, "host": "w1"}
+    jobs = {"a/r1": done, "x/r1": {**done, "comparison": "other"}}
+    assert methods_unlike(jobs, {"w1": here}, "c") is None  # type: ignore[arg-type]
+    upgraded = {**here, "dbregress": "0.2.0"}
+    why = methods_unlike(jobs, {"w1": upgraded}, "c")  # type: ignore[arg-type]
+    assert why is not None and why.startswith("job a/r1 was measured by another method than w1")
+    assert f"dbregress {mine['dbregress']} -> 0.2.0" in why
+    assert methods_unlike(jobs, {"w1": upgraded}, "none") is None  # type: ignore[arg-type]
+    running = {"a/r1": {**done, "status": "running"}}  # run again from its start anyway
+    assert methods_unlike(running, {"w1": upgraded}, "c") is None  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from tests.unit.test_history import history_cli, make_run
 
 # The counting replays' adjustments as of COUNTING_PROFILE. When this test fails, the
 # profile changed: raise method.COUNTING_PROFILE's version and put the new digest here.
-PROFILE_DIGEST = "b3a85d5142566275"
+PROFILE_DIGEST = "cdc56eca7e368956"
 
 
 def profile_digest() -> str:
@@ -114,3 +114,22 @@ def test_within_one_method_the_change_is_still_found(tmp_path: Path) -> None:
     out = history_cli(["nightly", "--results", str(root), "--step", "l.i0"])
     rows = "".join(line for line in out.splitlines() if line.startswith("| 2026"))
     assert "| - | **method" not in out and rows.count("▼") == 1
+
+
+def test_a_commit_of_dbregress_cuts_the_time_series_but_not_the_cost_series(
+    tmp_path: Path,
+) -> None:
+    """Counts do not depend on dbregress's own version (method.COUNT_FIELDS): the cost
+    lane's series run on across it, the time lane's draw a boundary."""
+    from tests.unit.test_noise_floor import a_run
+
+    root = tmp_path / "results"
+    for i in range(4):
+        identity = {**method.identity(), "dbregress": f"0.1.0+v0.1-{i // 2}-gabc"}
+        a_run(root, tmp_path, f"run-{i}", i + 1, {"base": [1e4] * 3}, identity=identity)
+    assert reindex(root) == []
+    with History(root) as h:
+        (cost,) = h.series("nightly", step="l.i0", lane="cost")
+        time = [s for s in h.series("nightly", step="l.i0") if s.column == "base"]
+    assert len({p.method for p in cost.points}) == 1
+    assert [len({p.method for p in s.points}) for s in time] == [2]

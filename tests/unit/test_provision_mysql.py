@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import stat
 import zipfile
 from pathlib import Path
@@ -159,6 +160,9 @@ def test_user_basedir(tmp_path: Path) -> None:
         "version_string": f"mysqld {line}",
         "flavor": "mysql",
         "version": "8.0.36",
+        "binary_sha256": hashlib.sha256((tmp_path / "bin" / "mysqld").read_bytes()).hexdigest()[
+            :16
+        ],
     }
     with pytest.raises(BuildNotFound, match=r"holds mysql 8\.0\.36, not MariaDB"):
         provision.fetch(BuildSpec.parse(f"mariadb@{tmp_path}"))

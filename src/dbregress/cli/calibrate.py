@@ -31,7 +31,7 @@ from dbregress.shapes.calibration import (
 )
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
-from dbregress.workflow import runner_for
+from dbregress.workflow import run_lab, runner_for
 
 
 def add_parser(sub: Any) -> None:
@@ -161,8 +161,9 @@ def run(args: argparse.Namespace) -> int:
         display = progress.for_stderr()
         runner = runner_for(derived, args.results, display.line, progress=display.update)
         print(f"calibrate {runner.path.name}: {derived.placement.mode}", file=sys.stderr)
-        with display:  # the time lane only: the host's noise is the time lane's
-            runner.run()
+        # both lanes where the lab counts: the time lane's repeats give the host's noise,
+        # the cost lane's replays the A/A floor of later cost verdicts (store/calibration.py)
+        run_lab(runner, derived, display.line, live=display)
         data = read_run(runner.path)
         verdicts = compare_run(data.record, data.steps)
         noise = step_noise(data.record, data.steps, verdicts, lab.repeats.minimum, args.change)

@@ -37,6 +37,7 @@ from dbregress.fleet.host import (
     can_count,
     count_identity,
     measurement_identity,
+    methods_unlike,
     noisy_hosts,
     shown_value,
     unlike,
@@ -227,6 +228,7 @@ class FleetRunner(Runner):
         try:
             self._learn_hosts(client)
             plans = self._plan()
+            self._same_methods(plans)
             dashboard = client.dashboard_link if _has_dashboard(client) else "none"
             self.notify(
                 f"fleet: {len(self.hosts)} worker(s) at {self.scheduler}; dashboard {dashboard}"
@@ -305,6 +307,18 @@ class FleetRunner(Runner):
             self.notify(f"fleet: {comp.name} runs on {', '.join(hosts)}")
         self.writer.set_record("fleet_plan", {p.comparison.name: p.hosts for p in plans})
         return plans
+
+    def _same_methods(self, plans: list[Plan]) -> None:
+        """A resumed run goes on only where its hosts measure as its finished jobs were
+        measured (their workers' method identities): else refused in one line."""
+        for plan in plans:
+            hosts = {h: self.hosts[h] for h in plan.hosts}
+            why = methods_unlike(self.writer.record["jobs"], hosts, plan.comparison.name)
+            if why:
+                raise LabError(
+                    f"cannot resume {self.path}: {why}; a comparison's figures come from one "
+                    f"method: run its lab again as a new run, or resume with workers as they were"
+                )
 
     def _index_received(self, result: StepResult, index: int) -> None:
         self._index(functools.partial(self._index_step, result, index))

@@ -9,8 +9,9 @@ from one group (the interleaved schedule, whose every round runs whole on one ho
 each round's paired ratio is within a host and the host is a blocking factor like the
 round itself). Counts do not depend on the host's hardware, but they do depend on the software that
 counts: the loadgen binary (its own instructions are part of no count, but its requests
-are), valgrind (its simulated caches and its instrumentation) and the C library (its
-memcpy, malloc and friends run inside the engine). A comparison's counting replays
+are), valgrind (its simulated caches and its instrumentation), the C library (its
+memcpy, malloc and friends run inside the engine) and the processor valgrind presents
+(glibc and RocksDB pick code paths by CPUID: method.cpu_features). A comparison's counting replays
 therefore all run on workers of one *measurement identity* (`COUNT_IDENTITY`): the
 coordinator's own when it could count itself (valgrind and a built loadgen there), else
 the identity shared by the most workers with valgrind; workers of another identity get
@@ -40,7 +41,9 @@ from dbregress.shapes.host import (
     MeasurementIdentity,
     WorkerFacts,
 )
+from dbregress.shapes.run import JobEntry
 from dbregress.store.calibration import load_calibration
+from dbregress.store.run import ENDED
 
 # A host whose calibrated noise (median coefficient of variation of its steadiest
 # placement) is above this many times the median of the rest of its group is left out.
@@ -53,6 +56,7 @@ COUNT_IDENTITY: tuple[IdentityField, ...] = (
     "loadgen_sha256",
     "valgrind_version",
     "libc",
+    "cpu_features",
 )
 
 
@@ -66,6 +70,7 @@ def measurement_identity() -> MeasurementIdentity:
         "loadgen_sha256": mine["loadgen_sha256"],
         "valgrind_version": mine["valgrind"],
         "libc": mine["libc"],
+        "cpu_features": mine.get("cpu_features"),
     }
 
 
@@ -77,6 +82,7 @@ def identity_of(fp: MeasurementIdentity) -> MeasurementIdentity:
         "loadgen_sha256": fp.get("loadgen_sha256"),
         "valgrind_version": fp.get("valgrind_version"),
         "libc": fp.get("libc"),
+        "cpu_features": fp.get("cpu_features"),
     }
 
 
@@ -84,6 +90,40 @@ def identity_key(fp: MeasurementIdentity) -> str:
     """A short name of a measurement identity (a Dask resource of its workers)."""
     key = "|".join(str(fp.get(k)) for k in COUNT_IDENTITY)
     return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+# A method identity's fields (dbregress/method.py) as a worker's fingerprint names them:
+# what a host's time-lane figures depend on besides its machine.
+METHOD_FIELDS = {
+    "dbregress": "dbregress",
+    "loadgen_sha256": "loadgen_sha256",
+    "valgrind": "valgrind_version",
+    "libc": "libc",
+    "cpu_features": "cpu_features",
+}
+
+
+def methods_unlike(
+    jobs: Mapping[str, JobEntry], hosts: Mapping[str, Fingerprint], comparison: str
+) -> str | None:
+    """Why a resumed run's comparison cannot go on on `hosts`: the jobs it finished
+    were measured by a method (run.json `jobs`, each entry's method_identity) that one of
+    them does not measure by (a worker upgraded between the attempts), in words; None
+    when every host measures as they did. A comparison's figures come from one method."""
+    for name, entry in jobs.items():
+        done = entry.get("method_identity")
+        if entry.get("comparison") != comparison or entry.get("status") not in ENDED or not done:
+            continue
+        for host, fp in sorted(hosts.items()):
+            differ = [
+                f"{field} {shown_value(key, done.get(field))} -> {shown_value(key, fp.get(key))}"
+                for field, key in METHOD_FIELDS.items()
+                if done.get(field) != fp.get(key)
+            ]
+            if differ:
+                what = "; ".join(differ)
+                return f"job {name} was measured by another method than {host}'s ({what})"
+    return None
 
 
 def can_count(fp: CountingHost) -> bool:
@@ -153,7 +193,8 @@ def _most_workers(counters: dict[str, Fingerprint]) -> str:
         raise LabError(
             f"the fleet's workers do not agree on what counts, and as many have one "
             f"identity as another ({what}): counts of one comparison must come from one "
-            "identity; make the hosts alike (same dbregress, loadgen, valgrind, libc) or "
+            "identity; make the hosts alike (same dbregress, loadgen, valgrind, libc and "
+            "processor as valgrind presents it) or "
             "run the coordinator on a host that can count (its identity is then the lab's)"
         )
     return ranked[0][0]
@@ -173,7 +214,8 @@ def _none_counts_as(
     return LabError(
         f"no worker of the fleet counts as {chosen_by} identity does ({what}): counts of "
         "one comparison must come from one identity; install the same dbregress, loadgen "
-        "build, valgrind and libc on the benchmark hosts"
+        "build, valgrind and libc on benchmark hosts whose processor valgrind presents alike "
+        "(cpu_features)"
     )
 
 
@@ -220,6 +262,7 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fing
         "loadgen_sha256": ident["loadgen_sha256"],
         "valgrind_version": ident["valgrind_version"],
         "libc": ident["libc"],
+        "cpu_features": ident["cpu_features"],
         "calibration": None,
     }
     cal = load_calibration(results_root, str(facts["hostname"])) if results_root else None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
+from dbregress import method
 from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import StepResult
@@ -75,7 +76,9 @@ class ShippingWriter(RunWriter):
         self.send({**self._header(), "kind": "build", "label": label, "identity": identity})
 
     def set_job(self, job: Job, info: JobEntry) -> None:
-        info = {**info, "host": self.host}  # which host measured the job
+        # which host measured the job, and by what method (its own, not the
+        # coordinator's): the history keys the job's figures by both
+        info = {**info, "host": self.host, "method_identity": method.identity()}
         super().set_job(job, info)
         self.send({**self._header(), "kind": "job", "job": job.name, "info": info})
 

@@ -2,10 +2,17 @@
 
 PostgreSQL is handled here; the MySQL family (mariadb, mysql) by provision/mysql.py,
 dispatched from the two fetch functions.
+
+A build's identity names its server binary's SHA-256 (`binary_sha256`, of bin/postgres
+or of the MySQL family's server): a basedir rebuilt at another commit keeps its path and,
+often, its version string, and its counts must not be taken for the earlier build's
+(method.build_key keys the cost verdicts' history floor by the identity).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -42,6 +49,27 @@ def postgres_version(basedir: Path) -> str:
     return done.stdout.strip()
 
 
+@functools.cache
+def _sha256(path: str, size: int, mtime_ns: int) -> str:
+    """The file's SHA-256 (its first 16 hex digits), read once a process per (path,
+    size, modification time): a server binary is tens to hundreds of MB."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def binary_sha256(binary: Path) -> str:
+    """The SHA-256 of a build's server binary (the file a symlink names), as its
+    identity records it; ProvisionError naming the file when it cannot be read."""
+    try:
+        st = binary.stat()
+        return _sha256(str(binary.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError as e:
+        raise ProvisionError(f"cannot read {binary} to name the build: {e}") from e
+
+
 def missing_binaries(basedir: Path) -> list[str]:
     return [name for name in REQUIRED if not os.access(basedir / "bin" / name, os.X_OK)]
 
@@ -65,7 +93,12 @@ def fetch_system(spec: BuildSpec) -> Build:
         return _fetch_mysql(spec, mysql.system_basedir(spec.engine), "system")
     basedir = system_basedir()
     version = postgres_version(basedir)
-    identity = {"source": "system", "path": str(basedir), "version_string": version}
+    identity = {
+        "source": "system",
+        "path": str(basedir),
+        "version_string": version,
+        "binary_sha256": binary_sha256(basedir / "bin" / "postgres"),
+    }
     return Build(spec, basedir, version, identity)
 
 
@@ -82,7 +115,12 @@ def fetch_path(spec: BuildSpec) -> Build:
             f"{', '.join('bin/' + m for m in missing)} (give the directory holding bin/)"
         )
     version = postgres_version(basedir)
-    identity = {"source": "path", "path": str(basedir), "version_string": version}
+    identity = {
+        "source": "path",
+        "path": str(basedir),
+        "version_string": version,
+        "binary_sha256": binary_sha256(basedir / "bin" / "postgres"),
+    }
     return Build(spec, basedir, version, identity)
 
 
@@ -94,6 +132,7 @@ def _fetch_mysql(spec: BuildSpec, basedir: Path, source: str) -> Build:
         raise BuildNotFound(
             f"{spec}: {basedir} holds {version}, not MariaDB ({line!r}); write mysql@{basedir}"
         )
+    binary = mysql.server_binary(basedir)
     identity = {
         "source": source,
         "path": str(basedir),
@@ -101,4 +140,6 @@ def _fetch_mysql(spec: BuildSpec, basedir: Path, source: str) -> Build:
         "flavor": version.flavor,
         "version": ".".join(map(str, version.version)),
     }
+    if binary is not None:  # server_version found it
+        identity["binary_sha256"] = binary_sha256(binary)
     return Build(spec, basedir, line, identity)

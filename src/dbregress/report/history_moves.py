@@ -7,28 +7,48 @@ fixed, so counts compare across hosts). A change point found at this run by the 
 method (analysis/changepoints.py, one call per lane) means the step moved against the
 earlier runs; it needs at least MIN_EARLIER runs before this one to say so. Only the
 earlier runs measured by this run's method (dbregress/method.py) take part: where the
-method changed, the section says what changed instead of reporting moves across it.
+method changed, the section says what changed instead of reporting moves across it (the
+time lane's method is the whole identity, the cost lane's what counts depend on:
+method.COUNT_FIELDS, and the count's scope). A history that cannot be read is said in
+the section and on stderr, never taken for an empty one.
+
+It also gives the cost verdicts their measured floors (`measured_floors`): the lab's
+A/A calibration (store/calibration.py) and the history of the same counts
+(store/history_floor.py).
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.analysis.cost import FLOOR_SD
+from dbregress.analysis.cost import FLOOR_SD, Floors, group_of
 from dbregress.errors import StoreError
 from dbregress.lab import VerdictPolicy
+from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
+from dbregress.store.calibration import calibration_floor
 from dbregress.store.history import (
+    FloorCell,
     History,
     StepSeries,
     history_path,
-    host_fingerprint,
     method_segments,
 )
+
+Notify = Callable[[str], None]
+
+
+def warn(line: str) -> None:
+    """A line for the user on stderr (a report's history that cannot be read)."""
+    print(f"warning: {line}", file=sys.stderr)
+
 
 MIN_EARLIER = 2
 MARKS = {"slower": "▼", "faster": "▲"}
@@ -51,6 +71,9 @@ class HistoryMoves:
     alpha: float
     # What differs from the method of the lab's run before this one (empty: the same)
     method_changed: tuple[str, ...] = ()
+    # What differs in what counts depend on (method.COUNT_FIELDS; empty: the same)
+    count_changed: tuple[str, ...] = ()
+    error: str = ""  # the history could not be read: why
 
 
 def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
@@ -65,9 +88,11 @@ def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
     return out
 
 
-def against_history(run_dir: Path, record: RunJson) -> HistoryMoves | None:
+def against_history(run_dir: Path, record: RunJson, notify: Notify = warn) -> HistoryMoves | None:
     """None when the results folder keeps no history, or the run is not in it (run.json
-    typed or as read: store/run.py)."""
+    typed or as read: store/run.py). A history that cannot be read gives a HistoryMoves
+    with its `error`, also told through `notify`. The time lane's series are those of
+    the host class that measured this run's samples (on a fleet, its workers')."""
     root = run_dir.parent
     if not history_path(root).is_file():
         return None
@@ -78,12 +103,12 @@ def against_history(run_dir: Path, record: RunJson) -> HistoryMoves | None:
         with History(root) as h:
             if run_id not in h.run_ids():
                 return None
-            host = host_fingerprint(record.get("host"))
-            time = _mine(h.series(lab, lane="time", host=host), run_id) if host else []
+            time = _mine(h.series(lab, lane="time"), run_id)
             cost = _mine(h.series(lab, lane="cost"), run_id)
             runs = [r for r in h.runs(lab) if r.kind == "native"]
-    except StoreError:
-        return None
+    except StoreError as e:
+        notify(f"this run was not set against its lab's history: {e}")
+        return HistoryMoves([], 0, changepoints.ALPHA, error=str(e))
     moved: list[Moved] = []
     for lane, found, band, floor, better in (
         ("time", time, policy.band, 0.0, "higher"),
@@ -103,20 +128,40 @@ def against_history(run_dir: Path, record: RunJson) -> HistoryMoves | None:
                     moved.append(Moved(lane, s.comparison, s.step, s.column, c, last))
     mine = next((i for i, r in enumerate(runs) if r.run_id == run_id), 0)
     changed: tuple[str, ...] = ()
-    if mine > 0 and method.key(runs[mine - 1].method) != method.key(record.get("method_identity")):
-        changed = tuple(method.differences(runs[mine - 1].method, record.get("method_identity")))
-    return HistoryMoves(moved, len(time) + len(cost), changepoints.ALPHA, changed)
+    counts: tuple[str, ...] = ()
+    if mine > 0:
+        before, now = runs[mine - 1].method, record.get("method_identity")
+        if method.key(before) != method.key(now):
+            changed = tuple(method.differences(before, now))
+        if method.count_key(before) != method.count_key(now):
+            counts = tuple(method.differences(before, now, method.COUNT_FIELDS))
+    return HistoryMoves(moved, len(time) + len(cost), changepoints.ALPHA, changed, counts)
 
 
 def markdown(moves: HistoryMoves | None) -> list[str]:
     if moves is None:
         return []
+    if moves.error:
+        return [
+            "## Against this lab's history",
+            "",
+            f"Not read: {moves.error}. No step is said to have moved or not; rebuild the "
+            "history from the run folders with `dbregress history LAB --reindex`.",
+            "",
+        ]
     changed = []
     if moves.method_changed:
+        same_counts = not moves.count_changed
         changed = [
             "The method differs from the lab's previous run: "
             f"{'; '.join(moves.method_changed)}. Runs measured another way are not set "
-            "against this one; "
+            "against this one"
+            + (
+                " in the time lane (the cost lane's counts do not depend on what changed)"
+                if same_counts
+                else ""
+            )
+            + "; "
             + (
                 "too few earlier runs of this method to look for moves."
                 if moves.series == 0
@@ -152,19 +197,68 @@ def markdown(moves: HistoryMoves | None) -> list[str]:
     return [*out, ""]
 
 
-def history_noise(run_dir: Path, record: RunJson) -> dict[str, dict[str, float]]:
-    """The cost verdict's history floor of a run: the spread of each counted step in the
-    lab's earlier runs measured by this run's method (store.history.History.cost_noise);
-    empty when the results folder keeps no history or the run recorded no method (run.json
-    typed or as read: store/run.py)."""
-    root = run_dir.parent
+class MeasuredFloors(TypedDict):
+    """The measured floors `cost_verdicts` takes (analysis/cost.py), by its argument
+    names: `cost_verdicts(record, replays, ..., **measured_floors(...))`."""
+
+    calibration: Floors
+    history: Floors
+
+
+def floor_cells(record: RunJson, replays: list[ReplayRecord]) -> list[FloorCell]:
+    """What each counted step of a run depends on, per column build: the history
+    floor's keys (store/history_floor.py)."""
+    builds = record.get("builds") or {}
+    cells = []
+    for r in replays:
+        if r.get("status") != "ok":
+            continue
+        build = method.build_key(builds.get(r["column"]))
+        for step, figures in r["steps"].items():
+            count, scope = group_of(r, step)
+            spec = figures.get("spec")
+            cells.append(FloorCell(r["comparison"], step, build, count, scope, spec))
+    return list(dict.fromkeys(cells))
+
+
+def history_floor(
+    run_dir: Path,
+    record: RunJson,
+    replays: list[ReplayRecord],
+    results_root: Path | None = None,
+    notify: Notify = warn,
+) -> Floors:
+    """The cost verdicts' history floor of a run: each counted step's spread over the
+    earlier counts of its build and step by its counting method and scope, from the
+    run history of `results_root` (by default the folder that holds the run: a
+    bisection gives the results folder of the runs it should learn from). A history
+    that cannot be read is told through `notify` and named in the floor's note."""
+    root = results_root or run_dir.parent
     if not history_path(root).is_file():
-        return {}
+        return Floors(note=f"none: {root} keeps no run history")
     run_id = str(record.get("run_id") or run_dir.name)
     try:
         with History(root) as h:
-            return h.cost_noise(
-                str(record.get("lab", "")), method.key(record.get("method_identity")), run_id
-            )
-    except StoreError:
-        return {}
+            return h.cost_floors(floor_cells(record, replays), but=run_id)
+    except StoreError as e:
+        notify(f"the cost verdicts' history floor was not read: {e}")
+        return Floors(note=f"not read: {e}")
+
+
+def measured_floors(
+    run_dir: Path,
+    record: RunJson,
+    replays: list[ReplayRecord],
+    results_root: Path | None = None,
+    notify: Notify = warn,
+) -> MeasuredFloors:
+    """The cost verdicts' measured floors of a run, by `cost_verdicts`' argument names:
+    the lab's A/A calibration (store/calibration.py calibration_floor) and the history
+    (`history_floor`), both read under `results_root` (by default the folder that holds
+    the run). What cannot be read is told through `notify` and named in the floor's
+    note."""
+    root = results_root or run_dir.parent
+    return {
+        "calibration": calibration_floor(root, record, replays, notify),
+        "history": history_floor(run_dir, record, replays, root, notify),
+    }

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypedDict
 
 # The fields of a measurement identity (fleet/host.py COUNT_IDENTITY).
-IdentityField = Literal["dbregress", "loadgen_sha256", "valgrind_version", "libc"]
+IdentityField = Literal["dbregress", "loadgen_sha256", "valgrind_version", "libc", "cpu_features"]
 
 
 class MeasurementIdentity(TypedDict):
@@ -18,6 +18,7 @@ class MeasurementIdentity(TypedDict):
     loadgen_sha256: str | None
     valgrind_version: str | None
     libc: str | None
+    cpu_features: str | None  # the processor valgrind presents (method.cpu_features)
 
 
 class CountingHost(MeasurementIdentity):

@@ -3,7 +3,7 @@ never sets the figures of two methods against each other."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class MethodIdentity(TypedDict):
@@ -17,3 +17,6 @@ class MethodIdentity(TypedDict):
     caches: str
     cost_model: str
     counting_profile: str
+    # the processor valgrind presents (method.cpu_features); absent in identities
+    # recorded before it was part of them
+    cpu_features: NotRequired[str | None]

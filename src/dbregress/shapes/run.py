@@ -76,6 +76,7 @@ class JobEntry(TypedDict, total=False):
     sizes: dict[str, int]
     server_log: str | None
     host: str  # a fleet's: the worker that measured the job
+    method_identity: MethodIdentity  # a fleet's: the method of the worker that measured it
     files: list[str]  # an import's: the files the job was read from
 
 

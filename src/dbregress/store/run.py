@@ -26,6 +26,7 @@ from dbregress.errors import StoreError
 from dbregress.lab import Job, Lab
 from dbregress.records import JobId, NotAStepResult, StepResult
 from dbregress.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
+from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.run import (
     BuildIdentity,
     ComparisonEntry,
@@ -108,8 +109,11 @@ class RunWriter:
         self._save()
 
     @classmethod
-    def reopen(cls, path: Path, lab: Lab) -> RunWriter:
-        """An interrupted run folder, to be continued by the same lab."""
+    def reopen(cls, path: Path, lab: Lab, current: MethodIdentity | None = None) -> RunWriter:
+        """An interrupted run folder, to be continued by the same lab, measured by the
+        same method (`current`: this process's identity, method.identity(), unless
+        given). A run whose recorded method differs is refused: its repeats and replays
+        would pool figures of two methods."""
         record = read_record(path)
         # A run whose jobs all finished may still lack its cost lane (interrupted there).
         lane_done = not lab.counts() or (path / "cost" / "lane.json").is_file()
@@ -119,6 +123,7 @@ class RunWriter:
             raise StoreError(
                 f"{path} was run from another lab file; resume it with its own {path / 'lab.toml'}"
             )
+        check_same_method(path, record.get("method_identity"), current or method.identity())
         self = cls.__new__(cls)
         self.path = path
         self.record = record
@@ -381,3 +386,16 @@ def _read_step(f: Path) -> StepResultJson:
         StepResult.from_json(value, str(f))  # NotAStepResult when it does not fit
         _CHECKED.add(key)
     return cast(StepResultJson, value)
+
+
+def check_same_method(path: Path, recorded: MethodIdentity | None, current: MethodIdentity) -> None:
+    """Refuse, in one line, to continue a run measured by another method than
+    `current` (what differs: dbregress/method.py differences)."""
+    if method.key(recorded) == method.key(current):
+        return
+    what = "; ".join(method.differences(recorded, current))
+    raise StoreError(
+        f"cannot resume {path}: it was measured by another method ({what}); a run's "
+        "figures come from one method, so run its lab again as a new run: "
+        f"dbregress run {path / 'lab.toml'}"
+    )

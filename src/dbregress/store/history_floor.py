@@ -1,0 +1,99 @@
+"""The cost verdict's history floor: a step's spread over the earlier counts of the
+same thing, from the run history (store/history.py History.cost_floors).
+
+"The same thing" is what a count depends on (docs/history.md): the counting method
+(method.count_key: loadgen binary, valgrind, libc, simulated caches, cost model,
+counting profile, the CPU features valgrind presents; not the dbregress version), the
+scope of the count, the build (method.build_key) and the step as counted
+(method.step_key). The lab and the dbregress version are not part of it: a floor
+survives a commit of dbregress, and a bisection's builds find the spread their own
+earlier counts had, whichever lab counted them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from dbregress.analysis.cost import Floors, pooled_log_sd
+from dbregress.store.history_db import COST_COLUMNS
+
+# The earlier runs a floor is pooled over: the latest this many with counts of the step.
+LAST_RUNS = 10
+
+
+@dataclass(frozen=True)
+class FloorCell:
+    """A step of a run whose floor is wanted: its name in the run, and what its counts
+    depend on (None: not recorded, no floor)."""
+
+    comparison: str
+    step: str
+    build_key: str | None
+    count_key: str | None
+    scope: str | None
+    spec_key: str | None
+
+    @property
+    def name(self) -> str:
+        """Its key in Floors.noise (analysis/cost.py): per build."""
+        return f"{self.comparison}/{self.step}@{self.build_key}"
+
+
+def cost_floors(
+    db: sqlite3.Connection, cells: Iterable[FloorCell], but: str, last: int = LAST_RUNS
+) -> Floors:
+    """Per metric and cell, the pooled within-(run, column) standard deviation of log
+    counts over the latest `last` runs other than `but` that counted the cell's build
+    and step by its method and scope; with the runs that gave each, and a note when
+    no cell found any."""
+    names = ", ".join(c for c, _ in COST_COLUMNS)
+    noise: dict[str, dict[str, float]] = {}
+    runs: dict[str, tuple[str, ...]] = {}
+    wanted = list(dict.fromkeys(cells))
+    unkeyed = [c for c in wanted if None in (c.build_key, c.count_key, c.spec_key)]
+    for cell in wanted:
+        if cell in unkeyed:
+            continue
+        rows = db.execute(
+            f"SELECT s.run_id, s.column, {names} FROM cost_samples s "
+            "JOIN runs r ON r.run_id = s.run_id "
+            "WHERE s.spec_key = ? AND s.build_key = ? AND s.count_key = ? AND s.scope IS ? "
+            "AND s.run_id != ? ORDER BY r.started IS NULL, r.started DESC, s.run_id DESC",
+            (cell.spec_key, cell.build_key, cell.count_key, cell.scope, but),
+        ).fetchall()
+        chosen = list(dict.fromkeys(r[0] for r in rows))[:last]
+        groups: dict[str, dict[tuple[str, str], list[float]]] = {}
+        for run_id, column, *values in rows:
+            if run_id not in chosen:
+                continue
+            for (_, key), v in zip(COST_COLUMNS, values, strict=True):
+                if v is not None and v > 0:
+                    groups.setdefault(key, {}).setdefault((run_id, column), []).append(float(v))
+        for key, by_group in groups.items():
+            sd = pooled_log_sd(by_group.values())
+            if sd is not None:
+                best = noise.setdefault(key, {})
+                if sd > best.get(cell.name, 0.0):  # two methods of one step: the wider
+                    best[cell.name] = sd
+                    used = sorted({run for (run, _col), vs in by_group.items() if len(vs) > 1})
+                    runs[cell.name] = tuple(used)
+    note = ""
+    if not noise:
+        note = (
+            "none: no earlier run in the history counted these builds' steps by this "
+            "counting method"
+        )
+        if wanted and len(unkeyed) == len(wanted):
+            note = (
+                "none: this run's replays do not record the step as counted or the "
+                "counting method (counted before dbregress recorded them)"
+            )
+            if all(c.build_key is None for c in unkeyed):
+                note = (
+                    "none: this run's builds have no identity that pins their code (a "
+                    "build found on the machine recorded before dbregress digested its "
+                    "server binary, or none recorded)"
+                )
+    return Floors(noise, runs, note)
