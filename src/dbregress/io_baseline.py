@@ -10,8 +10,13 @@ last, so a device that drifts over the run shows. fio's whole JSON goes to
 `device/<comparison>-<when>.fio.json` in the run folder; run.json's `device_baseline`
 keeps, per comparison, the read pattern, fio's version and command, the figures the model
 needs (analysis/io_efficiency.py), the files' names, or why there is no baseline (fio
-missing, no block device, fio failing). Nothing here fails the run: a baseline that
-cannot be measured is recorded as absent, and the report says why.
+missing, no block device, fio failing). A buffered run also keeps the device's read
+counters over it (`device_reads`): which of fio's reads reached the device, the rest
+being page-cache hits that fio's reads per second count alike. Each entry also keeps
+each column's own kind of read (`columns`: label -> O_DIRECT, from the settings its jobs'
+servers ran with; analysis/fio_baseline.py column_modes), so that a column that does not
+read as the base does is not set against fio's reads. Nothing here fails the run: a
+baseline that cannot be measured is recorded as absent, and the report says why.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from pathlib import Path
 from typing import Literal
 
 from dbregress import prepare
+from dbregress.analysis.fio_baseline import column_modes
 from dbregress.collect import fio
 from dbregress.collect.diskstats import find_device
 from dbregress.engines.base import Engine
@@ -82,6 +88,9 @@ def measure(
         entry[when] = found = _run(lab, comparison, entry, directory, writer, when, notify)
         if "error" in found and when == "before":
             entry["absent"] = found["error"]  # an error after keeps the run before
+    # each column's own kind of read, once its jobs have run (after: all of them)
+    modes = column_modes(writer.record.get("jobs") or {})
+    entry["columns"] = {c.label: modes.get(c.label) for c in comparison.columns}
     writer.set_record("device_baseline", stored)
 
 
@@ -150,7 +159,9 @@ def _run(
             f"{', O_DIRECT' if job.direct else ''}, {job.numjobs} job(s), {job.size_mb} MB "
             f"file on {entry['device']}, {job.runtime_s} s"
         )
-        command, output = fio.run(job)
+        device = entry["device"]
+        assert device is not None  # an entry with no device is absent
+        command, output, device_reads = fio.run_counted(job, device)
         figures = fio.read_figures(output)
     except (fio.FioError, OSError) as e:
         notify(f"{comparison.name}: no device baseline {when} the comparison: {e}")
@@ -159,7 +170,7 @@ def _run(
         shutil.rmtree(directory, ignore_errors=True)
     rel = f"device/{_stem(comparison.name)}-{when}.fio.json"
     writer.write_file(rel, output)
-    return {
+    found: FioRun = {
         "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "file": rel,
         "command": command,
@@ -167,3 +178,6 @@ def _run(
         "runtime_s": job.runtime_s,
         "figures": figures,
     }
+    if device_reads is not None:
+        found["device_reads"] = device_reads
+    return found

@@ -47,7 +47,10 @@ def test_an_iodir_run_has_its_device_baseline_and_io_efficiency(
     (section,) = verdicts["io_efficiency"]
     (row,) = section["rows"]
     assert row["step"] == "readrandom" and row["reads_per_op"] > 0
-    assert row["io_efficiency"] > 0 and row["predicted_us_per_op"] > 0
+    assert row["predicted_us_per_op"] > 0
+    # on a shared host another process may read the device in the window: then the row
+    # gives no efficiency and names the engine's own share (analysis/io_efficiency.py)
+    assert row["io_efficiency"] > 0 if row["no_efficiency"] is None else row["own_read_share"] < 0.8
     assert [a["step"] for a in section["absent"]] == ["fillseq"]
     assert "### IO efficiency" in (run / "report.md").read_text()
     assert "IO efficiency" in (run / "report.html").read_text()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from dbregress.analysis import fio_baseline as fb
 from dbregress.analysis import io_efficiency as io
 
 # The seed report ("How efficient is RocksDB for IO-bound, point-query workloads?"):
@@ -45,7 +46,7 @@ def _fio_json_figures(numjobs: int) -> dict[str, float]:
 
 
 def test_the_seeds_device_latency_is_102_us_of_which_11_are_cpu_and_91_the_device() -> None:
-    fio = io.FioFigures.of(_fio_json_figures(1))
+    fio = fb.FioFigures.of(_fio_json_figures(1))
     assert fio.user_us == pytest.approx(1.351)
     assert fio.system_us == pytest.approx(9.565)
     assert round(fio.latency_us) == 102
@@ -55,7 +56,7 @@ def test_the_seeds_device_latency_is_102_us_of_which_11_are_cpu_and_91_the_devic
 
 @pytest.mark.parametrize("clients", [1, 6])
 def test_the_seeds_io_efficiency_reproduces(clients: int) -> None:
-    fio = io.FioFigures.of(_fio_json_figures(clients))
+    fio = fb.FioFigures.of(_fio_json_figures(clients))
     found = [io.io_efficiency(iops, fio.iops) for iops, _, _ in SEED_ROCKSDB[clients]]
     # the seed's table cuts its ratios to three decimals
     assert [math.floor(f * 1000) / 1000 for f in found] == SEED_EFFICIENCY[clients]
@@ -64,7 +65,7 @@ def test_the_seeds_io_efficiency_reproduces(clients: int) -> None:
 
 
 def test_the_seeds_model_predicts_its_iops_from_cpu_per_read_and_device_latency() -> None:
-    device = io.device_latency_us(102, 11)  # as the seed rounds them
+    device = fb.device_latency_us(102, 11)  # as the seed rounds them
     assert device == 91
     for (_, user, system), want in zip(SEED_ROCKSDB[1], SEED_PREDICTED_IOPS, strict=True):
         latency = io.predicted_latency_us(user, system, 1.0, device)
@@ -72,7 +73,7 @@ def test_the_seeds_model_predicts_its_iops_from_cpu_per_read_and_device_latency(
 
 
 def test_more_cpu_per_read_predicts_lower_efficiency() -> None:
-    fio = io.FioFigures.of(_fio_json_figures(1))
+    fio = fb.FioFigures.of(_fio_json_figures(1))
     lean = io.predicted_latency_us(8.0, 8.0, 1.0, fio.device_us)
     fat = io.predicted_latency_us(16.0, 8.0, 1.0, fio.device_us)
     assert io.predicted_read_iops(1, 1.0, fat) < io.predicted_read_iops(1, 1.0, lean)
@@ -104,6 +105,10 @@ def _record(baseline: dict[str, Any] | None) -> dict[str, Any]:
     }
     if baseline is not None:
         record["device_baseline"] = {"c": baseline}
+        # each column's server read as fio did (its kind of read: fio_baseline.reads_direct)
+        direct = "true" if baseline.get("direct") else "false"
+        job = {"build": "rocksdb@10.2.1", "settings": {"direct_io": direct}}
+        record["jobs"] = {f"{label}/r1": job for label in ("a", "b")}
     return record
 
 
@@ -192,10 +197,10 @@ def test_fio_at_another_concurrency_is_not_compared() -> None:
 def test_drift_is_after_over_before() -> None:
     after = _fio_run()
     after["figures"] = after["figures"] | {"iops": 9884 * 0.9}
-    base = io.baseline_of(_baseline(after=after))
+    base = fb.baseline_of(_baseline(after=after))
     assert base.drift == pytest.approx(-0.1)
 
 
 def test_fio_reports_no_reads_is_an_error() -> None:
     with pytest.raises(ValueError, match="no reads"):
-        io.fio_cpu_us_per_io(1.0, 1.0, 1000.0, 0)
+        fb.fio_cpu_us_per_io(1.0, 1.0, 1000.0, 0)

@@ -3,13 +3,26 @@
 A random-read step that misses the engine's cache spends each operation's time in three
 places: its own userland CPU, the libc and kernel CPU of its reads, and the device. fio
 reading the same device with the same block size and concurrency (collect/fio.py) shows
-what a reader that does nothing else gets:
+what a reader that does nothing else gets, and the device's time per read
+(analysis/fio_baseline.py):
 
-    fio's CPU per read      = (usr% + sys%) / 100 * fio's summed job time / reads
-    device latency          = fio's mean completion latency - fio's CPU per read
-    IO efficiency           = the engine's device reads per second / fio's reads per second
+    IO efficiency           = the engine's device reads per second
+                              / fio's device reads per second
     predicted time per op   = user CPU per op + system CPU per op
                               + device reads per op * device latency
+
+With O_DIRECT every read is a device read. A buffered read may be a page-cache hit
+instead, for the engine and for fio alike, so a buffered step's efficiency compares the
+two only in the same page-cache state: each side's hit rate is 1 - device reads / its
+reads of its files (fio's from the device's counters over its run, the engine's from its
+own count of its file reads), and the two must lie close enough that, by the model, a
+reader like fio would read the device no more than STATE_BAND more or less often per
+second at the engine's rate than at its own. Otherwise the row gives device reads per
+operation and both hit rates, and no efficiency, with the reason. The model's figures
+are left out, with the reason, where fio's device time is flagged (at or below zero).
+fio reads as the base column does; a column that reads the other way (a buffered column
+beside an O_DIRECT base, or the reverse) gets no efficiency, with the reason, and its
+row says how it reads (fio_baseline.column_direct).
 
 The prediction stands beside the measured time per operation of a closed-loop client
 (clients / QPS: what the reads per second follow from), with the difference in µs and
@@ -19,10 +32,16 @@ in percent. Everything here is pure: stored step results and run.json in, rows o
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
 
+from dbregress.analysis.fio_baseline import (
+    Baseline,
+    baselines,
+    column_direct,
+    column_modes,
+    state_moves,
+)
 from dbregress.records import JobId
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
@@ -31,27 +50,24 @@ from dbregress.shapes.step_result import StepResultJson
 WRITE_OPS = frozenset(
     {"insert", "put", "delete", "update", "create_index", "flush", "compact", "cleanup"}
 )
-# More of the device's reads than this share come from other processes: named in the row.
+# Below this share of the device's read bytes in the window read by the engine's own
+# processes (/proc/PID/io read_bytes), the device's reads are not the engine's alone:
+# the row keeps its figures and gives no efficiency, naming the share.
 OWN_SHARE_LOW = 0.8
+# Buffered reads: the engine's page-cache hit rate and fio's are the same state when, by
+# the model with fio's CPU and device time, a reader like fio would read the device at
+# most this much more or less often per second at the engine's hit rate than at its own.
+STATE_BAND = 0.05
+# The engine's reads of its files (page-cache hits and misses alike) over a step's
+# measured window, by the counter the loadgen reads from it (its engine_stats).
+FILE_READS = {
+    "rocksdb.": "rocksdb.sst.read.micros.count",  # every read of an SST file
+    "postgres.": "postgres.backend.read_calls",  # the sessions' backends' read calls
+    "innodb.": "innodb.buffer_pool_reads",  # pages InnoDB read into its buffer pool
+}
 
 
 # -- the model's arithmetic --------------------------------------------------------------
-
-
-def fio_cpu_us_per_io(
-    usr_cpu_pct: float, sys_cpu_pct: float, job_runtime_ms: float, ios: float
-) -> tuple[float, float]:
-    """fio's own (user, system) CPU µs per read: its CPU percentages are of the jobs'
-    summed run time (group reporting)."""
-    if ios <= 0:
-        raise ValueError("fio completed no reads")
-    scale = job_runtime_ms * 1000 / 100 / ios
-    return usr_cpu_pct * scale, sys_cpu_pct * scale
-
-
-def device_latency_us(fio_latency_us: float, fio_cpu_us: float) -> float:
-    """The device's share of a read: fio's mean latency less fio's own CPU per read."""
-    return fio_latency_us - fio_cpu_us
 
 
 def io_efficiency(engine_read_iops: float, fio_read_iops: float) -> float:
@@ -73,174 +89,58 @@ def predicted_read_iops(clients: int, reads_per_op: float, latency_us: float) ->
     return clients * reads_per_op * 1e6 / latency_us
 
 
-# -- the device baseline -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FioFigures:
-    """One fio run, as the model uses it."""
-
-    iops: float
-    latency_us: float  # mean completion latency
-    user_us: float  # fio's own CPU per read
-    system_us: float
-
-    @property
-    def cpu_us(self) -> float:
-        return self.user_us + self.system_us
-
-    @property
-    def device_us(self) -> float:
-        return device_latency_us(self.latency_us, self.cpu_us)
-
-    @classmethod
-    def of(cls, figures: Mapping[str, float]) -> FioFigures:
-        """From collect/fio.read_figures' dict, as run.json stores it."""
-        user, system = fio_cpu_us_per_io(
-            figures["usr_cpu_pct"],
-            figures["sys_cpu_pct"],
-            figures["job_runtime_ms"],
-            figures["ios"],
-        )
-        return cls(figures["iops"], figures["clat_mean_us"], user, system)
-
-
-@dataclass(frozen=True)
-class Baseline:
-    """A comparison's device baseline: fio before and after its jobs."""
-
-    numjobs: int
-    block_size: int
-    direct: bool
-    device: str | None
-    fio_version: str | None
-    command: list[str]
-    before: FioFigures | None
-    after: FioFigures | None
-    files: list[str] = field(default_factory=list)  # fio's JSON in the run folder
-    errors: list[str] = field(default_factory=list)  # a run after that failed
-    absent: str | None = None  # why there is no baseline
-
-    @property
-    def runs(self) -> list[FioFigures]:
-        return [f for f in (self.before, self.after) if f is not None]
-
-    def _mean(self, of: Callable[[FioFigures], float]) -> float | None:
-        """The mean over fio's runs (before and after) of one figure."""
-        runs = self.runs
-        return statistics.fmean(of(f) for f in runs) if runs else None
-
-    @property
-    def iops(self) -> float | None:
-        return self._mean(lambda f: f.iops)
-
-    @property
-    def device_us(self) -> float | None:
-        return self._mean(lambda f: f.device_us)
-
-    @property
-    def latency_us(self) -> float | None:
-        return self._mean(lambda f: f.latency_us)
-
-    @property
-    def cpu_us(self) -> float | None:
-        return self._mean(lambda f: f.cpu_us)
-
-    @property
-    def drift(self) -> float | None:
-        """after / before - 1 of fio's reads per second: the device moving under the run."""
-        if self.before is None or self.after is None or not self.before.iops:
-            return None
-        return self.after.iops / self.before.iops - 1
-
-
-def baseline_of(stored: Mapping[str, Any]) -> Baseline:
-    """A comparison's entry of run.json's `device_baseline` (io_baseline.py writes it)."""
-    runs: dict[str, FioFigures | None] = {}
-    files, errors = [], []
-    command: list[str] = []
-    for when in ("before", "after"):
-        run = stored.get(when) or {}
-        if run.get("error"):
-            errors.append(f"fio {when}: {run['error']}")
-        figures = run.get("figures")
-        runs[when] = FioFigures.of(figures) if figures else None
-        if run.get("file"):
-            files.append(str(run["file"]))
-        command = command or list(run.get("command") or [])
-    absent = stored.get("absent")
-    if absent is None and not any(runs.values()):
-        absent = "fio has not run yet (the comparison's jobs are not finished)"
-    return Baseline(
-        numjobs=int(stored.get("numjobs") or 0),
-        block_size=int(stored.get("block_size") or 0),
-        direct=bool(stored.get("direct")),
-        device=stored.get("device"),
-        fio_version=stored.get("fio_version"),
-        command=command,
-        before=runs["before"],
-        after=runs["after"],
-        files=files,
-        errors=errors,
-        absent=absent,
-    )
-
-
-def baselines(record: RunJson) -> dict[str, Baseline]:
-    """column label -> its comparison's baseline, for every IO-bound comparison. A merged
-    run (`dbregress compare`) names each column's own in `device_baseline_by_column`, a
-    key of the merged record only, not of a stored run.json."""
-    by_column = cast(
-        Mapping[str, Mapping[str, Any] | None] | None, record.get("device_baseline_by_column")
-    )
-    if by_column is not None:
-        return {label: baseline_of(b) for label, b in by_column.items() if b is not None}
-    stored = record.get("device_baseline") or {}
-    out: dict[str, Baseline] = {}
-    for comp in record.get("comparisons", []):
-        if comp["name"] in stored:
-            found = baseline_of(stored[comp["name"]])
-            out |= dict.fromkeys(comp["labels"], found)
-    return out
-
-
 # -- per step and column -----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class IoRow:
-    """One step of one column: medians over its measured repeats."""
+    """One step of one column: medians over its measured repeats. `efficiency` is None,
+    with `no_efficiency` saying why, for buffered reads not in fio's page-cache state and
+    for a column that does not read as fio did (`buffered` is the column's own kind of
+    read); the model's figures are None where the device time is flagged
+    (`device_flag`)."""
 
     label: str
     step: str
     repeats: int
     clients: int
-    reads_per_op: float
+    reads_per_op: float  # device reads
     read_kib: float  # mean request size
-    read_iops: float
-    fio_iops: float
-    efficiency: float
+    read_iops: float  # device reads per second
+    fio_iops: float  # fio's device reads per second
+    efficiency: float | None
     user_us_per_read: float
     system_us_per_read: float
     user_us_per_op: float
     system_us_per_op: float
-    device_us: float
-    predicted_us: float
+    device_us: float | None
+    predicted_us: float | None
     measured_us: float  # clients / QPS: a closed-loop client's time per operation
     timed_us: float | None  # the loadgen's mean latency of the operation (inside the call)
     own_share: float | None  # the engine's read bytes / the device's read bytes
+    buffered: bool = False
+    file_reads_per_op: float | None = None  # the engine's reads of its files (buffered)
+    page_cache_hit_rate: float | None = None  # 1 - device reads / file reads (buffered)
+    fio_page_cache_hit_rate: float | None = None
+    no_efficiency: str | None = None
+    device_flag: str | None = None
 
     @property
-    def diff_us(self) -> float:
-        return self.predicted_us - self.measured_us
+    def diff_us(self) -> float | None:
+        return None if self.predicted_us is None else self.predicted_us - self.measured_us
 
     @property
-    def diff_pct(self) -> float:
-        return 100 * self.diff_us / self.measured_us if self.measured_us else 0.0
+    def diff_pct(self) -> float | None:
+        diff = self.diff_us
+        if diff is None:
+            return None
+        return 100 * diff / self.measured_us if self.measured_us else 0.0
 
     @property
-    def predicted_efficiency(self) -> float:
+    def predicted_efficiency(self) -> float | None:
         """The efficiency the model predicts from the predicted time per operation."""
+        if self.predicted_us is None or self.efficiency is None or self.predicted_us <= 0:
+            return None
         iops = predicted_read_iops(self.clients, self.reads_per_op, self.predicted_us)
         return io_efficiency(iops, self.fio_iops)
 
@@ -280,6 +180,23 @@ class _Repeat:
     measured_us: float
     timed_us: float | None
     own_share: float | None
+    file_reads_per_op: float | None
+
+
+def file_reads(result: StepResultJson) -> float | None:
+    """The engine's reads of its files over the measured window, by its own count
+    (FILE_READS); None when it reports none. RocksDB leaves a ticker that did not move
+    out of its statistics: no SST read at all, where it missed no block either."""
+    stats = result.get("engine_stats")
+    statistics = (stats.get("statistics") if stats else None) or {}
+    for prefix, key in FILE_READS.items():
+        if any(k.startswith(prefix) for k in statistics):
+            if key in statistics:
+                return float(statistics[key])
+            if prefix == "rocksdb." and not statistics.get("rocksdb.block.cache.miss"):
+                return 0.0
+            return None
+    return None
 
 
 def _repeat(result: StepResultJson) -> _Repeat | str:
@@ -303,11 +220,13 @@ def _repeat(result: StepResultJson) -> _Repeat | str:
     clients = int(device.get("clients") or 1)
     read_bytes = int(device.get("read_bytes") or 0)
     server = result.get("server")
-    own = server.get("read_bytes") if server else None
+    # a process tree some of whose /proc/PID/io could not be read undercounts its reads
+    own = server.get("read_bytes") if server and server.get("io_complete") is not False else None
     per_op = result.get("per_op") or {}
     figures = (result.get("ops") or {}).get(op)
     latency = figures.get("latency_us") if figures else None
     mean = latency.get("mean") if latency else None
+    files = file_reads(result)
     return _Repeat(
         clients=clients,
         reads_per_op=reads / count,
@@ -318,6 +237,7 @@ def _repeat(result: StepResultJson) -> _Repeat | str:
         measured_us=clients * elapsed * 1e6 / count,
         timed_us=float(mean) if mean else None,
         own_share=own / read_bytes if own is not None and read_bytes else None,
+        file_reads_per_op=None if files is None else files / count,
     )
 
 
@@ -326,17 +246,72 @@ def _median(values: Iterable[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def _row(label: str, step: str, reps: list[_Repeat], base: Baseline) -> IoRow | str:
+def others(own_share: float | None) -> str | None:
+    """Why the device's reads in the window are not the engine's alone (None: they are,
+    or its own reads are not known)."""
+    if own_share is None or own_share >= OWN_SHARE_LOW:
+        return None
+    return (
+        f"the engine's own processes read {own_share:.0%} of the device's read bytes in the "
+        f"window: the rest were another process's reads, so its device reads per second "
+        f"are not its own"
+    )
+
+
+def same_state(file_reads_per_op: float | None, reads_per_op: float, base: Baseline) -> str | None:
+    """Why a buffered step's device reads may not be set against fio's (None: they may):
+    fio's or the engine's page-cache state is not measured, or the engine's hit rate
+    differs from fio's by more than the model lets pass (STATE_BAND)."""
+    if base.direct:
+        return None
+    if base.device_flag is not None:
+        return f"{base.device_flag}: the two page-cache states cannot be compared"
+    fio_hit, cpu, device = base.page_cache_hit_rate, base.cpu_us, base.device_us
+    if fio_hit is None or cpu is None or device is None:
+        return "fio's page-cache state is not measured"
+    if file_reads_per_op is None:
+        return (
+            "the engine reads through the page cache and reported no count of its file "
+            "reads (RocksDB: rocksdb.sst.read.micros; PostgreSQL: its backends' read calls; "
+            "InnoDB: Innodb_buffer_pool_reads), so its page-cache hit rate is unknown and "
+            "its device reads cannot be set against fio's"
+        )
+    if file_reads_per_op <= 0:
+        return (
+            f"the engine read none of its files in the window (by its own count), yet the "
+            f"device served {reads_per_op:.3f} reads per operation: another process's reads"
+        )
+    engine_hit = 1 - reads_per_op / file_reads_per_op
+    moved = state_moves(engine_hit, fio_hit, cpu, device)
+    if abs(moved) <= STATE_BAND:
+        return None
+    how = f"{moved:.0%} more" if moved > 0 else f"{-moved:.0%} less"
+    return (
+        f"not fio's page-cache state: the engine's reads hit the page cache {engine_hit:.1%} "
+        f"of the time, fio's {fio_hit:.1%}; at the engine's rate a reader like fio would "
+        f"read the device {how} often per second (beyond ±{STATE_BAND:.0%})"
+    )
+
+
+def _row(
+    label: str, step: str, reps: list[_Repeat], base: Baseline, direct: bool | None
+) -> IoRow | str:
+    """The row of a column that reads with O_DIRECT or not (`direct`; None: unknown)."""
     clients = reps[0].clients
     if base.numjobs != clients:
         return f"fio ran {base.numjobs} job(s), the step {clients} client(s): not comparable"
-    fio_iops, device = base.iops, base.device_us
-    assert fio_iops is not None and device is not None
+    fio_iops = base.device_iops
+    if fio_iops is None or fio_iops <= 0:
+        return base.device_flag or "fio read nothing from the device"
     m = {k: _median(getattr(r, k) for r in reps) for k in _Repeat.__dataclass_fields__}
     reads, user, system = m["reads_per_op"], m["user_us_per_op"], m["system_us_per_op"]
     assert reads is not None and user is not None and system is not None
     read_iops, measured = m["read_iops"], m["measured_us"]
     assert read_iops is not None and measured is not None
+    device = base.device_us
+    files, own = m["file_reads_per_op"], m["own_share"]
+    why = base.mismatch(direct) or others(own) or same_state(files, reads, base)
+    buffered = not base.direct if direct is None else not direct
     return IoRow(
         label=label,
         step=step,
@@ -346,16 +321,22 @@ def _row(label: str, step: str, reps: list[_Repeat], base: Baseline) -> IoRow | 
         read_kib=m["read_kib"] or 0.0,
         read_iops=read_iops,
         fio_iops=fio_iops,
-        efficiency=io_efficiency(read_iops, fio_iops),
+        efficiency=io_efficiency(read_iops, fio_iops) if why is None else None,
         user_us_per_read=user / reads,
         system_us_per_read=system / reads,
         user_us_per_op=user,
         system_us_per_op=system,
         device_us=device,
-        predicted_us=predicted_latency_us(user, system, reads, device),
+        predicted_us=None if device is None else predicted_latency_us(user, system, reads, device),
         measured_us=measured,
         timed_us=m["timed_us"],
-        own_share=m["own_share"],
+        own_share=own,
+        buffered=buffered,
+        file_reads_per_op=files if buffered else None,
+        page_cache_hit_rate=1 - reads / files if files and buffered else None,
+        fio_page_cache_hit_rate=base.page_cache_hit_rate if buffered else None,
+        no_efficiency=why,
+        device_flag=base.device_flag,
     )
 
 
@@ -363,6 +344,7 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
     """The IO-efficiency section of every comparison that has a device baseline (an
     IO-bound one: io_baseline.py), in the run's order."""
     found = baselines(record)
+    from_jobs = column_modes(record.get("jobs") or {})
     by_cell: dict[tuple[str, str], list[StepResultJson]] = {}
     order: list[str] = []
     for job, results in steps.items():
@@ -392,13 +374,19 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
                 if cell and own is None:
                     section.absent.append(Absent(step, label, "its run has no device baseline"))
                 elif cell and own is not None:
-                    _add(section, label, step, cell, own)
+                    direct = column_direct(record, label, own, from_jobs)
+                    _add(section, label, step, cell, own, direct)
         out.append(_collapse(section))
     return out
 
 
 def _add(
-    section: IoSection, label: str, step: str, results: list[StepResultJson], base: Baseline
+    section: IoSection,
+    label: str,
+    step: str,
+    results: list[StepResultJson],
+    base: Baseline,
+    direct: bool | None,
 ) -> None:
     reps: list[_Repeat] = []
     whys: list[str] = []
@@ -414,7 +402,7 @@ def _add(
     if base.absent is not None:
         section.absent.append(Absent(step, label, base.absent))
         return
-    row = _row(label, step, reps, base)
+    row = _row(label, step, reps, base, direct)
     if isinstance(row, str):
         section.absent.append(Absent(step, label, row))
     else:

@@ -6,6 +6,14 @@ one), it is matched to every comparison of the other, by step name. A matched pa
 becomes one comparison of an in-memory run: the base column of RUN_A's comparison
 (labelled A:<label>) against every column of RUN_B's (B:<label>), over the steps both
 ran. The verdict code and the report's tables then read it like any run.
+
+Two runs never share a window: an interleaved run's paired ratios are against its own
+base, so the merged run is judged unpaired, on the repeats' QPS (each relabelled with its
+side, its `paired` base too), and says so. What makes the two runs unlike is said before
+the tables, in the JSON and on stderr: their method identities, their hosts and their
+placements. Hosts of another class (machine, CPU model, CPU count, memory) make the time
+lane compare the machines as much as the builds: a gate (--fail-on) then does not pass
+unless --across-hosts says that is what is wanted.
 """
 
 from __future__ import annotations
@@ -13,15 +21,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from dbregress import method
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
+from dbregress.cli.exits import EXIT_UNJUDGED
 from dbregress.cli.report import FORMATS, add_fail_on, gate
 from dbregress.errors import DbregressError
 from dbregress.records import JobId, StepResult
-from dbregress.report import io_tables, json_report, markdown
+from dbregress.report import exports, io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.device import DeviceBaseline
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
@@ -41,8 +52,21 @@ def add_parser(sub: Any) -> None:
     p.add_argument("run_a", metavar="RUN_A", help="the base: run folder, run id or 'latest'")
     p.add_argument("run_b", metavar="RUN_B", help="run folder, run id under --results")
     p.add_argument("--results", type=Path, default=Path("results"))
-    p.add_argument("--format", choices=FORMATS, default="md", help="md (default) or json")
+    p.add_argument(
+        "--format",
+        choices=[f for f in FORMATS if f != "html"],
+        default="md",
+        help="md (default), json (the verdicts, with `compare`: what makes the runs unlike), "
+        "tsv or csv (as `dbregress report` lays them out)",
+    )
     add_fail_on(p)
+    p.add_argument(
+        "--across-hosts",
+        action="store_true",
+        help="with --fail-on: judge two runs measured on hosts of another class (machine, "
+        "CPU model, CPU count or memory), whose QPS then compares the hosts as much as "
+        "the builds; without it such a gate exits 2",
+    )
     p.set_defaults(func=run)
 
 
@@ -68,11 +92,20 @@ def _copy(data: RunData, side: str, label: str, steps: set[str], out: Steps) -> 
         if jid is None or jid.label != label or name in out:
             continue
         relabelled = [
-            StepResult.from_json(r, name).relabelled(f"{side}:{label}").to_json()
+            _relabel(StepResult.from_json(r, name).relabelled(f"{side}:{label}").to_json(), side)
             for r in results
             if r.get("step") in steps
         ]
         out[name] = relabelled
+
+
+def _relabel(result: StepResultJson, side: str) -> StepResultJson:
+    """An interleaved repeat's `paired` names its own run's base job: with the side."""
+    pair = result.get("paired")
+    if pair is not None:
+        base = JobId.parse(pair["base"])
+        result["paired"] = {**pair, "base": str(JobId(f"{side}:{base.label}", base.repeat))}
+    return result
 
 
 def merge(a: RunData, b: RunData) -> tuple[RunJson, Steps]:
@@ -122,6 +155,9 @@ def merge(a: RunData, b: RunData) -> tuple[RunJson, Steps]:
             for lb, f in (data.record.get("inject_slowdown") or {}).items()
         },
         "failures": [],
+        # No repeat of A shares a window with one of B: an interleaved run's paired ratios
+        # are against its own base, so the pair is judged on its repeats, unpaired.
+        "schedule": "unpaired across runs",
         # A's policy judges the pair (the base run's); compare has no counting replays.
         "verdict_policy": a.record.get("verdict_policy") or {},
         "cost_lane": {"planned": False, "why_not": "compare judges the time lane only"},
@@ -151,11 +187,104 @@ def _steps_of(data: RunData) -> str:
     return f"{data.record['run_id']} has {'; '.join(parts)}"
 
 
+# The facts that name a host's class: another class is another machine (the history's
+# time lane keeps them apart too); the other facts are said, not judged.
+HOST_CLASS = ("machine", "cpu_model", "cpu_count", "mem_gib")
+HOST_OTHER = ("hostname", "kernel", "cpu_governor", "aslr")
+PLACEMENT = ("mode", "server_cpus", "client_cpus")
+
+
+def _host(record: RunJson) -> dict[str, object]:
+    host: dict[str, Any] = dict(record.get("host") or {})
+    mem = host.get("mem_total_bytes")
+    host["mem_gib"] = round(mem / 2**30) if isinstance(mem, int | float) else None
+    host.setdefault("cpu_count", host.get("cores"))
+    return host
+
+
+def _differ(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    return [f"{k} {a.get(k)} -> {b.get(k)}" for k in keys if a.get(k) != b.get(k)]
+
+
+@dataclass(frozen=True)
+class Likeness:
+    """What makes the two runs unlike, in words (each list empty when alike)."""
+
+    unpaired: str | None = None  # why the pair is judged unpaired (an interleaved run)
+    method: list[str] = field(default_factory=list)  # method identities
+    host_class: list[str] = field(default_factory=list)  # another machine
+    host: list[str] = field(default_factory=list)  # the same class, another host or kernel
+    placement: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # what a run does not record
+
+    def lines(self) -> list[str]:
+        out = [self.unpaired] if self.unpaired else []
+        if self.method:
+            out.append(f"The two runs' methods differ (A -> B): {'; '.join(self.method)}.")
+        if self.host_class:
+            out.append(
+                f"The two runs were measured on hosts of another class (A -> B): "
+                f"{'; '.join(self.host_class)}: their QPS compares the hosts as much as the "
+                f"builds."
+            )
+        if self.host:
+            out.append(f"The two runs' hosts differ (A -> B): {'; '.join(self.host)}.")
+        if self.placement:
+            out.append(f"The two runs' placements differ (A -> B): {'; '.join(self.placement)}.")
+        return out + self.unknown
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "unpaired": self.unpaired,
+            "method_differs": self.method,
+            "host_class_differs": self.host_class,
+            "host_differs": self.host,
+            "placement_differs": self.placement,
+            "not_recorded": self.unknown,
+            "notes": self.lines(),
+        }
+
+
+def likeness(a: RunData, b: RunData) -> Likeness:
+    """How alike the two runs were measured: schedule, method identity, host, placement."""
+    schedules = {side: d.record.get("schedule") or "jobs" for side, d in (("A", a), ("B", b))}
+    unpaired = None
+    if "interleaved" in schedules.values():
+        unpaired = (
+            f"A ran the {schedules['A']} schedule, B the {schedules['B']}: an interleaved "
+            f"repeat's paired ratio is against its own run's base, never across two runs, "
+            f"so each step is judged on the repeats' QPS unpaired (as the jobs schedule is)."
+        )
+    unknown = []
+    ma, mb = a.record.get("method_identity"), b.record.get("method_identity")
+    methods: list[str] = []
+    if ma and mb:
+        methods = method.differences(ma, mb)
+    for side, found in (("A", ma), ("B", mb)):
+        if not found:
+            unknown.append(f"{side}'s method identity is not recorded (an import, or older).")
+    ha, hb = _host(a.record), _host(b.record)
+    host_class: list[str] = []
+    host: list[str] = []
+    if any(ha.get(k) is not None for k in HOST_CLASS) and any(
+        hb.get(k) is not None for k in HOST_CLASS
+    ):
+        host_class = _differ(ha, hb, HOST_CLASS)
+        host = _differ(ha, hb, HOST_OTHER)
+    else:
+        unknown.append("A host is not recorded (an import): the hosts cannot be compared.")
+    pa = cast(dict[str, Any], a.record.get("placement") or {})
+    pb = cast(dict[str, Any], b.record.get("placement") or {})
+    placement = _differ(pa, pb, PLACEMENT) if pa and pb else []
+    return Likeness(unpaired, methods, host_class, host, placement, unknown)
+
+
 def render(
     record: RunJson,
     steps: Steps,
     a: str,
     b: str,
+    alike: Likeness | None = None,
 ) -> tuple[str, RunVerdicts]:
     verdicts = compare_run(record, steps)
     lines = [
@@ -165,6 +294,8 @@ def render(
         "over the steps both ran.",
         "",
     ]
+    notes = alike.lines() if alike is not None else []
+    lines += [*(f"- {n}" for n in notes), ""] if notes else []
     for m in matrices(record, steps):
         lines += [f"## {m.comparison}", ""]
         lines += markdown.throughput(m) + vt.relative_qps(m, verdicts) + vt.verdicts(m, verdicts)
@@ -178,11 +309,25 @@ def run(args: argparse.Namespace) -> int:
     for d in a.damaged + b.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     record, steps = merge(a, b)
-    try:
-        text, verdicts = render(record, steps, a.record["run_id"], b.record["run_id"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise DbregressError(f"cannot compare ({type(e).__name__}: {e})") from e
+    alike = likeness(a, b)
+    # an exception here is a bug (exit 3 with a log, cli/main.py), never "not judged"
+    text, verdicts = render(record, steps, a.record["run_id"], b.record["run_id"], alike)
     if args.format == "json":
-        text = json.dumps(json_report.render(record, verdicts), indent=1)
+        found = dict(json_report.render(record, verdicts))
+        found["compare"] = {"a": a.record["run_id"], "b": b.record["run_id"], **alike.to_json()}
+        text = json.dumps(found, indent=1)
+    elif args.format == "tsv":
+        text = exports.tsv(record, matrices(record, steps), verdicts)
+    elif args.format == "csv":
+        text = exports.csv_text(record, matrices(record, steps), verdicts).rstrip("\n")
     print(text)
+    for note in alike.lines():
+        print(f"note: {note}", file=sys.stderr)
+    if args.fail_on and alike.host_class and not args.across_hosts:
+        print(
+            f"fail-on {args.fail_on}: NOT JUDGED, the runs were measured on hosts of another "
+            f"class ({'; '.join(alike.host_class)}); --across-hosts judges them anyway",
+            file=sys.stderr,
+        )
+        return EXIT_UNJUDGED
     return gate(verdicts, args.fail_on, record, allow_undecided=args.allow_undecided)

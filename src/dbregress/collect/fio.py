@@ -3,10 +3,18 @@ does nothing but read, at the engine's block size and concurrency.
 
 One run is `fio --rw=randread --ioengine=psync --iodepth=1 --numjobs=N --bs=B
 [--direct=1]` over a file of `size_mb` in the directory given (on the same filesystem as
-the engine's data), time-based after a one-second ramp, with `--output-format=json`. The
-whole JSON fio prints is kept; `read_figures` takes from it the figures the IO-efficiency
-model needs (analysis/io_efficiency.py). fio is Debian's `fio` package; a host without it
-gets `FioMissing`, naming the package.
+the engine's data), time-based, with `--output-format=json`. The whole JSON fio prints is
+kept; `read_figures` takes from it the figures the IO-efficiency model needs
+(analysis/io_efficiency.py). fio is Debian's `fio` package; a host without it gets
+`FioMissing`, naming the package.
+
+An O_DIRECT run reads the device on every read and starts after a one-second ramp. A
+buffered run's reads may come from the page cache instead (its jobs share one file, so
+one job's read can serve another's), and fio's reads per second count those hits: so
+`run_counted` also reads the device's counters (/proc/diskstats) just before and after
+the run, and a buffered run has no ramp, so that fio's reads and the device's cover the
+same stretch (fio lays out its file with writes and invalidates its pages before it
+reads: neither reads the device).
 """
 
 from __future__ import annotations
@@ -18,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dbregress.collect.diskstats import SECTOR_BYTES, read_device
 from dbregress.errors import DbregressError
-from dbregress.shapes.device import FioFiguresJson
+from dbregress.shapes.device import DeviceReadsJson, FioFiguresJson
 
-RAMP_S = 1  # fio's --ramp_time: the first second's reads are not counted
+RAMP_S = 1  # an O_DIRECT run's --ramp_time: the first second's reads are not counted
 FILE_NAME = "dbregress-fio.dat"
 
 
@@ -44,6 +53,12 @@ class FioJob:
     runtime_s: int
     size_mb: int  # the file read; about the engine's data size
 
+    @property
+    def ramp_s(self) -> int:
+        """fio's --ramp_time: none for a buffered run, whose device reads are counted
+        over the whole run (run_counted)."""
+        return RAMP_S if self.direct else 0
+
     def command(self, fio: str = "fio") -> list[str]:
         return [
             fio,
@@ -60,7 +75,7 @@ class FioJob:
             "--randrepeat=0",
             "--time_based",
             f"--runtime={self.runtime_s}",
-            f"--ramp_time={RAMP_S}",
+            f"--ramp_time={self.ramp_s}",
             "--group_reporting",
             "--output-format=json",
         ]
@@ -111,6 +126,34 @@ def run(job: FioJob, timeout_s: float | None = None) -> tuple[list[str], dict[st
     if not isinstance(output, dict):
         raise FioError("fio's output is not a JSON object")
     return [Path(cmd[0]).name, *cmd[1:]], output
+
+
+def run_counted(
+    job: FioJob, device: str, timeout_s: float | None = None
+) -> tuple[list[str], dict[str, Any], DeviceReadsJson | None]:
+    """`run`, and for a buffered job the device's read counters over the run (None for
+    an O_DIRECT job, whose every read is a device read). FioError when the device's
+    counters cannot be read: without them a buffered run's reads per second would
+    count page-cache hits as device reads."""
+    before = None if job.direct else read_device(device)
+    if not job.direct and before is None:
+        raise FioError(f"cannot read {device}'s counters in /proc/diskstats")
+    command, output = run(job, timeout_s)
+    if before is None:
+        return command, output, None
+    after = read_device(device)
+    if after is None:
+        raise FioError(f"cannot read {device}'s counters in /proc/diskstats after fio")
+    d = before.delta(after)
+    return (
+        command,
+        output,
+        {
+            "reads": d.reads,
+            "read_bytes": d.sectors * SECTOR_BYTES,
+            "read_ms": d.read_ms,
+        },
+    )
 
 
 def read_figures(output: dict[str, Any]) -> FioFiguresJson:

@@ -33,6 +33,7 @@ from dbregress.collect.proc import tree_pids
 from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import Engine
+from dbregress.engines.mysql import CONNECTION_FUNCTIONS
 from dbregress.engines.registry import engine_class
 from dbregress.execute import make_engine
 from dbregress.explain import callgrind, flame
@@ -325,16 +326,13 @@ def _window(
     plan = choice.plan
     profiles = {f: callgrind.read(f) for f in files}
     if job.embedded:
-        split = split_threads(profiles)
-    elif job.threaded:
-        split = split_connection_threads(profiles)
+        sessions, background = embedded_split(profiles, plan.name)
     else:
-        split = split_sessions(files, hooks.sessions)
-    sessions, background = split or (files, [])
+        sessions, background = server_split(profiles, hooks.sessions, job.threaded, plan.name)
     profile = callgrind.merge(profiles[f] for f in sessions)
     # An embedded engine: only its calls from the loadgen's threads count (the
     # client's loop, timing and injected slowdown stay out), see engine_work().
-    work = engine_work(job.build, profile, plan.name) if job.embedded and split else None
+    work = engine_work(job.build, profile, plan.name) if job.embedded else None
     step = figures(
         profile, close, stepped.summary, choice, len(files), functions=job.keep, engine=work
     )
@@ -345,10 +343,9 @@ def _window(
     if judged:
         step["engine_state"] = judged["engine_state"]
         step["state_mismatch"] = judged["state_mismatch"]
-    step["scope"] = ENGINE_CALLS if work else "sessions" if split else "engine"
-    if split:
-        rest = callgrind.merge(profiles[f] for f in background)
-        step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
+    step["scope"] = ENGINE_CALLS if work is not None else "sessions"
+    rest = callgrind.merge(profiles[f] for f in background)
+    step["background_per_op"] = per_op_of(rest, step) if rest.events else {}
     if job.keep:
         _keep(files, job.out / f"{choice.index:02d}-{plan.name}")
     else:
@@ -376,12 +373,42 @@ def window_files(out_dir: Path, hint: str, opened: float, closed: float) -> list
 
 def split_sessions(files: list[Path], sessions: set[str]) -> tuple[list[Path], list[Path]] | None:
     """A window's files as (those of the processes serving the loadgen's sessions, the
-    rest: the server's background processes); None without session pids (a threaded
-    server): every file then counts as the engine's own work."""
+    rest: the server's background processes); None when no file is a session's (no
+    session pids reported, or none of their processes left a file)."""
     mine = [f for f in files if _pid(f) in sessions]
     if not mine:
         return None
     return mine, [f for f in files if _pid(f) not in sessions]
+
+
+def server_split(
+    profiles: dict[Path, callgrind.Profile], sessions: set[str], threaded: bool, step: str
+) -> tuple[list[Path], list[Path]]:
+    """A server's window as (the work serving the loadgen's sessions, the rest): by
+    thread for the MySQL family (split_connection_threads), by process otherwise
+    (split_sessions); CallgrindError when it cannot be split. A counting replay counts
+    the sessions' work (scope "sessions") or fails: the whole server's work (background
+    processes and threads with it) would be another measure under the same name, so the
+    replay fails and the cost lane runs it again, as it does any failed replay."""
+    files = list(profiles)
+    if threaded:
+        split = split_connection_threads(profiles)
+        why = (
+            f"no thread ran the statement dispatcher ({', '.join(sorted(CONNECTION_FUNCTIONS))}) "
+            f"in {len(profiles)} callgrind file(s): a server without symbols, or one file"
+        )
+    else:
+        split = split_sessions(files, sessions)
+        why = (
+            f"none of {len(files)} callgrind file(s) is of a process serving the "
+            f"loadgen's sessions (session pids: {', '.join(sorted(sessions)) or 'none reported'})"
+        )
+    if split is None:
+        raise callgrind.CallgrindError(
+            f"{step}: cannot tell the work serving the loadgen's sessions from the server's "
+            f"background: {why}; the whole server's work is not counted in its place"
+        )
+    return split
 
 
 # The loadgen's own code, as callgrind names its object.
@@ -404,6 +431,29 @@ def split_threads(
     if len(profiles) < 2 or not mine:
         return None
     return mine, [f for f in profiles if f not in mine]
+
+
+def embedded_split(
+    profiles: dict[Path, callgrind.Profile], step: str
+) -> tuple[list[Path], list[Path]]:
+    """split_threads, or CallgrindError when the window's files cannot be split: an
+    embedded engine is counted as the loadgen's calls into it (scope "engine-calls") or
+    not at all. Counting whole threads instead (the client's loop, its timing and any
+    injected slowdown with the engine's work) would be another measure under the same
+    name, so the counting replay fails and the cost lane runs it again, as it does any
+    failed replay."""
+    split = split_threads(profiles)
+    if split is None:
+        threads = sum(
+            any(callgrind.object_name(ob) == LOADGEN_OBJECT for ob, _ in p.functions)
+            for p in profiles.values()
+        )
+        raise callgrind.CallgrindError(
+            f"{step}: cannot tell the loadgen's threads from the engine's in the window "
+            f"({len(profiles)} callgrind file(s), {threads} with {LOADGEN_OBJECT}'s code): "
+            f"the engine's calls cannot be counted apart from the client's own work"
+        )
+    return split
 
 
 # The scope of an embedded engine's figures: the loadgen's calls into its library.

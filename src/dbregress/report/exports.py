@@ -9,6 +9,10 @@ separated by tabs and the step name last.
 CSV has one row per (comparison, column, step), header row first: the QPS ratio with its
 interval and verdict, the repeats, the median QPS and every per-operation metric with
 its own ratio and verdict. The base column's rows carry its absolute values only.
+
+Where a cost lane counted the run, TSV lists after each comparison's tables what its
+counting replays changed, and CSV's `cost_counting_changes` says it for each column and
+step (report/disclosure.py, from cost/lane.json).
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.report import io_tables
+from dbregress.report import disclosure, io_tables
+from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import ColumnEntry, RunJson
 
 
@@ -47,8 +52,10 @@ def _table(title: str, legend: list[str], rows: list[list[str]], width: int) -> 
     return [title, *legend, "", header, *("\t".join(r) for r in rows), ""]
 
 
-def tsv(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
-    """The TSV tables (run.json typed or as read: store/run.py)."""
+def tsv(
+    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+) -> str:
+    """The TSV tables (run.json and cost/lane.json typed or as read: store/)."""
     names = _column_names(record)
     out: list[str] = []
     for m in ms:
@@ -74,6 +81,7 @@ def tsv(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
             ]
             title = f"{m.comparison}: relative estimated cycles per operation (cost lane)"
             out += _table(title, legend, rows, len(others))
+            out += disclosure.tsv(disclosure.disclosure(lane, record, m.comparison))
     return "\n".join(out)
 
 
@@ -128,14 +136,19 @@ CSV_HEADER = [
     ),
     "cost_replays_base",
     "cost_replays_column",
+    # what the column's counting replays changed for the step (cost/lane.json)
+    "cost_counting_changes",
 ]
 
 
-def csv_rows(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> list[list[str]]:
+def csv_rows(
+    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+) -> list[list[str]]:
     columns: dict[str, ColumnEntry] = {c["label"]: c for c in record["columns"]}
     rows = []
     for m in ms:
         found = v.for_comparison(m.comparison)
+        changed = disclosure.disclosure(lane, record, m.comparison) if v.cost else None
         for lb in m.labels:
             col = columns.get(lb)
             for s in m.steps:
@@ -171,6 +184,7 @@ def csv_rows(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> list[list[str
                         row += [_num(cc.value) if cc else "", *_triple(cc)]
                 head = v.cost_for((m.comparison, lb, s)) if lb != m.base else None
                 row += [str(head.replays[0]), str(head.replays[1])] if head else ["", ""]
+                row.append(changed.for_cell(lb, s) if changed is not None else "")
                 rows.append(row)
     return rows
 
@@ -183,10 +197,12 @@ def _base_cost(v: RunVerdicts, m: Matrix, metric: str, step: str) -> CostCompari
     return None
 
 
-def csv_text(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
-    """The CSV export (run.json typed or as read: store/run.py)."""
+def csv_text(
+    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+) -> str:
+    """The CSV export (run.json and cost/lane.json typed or as read: store/)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(CSV_HEADER)
-    writer.writerows(csv_rows(record, ms, v))
+    writer.writerows(csv_rows(record, ms, v, lane))
     return buf.getvalue()

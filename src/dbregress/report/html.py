@@ -26,12 +26,13 @@ from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.records import JobId
-from dbregress.report import changes, io_tables, svg
+from dbregress.report import changes, disclosure, io_tables, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.changes import SeriesTable
 from dbregress.report.io_tables import IoHtml
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.shapes.calibration import Calibration
+from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData
@@ -106,7 +107,7 @@ class ComparisonPage(TypedDict):
     lanes: list[Row]
     lanes_counts: str
     cost_band: float
-    counting: str
+    counting: list[str]  # what the counting replays changed: a sentence, then its items
     ratio_charts: list[Markup]
     series: list[SeriesTable]
     series_legend: str
@@ -401,7 +402,18 @@ def group_rows(m: Matrix) -> list[list[str]]:
     ]
 
 
-def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> ComparisonPage:
+def counting(record: RunJson, comparison: str, lane: CostLaneRecord | None) -> list[str]:
+    """What the comparison's counting replays changed (report/disclosure.py): the
+    sentence, then one item a line."""
+    lines = [
+        ln for ln in disclosure.markdown(disclosure.disclosure(lane, record, comparison)) if ln
+    ]
+    return [ln.removeprefix("- ").replace("`", "") for ln in lines]
+
+
+def comparison(
+    data: RunData, m: Matrix, v: RunVerdicts, lane: CostLaneRecord | None = None
+) -> ComparisonPage:
     colours = svg.column_colours(m.labels)
     found = v.for_comparison(m.comparison)
     return {
@@ -416,7 +428,7 @@ def comparison(data: RunData, m: Matrix, v: RunVerdicts) -> ComparisonPage:
         "lanes": lanes_rows(m, v),
         "lanes_counts": vt.lanes_counts(v, m.comparison),
         "cost_band": v.policy.cost_band,
-        "counting": vt.counting_note(_run(data), m.comparison).replace("`", ""),
+        "counting": counting(_run(data), m.comparison, lane) if v.cost is not None else [],
         "ratio_charts": ratio_charts(m, v),
         "series": changes.html_tables(m, v),
         "series_legend": changes.legend(m, v),
@@ -530,8 +542,10 @@ def render(
     ms: list[Matrix],
     v: RunVerdicts,
     calibration: Calibration | None = None,
+    lane: CostLaneRecord | None = None,
 ) -> str:
-    """The page; `calibration`: the host's, typed or as read (store/calibration.py)."""
+    """The page; `calibration`: the host's, `lane`: the run's cost/lane.json, typed or as
+    read (store/calibration.py, store/replays.py)."""
     record = _run(data)
     host = record.get("host", {})
     p = record["placement"]
@@ -551,7 +565,7 @@ def render(
             "`", ""
         ),
         "band": v.policy.band,
-        "comparisons": [comparison(data, m, v) for m in ms],
+        "comparisons": [comparison(data, m, v, lane) for m in ms],
         "failures": [
             [f["where"], f["type"], f["message"].splitlines()[0][:300] if f["message"] else ""]
             for f in record.get("failures", [])

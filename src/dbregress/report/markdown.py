@@ -8,10 +8,11 @@ from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
-from dbregress.report import changes, io_tables
+from dbregress.report import changes, disclosure, io_tables
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.explain import ExplainRecord
+from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 
@@ -116,7 +117,8 @@ def engine_stats(m: Matrix) -> list[str]:
     for s in m.steps:
         for lb in m.labels:
             cell = m.cell(lb, s)
-            if cell.engine:
+            # a SQL engine's engine_stats hold only its buffer counters: no row
+            if cell.engine and any(v is not None for v in cell.engine.values()):
                 rows.append([s, lb, *(fmt(cell.engine.get(mt.key), 2) for mt in ENGINE)])
     if not rows:
         return []
@@ -294,9 +296,11 @@ def render(
     calibration: Calibration | None = None,
     damaged: list[str] | None = None,
     explain: ExplainRecord | None = None,
+    lane: CostLaneRecord | None = None,
 ) -> str:
-    """report.md: run.json, the step results, the host's calibration and the run's
-    explanations come typed or as read (store/, explain/store.py)."""
+    """report.md: run.json, the step results, the host's calibration, the run's
+    explanations and its cost/lane.json (what the counting replays changed) come typed
+    or as read (store/, explain/store.py)."""
     parts = [header(record), [vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [
@@ -304,7 +308,7 @@ def render(
             throughput(m),
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
-            _counting(record, m, v),
+            _counting(record, m, v, lane),
             changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
@@ -324,19 +328,23 @@ def render(
     return _join([*parts, *extra])
 
 
-def _counting(record: RunJson, m: Matrix, v: RunVerdicts) -> list[str]:
+def _counting(record: RunJson, m: Matrix, v: RunVerdicts, lane: CostLaneRecord | None) -> list[str]:
+    """What the counting replays changed (report/disclosure.py), where a cost lane
+    judged the comparison."""
     if v.cost is None or len(m.labels) < 2:
         return []
-    return [vt.counting_note(record, m.comparison), ""]
+    return disclosure.markdown(disclosure.disclosure(lane, record, m.comparison))
 
 
-def summary_tables(record: RunJson, ms: list[Matrix], v: RunVerdicts) -> str:
-    """The short version printed at the end of `dbregress run` (run.json typed or as
-    read)."""
+def summary_tables(
+    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+) -> str:
+    """The short version printed at the end of `dbregress run` (run.json and cost/
+    lane.json typed or as read)."""
     parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
     for m in ms:
         parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
-        parts += [_counting(record, m, v)]
+        parts += [_counting(record, m, v, lane)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
     return _join([*parts, failures(record)])

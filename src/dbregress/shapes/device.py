@@ -20,8 +20,20 @@ class FioFiguresJson(TypedDict):
     job_runtime_ms: float
 
 
+class DeviceReadsJson(TypedDict):
+    """The device's read counters over a buffered fio run, from /proc/diskstats taken
+    just before and after it (collect/fio.py run_counted): what of fio's reads reached
+    the device (the rest came from the page cache)."""
+
+    reads: int  # read requests completed
+    read_bytes: int
+    read_ms: int  # milliseconds reads spent in the device (queued or served)
+
+
 class FioRun(TypedDict):
-    """One fio run: its figures, command and file, or (`error` alone) why it failed."""
+    """One fio run: its figures, command and file, or (`error` alone) why it failed.
+    `device_reads`: a buffered run's device counters over the run (absent for O_DIRECT
+    runs, whose every read is a device read, and in runs stored before it existed)."""
 
     error: NotRequired[str]
     at: NotRequired[str]
@@ -30,11 +42,14 @@ class FioRun(TypedDict):
     size_mb: NotRequired[int]
     runtime_s: NotRequired[int]
     figures: NotRequired[FioFiguresJson]
+    device_reads: NotRequired[DeviceReadsJson]
 
 
 class DeviceBaseline(TypedDict):
-    """A comparison's entry: the read pattern, the device, and the runs before and after;
-    `absent` says why there is no baseline."""
+    """A comparison's entry: the read pattern (the base column's), the device, and the
+    runs before and after; `absent` says why there is no baseline. `columns`: each
+    column's own kind of read (label -> O_DIRECT; None until its jobs have run), from the
+    settings its servers ran with (absent in runs stored before it existed)."""
 
     numjobs: int
     block_size: int | None
@@ -45,3 +60,4 @@ class DeviceBaseline(TypedDict):
     before: FioRun | None
     after: FioRun | None
     absent: str | None
+    columns: NotRequired[dict[str, bool | None]]
