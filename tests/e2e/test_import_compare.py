@@ -27,10 +27,23 @@ def test_import_report_compare_round_trip(tmp_path: Path) -> None:
     assert "| fillseq | ops | 323,326 |" in report.stdout  # the median of the three files
     assert (tmp_path / "results" / "this-year" / "report.md").is_file()
 
+    # the same files twice: fillseq is `same`, readrandom (three repeats, spread) is
+    # undecided, so a gate that judges it fails closed and names it
     out = dbregress(tmp_path, "compare", "last-year", "this-year", "--fail-on", "slower:time")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 2, out.stderr
     assert "| fillseq | B:v7 | 1.00 = [" in out.stdout
-    assert "fail-on slower:time: passed" in out.stderr
+    assert "db_bench/readrandom (B:v7, time): undecided" in out.stderr
+    let = dbregress(
+        tmp_path,
+        "compare",
+        "last-year",
+        "this-year",
+        "--fail-on",
+        "slower:time",
+        "--allow-undecided",
+    )
+    assert let.returncode == 0, let.stderr
+    assert "fail-on slower:time: passed with --allow-undecided" in let.stderr
     as_json = dbregress(tmp_path, "compare", "last-year", "this-year", "--format", "json")
     steps = json.loads(as_json.stdout)["comparisons"][0]["columns"][0]["steps"]
     assert [(s["step"], s["ratio"]) for s in steps] == [("fillseq", 1.0), ("readrandom", 1.0)]

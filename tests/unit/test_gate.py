@@ -313,3 +313,28 @@ def test_a_crashing_process_exits_3_not_1(tmp_path: Path) -> None:
     assert out.returncode == EXIT_CRASH, out.stderr
     assert "unexpected RuntimeError: injected" in out.stderr
     assert "Traceback" not in out.stderr  # one line; the traceback is in the log
+
+
+def test_a_lane_that_gave_no_verdict_counts_none_of_its_steps_decided(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The summary never calls a step decided that no verdict decided."""
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="same", s2="same"), {}, [])
+    off = {"planned": False, "why_not": "the lab file sets count = false"}
+    result = _judge(v, ("time", "cost"), lane=off)
+    assert result.judged == {"time": (3, 3), "cost": (0, 3)}
+    record = {**RECORD, "status": "ok", "cost_lane": off}
+    assert gate(v, "slower", record) == EXIT_UNJUDGED
+    err = capsys.readouterr().err
+    assert "time lane 3 of 3 decided, cost lane 0 of 3 decided" in err
+
+
+def test_allow_undecided_names_the_lane_or_run_it_let_through(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same", s1="same", s2="same"), {}, [])
+    record = {**RECORD, "status": "interrupted"}
+    assert gate(v, "slower:time", record, allow_undecided=True) == 0
+    err = capsys.readouterr().err
+    assert "let through, not decided: 1" in err
+    assert "  time lane: the run did not finish (status interrupted)" in err

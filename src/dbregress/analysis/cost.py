@@ -12,10 +12,15 @@ step's spread is measured, never assumed:
 - noise floor: each side's variance is at least s**2, where s is the largest of the
   run's own pooled within-build spread of that step (both sides' deviations from their
   own means, n + m - 2 degrees of freedom), the lab's A/A calibration spread of the step
-  and the step's spread in the history of the same method, when the caller gives them
-  (`calibration`, `history`: see `replay_noise`), half the gap between clusters when a
-  side's replays split in two (a two-state count's standard deviation is at most half
-  its gap), and MIN_SD;
+  and the step's spread in the history of the same counting method, build and step,
+  when the caller gives them (`calibration`, `history`: `Floors`, see `replay_noise`),
+  half the gap between clusters when a side's replays split in two (a two-state count's
+  standard deviation is at most half its gap), and MIN_SD; each verdict keeps which it
+  was and what the calibration and history gave (`CostComparison.floors`);
+- one method per figure: replays of one step counted by different methods
+  (method.count_key of their identities) or scopes (engine-calls, sessions, engine) are
+  never pooled: the step keeps the replays of one (`_methods`) and says how many it left
+  out and why (`CostComparison.left_out`);
 - clusters: a side whose sorted log counts have a gap of at least half the band and
   SPLIT_RATIO times the larger cluster's own range counts two states. Below `settled`
   (the lab's count_replays_max) replays on either side, the step is `undecided` and
@@ -44,9 +49,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from dbregress import method
 from dbregress.analysis import distributions, state, stats
 from dbregress.analysis.state import SideState
 from dbregress.lab import VerdictPolicy
@@ -70,6 +77,35 @@ FLOOR_SD = 0.001
 # Per count metric, per step ("comparison/step", or a bare step name for every
 # comparison): a standard deviation of log counts per replay, measured elsewhere.
 Noise = Mapping[str, Mapping[str, float]]
+# What a replay of a step was counted by: (method.count_key of its identity, its scope).
+Group = tuple[str | None, str | None]
+# The scopes a count can have, the most specific first (explain/jobs.py): the engine's
+# calls only, the sessions' processes or threads, the whole engine.
+SCOPES = ("engine-calls", "sessions", "engine")
+
+
+@dataclass(frozen=True)
+class Floors:
+    """One source of measured floors (the lab's A/A calibration, or the history): per
+    metric and step key a standard deviation of log counts, the runs that measured each
+    step key, and a note when there are none (why) or reading them failed. Step keys:
+    "comparison/step", a bare step name (every comparison), or "comparison/step@BUILD"
+    for one build (method.build_key): the history's are per build."""
+
+    noise: Noise = field(default_factory=dict)
+    runs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class FloorSeen:
+    """What one floor source gave a step: its sd (None: none for this step), the runs
+    that measured it, and the source's note."""
+
+    source: str  # "calibration" | "history"
+    sd: float | None
+    runs: tuple[str, ...] = ()
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -120,6 +156,10 @@ class CostComparison:
     background: tuple[float | None, float | None] = (None, None)  # est. cycles/op
     noise: float | None = None  # the sd of log counts each side's variance was floored at
     noise_from: str = ""  # which measurement gave it (run, calibration, history, ...)
+    # what the A/A calibration and the history gave this step (each a FloorSeen)
+    floors: tuple[FloorSeen, ...] = ()
+    # replays of the step left out: counted by another method or scope than those kept
+    left_out: str = ""
     # (base, column): the counted windows' engine state against the timed window's
     # (analysis/state.py); a side whose state differs makes the verdict `undecided`
     state: tuple[SideState | None, SideState | None] = (None, None)
@@ -252,16 +292,47 @@ def _test(
     return _Test(_welch(lx, ly, noise), noise, source, gap)
 
 
-def _known(
-    metric: str, key: Key, calibration: Noise | None, history: Noise | None
-) -> list[tuple[str, float]]:
-    out = []
-    for source, noise in (("the A/A calibration", calibration), ("history", history)):
-        by_step = (noise or {}).get(metric) or {}
-        sd = by_step.get(f"{key[0]}/{key[2]}", by_step.get(key[2]))
-        if sd is not None and math.isfinite(sd) and sd > 0:
-            out.append((source, float(sd)))
-    return out
+SOURCES = {"calibration": "the A/A calibration", "history": "history"}
+
+
+def _floors(given: Floors | Noise | None) -> Floors:
+    if given is None:
+        return Floors(note="not looked up: the caller gave none")
+    return given if isinstance(given, Floors) else Floors(given)
+
+
+def _seen(
+    metric: str, key: Key, builds: tuple[str | None, str | None], source: str, floors: Floors
+) -> FloorSeen:
+    """What one floor source holds for a step: the larger of its sides' builds' spreads
+    ("comparison/step@BUILD"), else the step's ("comparison/step", or the bare step)."""
+    by_step = floors.noise.get(metric) or {}
+    names = [f"{key[0]}/{key[2]}@{b}" for b in builds if b]
+    found = [(by_step[n], n) for n in names if _usable(by_step.get(n))]
+    if not found:
+        names = [f"{key[0]}/{key[2]}", key[2]]
+        found = [(by_step[n], n) for n in names[:1] if _usable(by_step.get(n))]
+        found = found or [(by_step[n], n) for n in names[1:] if _usable(by_step.get(n))]
+    if not found:
+        return FloorSeen(source, None, (), floors.note or "none for this step and its builds")
+    sd, name = max(found)
+    return FloorSeen(source, float(sd), tuple(floors.runs.get(name, ())), floors.note)
+
+
+def _usable(sd: float | None) -> bool:
+    return sd is not None and math.isfinite(sd) and sd > 0
+
+
+def _known(seen: Sequence[FloorSeen]) -> list[tuple[str, float]]:
+    return [(SOURCES[s.source], s.sd) for s in seen if s.sd is not None]
+
+
+def _builds(record: RunJson, key: Key) -> tuple[str | None, str | None]:
+    """The build keys (method.build_key) of a key's base and column."""
+    comp = next((c for c in record["comparisons"] if c["name"] == key[0]), None)
+    base = comp["labels"][0] if comp else ""
+    builds = record.get("builds") or {}
+    return method.build_key(builds.get(base)), method.build_key(builds.get(key[1]))
 
 
 def _judge(
@@ -273,6 +344,8 @@ def _judge(
     policy: VerdictPolicy,
     background: tuple[float | None, float | None],
     settled: int,
+    floors: tuple[FloorSeen, ...] = (),
+    left_out: str = "",
 ) -> CostComparison:
     band, alpha = policy.cost_band, policy.alpha
     spreads = (spread(x), spread(y))
@@ -303,6 +376,8 @@ def _judge(
             verdict, why = ("slower" if w.d > 0 else "faster"), f"{test}; {floor}"
         else:
             why = f"{test}; {tost} not inside ±{band:.0%}; {floor}"
+    if left_out:
+        why = f"{why}; {left_out}"
     return CostComparison(
         metric=metric,
         ratio=ratio,
@@ -317,6 +392,8 @@ def _judge(
         background=background,
         noise=t.noise if t is not None else None,
         noise_from=t.noise_from if t is not None else "",
+        floors=floors,
+        left_out=left_out,
     )
 
 
@@ -340,28 +417,119 @@ def compare_counts(
     return _judge(metric, xs, ys, adjusted, t, policy, (None, None), settled)
 
 
-def _cells(
+def group_of(replay: ReplayRecord, step: str) -> Group:
+    """What a replay's count of a step was made by: its method's count key and its
+    scope (None where the replay recorded none)."""
+    figures = replay["steps"].get(step)
+    scope = figures.get("scope") if figures else None
+    return method.count_key(replay.get("method_identity")), scope if scope else None
+
+
+def _grouped(
     replays: Iterable[ReplayRecord], metric: CostMetric
-) -> dict[tuple[str, str], list[float]]:
-    """(column, step) -> the metric per operation of each ok replay, in replay order."""
-    cells: dict[tuple[str, str], list[float]] = {}
+) -> dict[tuple[str, str], list[tuple[float, Group]]]:
+    """(column, step) -> the metric per operation of each ok replay with what counted
+    it, in replay order."""
+    cells: dict[tuple[str, str], list[tuple[float, Group]]] = {}
     for r in replays:
         if r.get("status") != "ok":
             continue
         for step, figures in r["steps"].items():
             v = value_of(figures["per_op"], metric)
             if v is not None and v > 0 and math.isfinite(v):
-                cells.setdefault((r["column"], step), []).append(v)
+                cells.setdefault((r["column"], step), []).append((v, group_of(r, step)))
     return cells
 
 
+def _cells(
+    replays: Iterable[ReplayRecord], metric: CostMetric
+) -> dict[tuple[str, str], list[float]]:
+    """(column, step) -> the metric per operation of each ok replay, in replay order."""
+    return {k: [v for v, _ in vs] for k, vs in _grouped(replays, metric).items()}
+
+
+def _describe(group: Group) -> str:
+    how, scope = group
+    return f"method {how or 'not recorded'}, scope {scope or 'not recorded'}"
+
+
+def choose_group(sides: Sequence[Sequence[Group]], mine: str | None) -> Group:
+    """The one (method, scope) kept of the groups that counted a step on each side (a
+    verdict's base and column, or every column of a series): the group with replays on
+    the most sides, then the run's own counting method `mine`, then the most replays,
+    then the most specific scope (SCOPES)."""
+    counts = Counter(g for side in sides for g in side)
+    return max(
+        counts,
+        key=lambda g: (
+            sum(g in side for side in sides),
+            g[0] == mine,
+            counts[g],
+            -SCOPES.index(g[1]) if g[1] in SCOPES else -len(SCOPES),
+        ),
+    )
+
+
+def groups_seen(replays: Iterable[ReplayRecord]) -> dict[tuple[str, str], list[Group]]:
+    """(column, step) -> what counted each ok replay of the step, in replay order."""
+    seen: dict[tuple[str, str], list[Group]] = {}
+    for r in replays:
+        if r.get("status") == "ok":
+            for step in r["steps"]:
+                seen.setdefault((r["column"], step), []).append(group_of(r, step))
+    return seen
+
+
+def _methods(record: RunJson, replays: list[ReplayRecord]) -> dict[Key, tuple[Group, str]]:
+    """Per key, the one (method, scope) whose replays it pools (`choose_group`), and a
+    note of the replays left out, where its base's and column's ok replays of the step
+    were not all counted alike; the rest are left out, never pooled with it."""
+    mine = method.count_key(record.get("method_identity"))
+    seen = groups_seen(replays)
+    out: dict[Key, tuple[Group, str]] = {}
+    for comp in record["comparisons"]:
+        base, *others = comp["labels"]
+        for label in others:
+            for step in {s for (c, s) in seen if c in (base, label)}:
+                x, y = seen.get((base, step), []), seen.get((label, step), [])
+                counts = Counter(x + y)
+                if len(counts) < 2:
+                    continue
+                kept = choose_group((x, y), mine)
+                gone = sum(n for g, n in counts.items() if g != kept)
+                others_seen = "; ".join(_describe(g) for g in counts if g != kept)
+                out[(comp["name"], label, step)] = (
+                    kept,
+                    f"{gone} replay(s) left out, counted another way ({others_seen}) than "
+                    f"those kept ({_describe(kept)}): replays of two methods or scopes are "
+                    "never pooled",
+                )
+    return out
+
+
+def keeps(methods: Mapping[Key, tuple[Group, str]]) -> state.Keep:
+    """Whether a replay's count of a key's step is one the key's verdict pools: of the
+    group `_methods` keeps, where it names one (analysis/state.py `sides`)."""
+
+    def keep(key: Key, replay: ReplayRecord) -> bool:
+        return key not in methods or group_of(replay, key[2]) == methods[key][0]
+
+    return keep
+
+
 def _samples(
-    record: RunJson, replays: list[ReplayRecord], metric: CostMetric
+    record: RunJson,
+    replays: list[ReplayRecord],
+    metric: CostMetric,
+    methods: Mapping[Key, tuple[Group, str]] | None = None,
 ) -> dict[Key, tuple[list[float], list[float], tuple[float | None, float | None]]]:
-    by_cell = _cells(replays, metric)
+    """Per key, the base's and the column's counts of the step (only those of the group
+    `methods` keeps, where it names one) and their background's means."""
+    methods = methods or {}
+    grouped = _grouped(replays, metric)
     bg: dict[tuple[str, str], list[float]] = {}
     steps: dict[str, list[str]] = {}
-    for column, step in by_cell:
+    for column, step in grouped:
         order = steps.setdefault(column, [])
         if step not in order:
             order.append(step)
@@ -379,9 +547,11 @@ def _samples(
             first = steps.get(base, [])
             names = first + [s for s in steps.get(label, []) if s not in first]
             for step in names:
-                out[(comp["name"], label, step)] = (
-                    by_cell.get((base, step), []),
-                    by_cell.get((label, step), []),
+                key = (comp["name"], label, step)
+                kept = methods[key][0] if key in methods else None
+                out[key] = (
+                    [v for v, g in grouped.get((base, step), []) if kept in (None, g)],
+                    [v for v, g in grouped.get((label, step), []) if kept in (None, g)],
                     (_mean(bg.get((base, step), [])), _mean(bg.get((label, step), []))),
                 )
     return out
@@ -393,24 +563,33 @@ def cost_verdicts(
     policy: VerdictPolicy | None = None,
     planned: int = 0,
     settled: int = 5,
-    calibration: Noise | None = None,
-    history: Noise | None = None,
+    calibration: Floors | Noise | None = None,
+    history: Floors | Noise | None = None,
 ) -> CostVerdicts | None:
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
     run has no counting replays. `settled` is the lab's count_replays_max; `calibration`
-    and `history` are measured spreads of the steps (metric -> step -> sd of log counts,
-    `replay_noise` computes them), each a floor of the step's noise when given. run.json
-    and the replays come typed or as read (store/run.py, store/replays.py)."""
+    and `history` are measured spreads of the steps (`Floors`, or their bare noise:
+    metric -> step key -> sd of log counts, `replay_noise` computes them), each a floor
+    of the step's noise when given. A step's replays counted by two methods or scopes
+    are not pooled (`_methods`). run.json and the replays come typed or as read
+    (store/run.py, store/replays.py)."""
     if not replays:
         return None
     if policy is None:
         policy = VerdictPolicy.of_record(record)
+    sources = {"calibration": _floors(calibration), "history": _floors(history)}
     metrics: dict[str, dict[Key, CostComparison]] = {}
-    states = state.sides(record, replays)
+    methods = _methods(record, replays)
+    # each side's state over the replays its verdict pools, not over those left out
+    states = state.sides(record, replays, policy.cost_band, keeps(methods))
     for metric in COST_METRICS:
-        samples = _samples(record, replays, metric)
+        samples = _samples(record, replays, metric, methods)
+        seen = {
+            k: tuple(_seen(metric.key, k, _builds(record, k), n, f) for n, f in sources.items())
+            for k in samples
+        }
         tests = {
-            k: _test(x, y, policy.cost_band, _known(metric.key, k, calibration, history))
+            k: _test(x, y, policy.cost_band, _known(seen[k]))
             for k, (x, y, _) in samples.items()
             if len(x) >= 2 and len(y) >= 2
         }
@@ -418,7 +597,18 @@ def cost_verdicts(
         adjusted = dict(zip(tests, stats.bh_adjusted(pvalues), strict=True))
         metrics[metric.key] = {
             k: state.withheld(
-                _judge(metric.key, x, y, adjusted.get(k), tests.get(k), policy, bg, settled),
+                _judge(
+                    metric.key,
+                    x,
+                    y,
+                    adjusted.get(k),
+                    tests.get(k),
+                    policy,
+                    bg,
+                    settled,
+                    seen[k],
+                    methods[k][1] if k in methods else "",
+                ),
                 states.get(k),
             )
             for k, (x, y, bg) in samples.items()
@@ -432,18 +622,22 @@ def replay_noise(
     """Measured spread of every step for `cost_verdicts`' calibration or history floors,
     from earlier runs' (record, replays): per metric and "comparison/step", the pooled
     within-build standard deviation of log counts, each run's column one group (one
-    build, one run). Give it an A/A calibration run of the lab, or the earlier runs of
-    the same method identity (same loadgen, windows and valgrind) whose steps match."""
+    build, one run; replays of one column counted by two methods or scopes are two
+    groups). Give it an A/A calibration run of the lab, or earlier runs of the same
+    counting method (method.count_key) whose steps match."""
     given = list(runs)
     out: dict[str, dict[str, float]] = {}
     for metric in COST_METRICS:
         groups: dict[str, list[list[float]]] = {}
         for record, replays in given:
-            cells = _cells(replays, metric)
+            cells: dict[tuple[str, str, Group], list[float]] = {}
+            for (column, step), values in _grouped(replays, metric).items():
+                for v, g in values:
+                    cells.setdefault((column, step, g), []).append(v)
             for comp in record["comparisons"]:
-                for (column, step), values in cells.items():
+                for (column, step, _), vs in cells.items():
                     if column in comp["labels"]:
-                        groups.setdefault(f"{comp['name']}/{step}", []).append(values)
+                        groups.setdefault(f"{comp['name']}/{step}", []).append(vs)
         found = {k: sd for k, g in groups.items() if (sd := pooled_log_sd(g)) is not None}
         if found:
             out[metric.key] = found

@@ -190,17 +190,19 @@ def judge(
         if unfinished:
             lane_level.append(Gap(lane, None, unfinished))
         steps: list[Gap] = []
+        silent = 0  # steps with no verdict where the lane's own gap says why for them all
         for key in keys:
             given = verdicts.qps.get(key) if lane == "time" else verdicts.cost_for(key)
             if given is None and lane in whole:
-                continue  # the lane's own gap says it for every step: no verdict at all
+                silent += 1
+                continue
             if lane == "time":
                 why = _time_gap(key, verdicts, record, failed)
             else:
                 why = _cost_gap(key, verdicts, cost_lane, replays or [])
             if why is not None:
                 steps.append(Gap(lane, key, why))
-        out.judged[lane] = (len(keys) - len(steps), len(keys))
+        out.judged[lane] = (len(keys) - len(steps) - silent, len(keys))
         if not keys and lane not in whole:
             lane_level.append(Gap(lane, None, "the lab has no step this lane judges"))
         if allow_undecided:

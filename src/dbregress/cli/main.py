@@ -98,8 +98,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         log = crash_log(args, e)
         first = (str(e).splitlines() or [""])[0]
         print(
-            f"Error: unexpected {type(e).__name__}: {first} (a bug in dbregress; "
-            f"traceback in {log})",
+            f"Error: unexpected {type(e).__name__}: {first} (a bug in dbregress, or input "
+            f"it does not check; traceback in {log})",
             file=sys.stderr,
         )
         return EXIT_CRASH

@@ -13,7 +13,7 @@ from typing import Any
 from dbregress import benchmarks
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.analysis.gate import Gap, Planned, Slower, held_steps, judge
+from dbregress.analysis.gate import Gap, GateResult, Planned, Slower, held_steps, judge
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
 from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
@@ -21,6 +21,7 @@ from dbregress.errors import DbregressError, LabError
 from dbregress.explain.store import load as load_explain
 from dbregress.lab import parse_lab
 from dbregress.report import exports, history_moves, html, json_report, markdown
+from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.calibration import load_calibration
@@ -95,6 +96,23 @@ def only_columns(data: RunData, columns: str) -> RunData:
     return data.only_columns(wanted)
 
 
+def run_verdicts(path: Path, data: RunData, lane: CostLaneRecord | None) -> RunVerdicts:
+    """Both lanes' verdicts of a run as read, with its change points."""
+    verdicts = compare_run(data.record, data.steps)
+    replays = load_replays(path)
+    cost = cost_verdicts(
+        data.record,
+        replays,
+        planned=(lane or {}).get("replays_per_column", 0),
+        settled=(lane or {}).get("replays_max", 5),
+        # floors of each step's noise, measured: its spread in the lab's A/A calibration
+        # and over the history's earlier counts of its build by this counting method
+        **history_moves.measured_floors(path, data.record, replays),
+    )
+    changes = run_changes(data.record, data.steps, replays)
+    return dataclasses.replace(verdicts, cost=cost, changes=changes)
+
+
 def write_report(
     path: Path, summary: bool = False, fmt: str = "md", columns: str | None = None
 ) -> tuple[str, RunVerdicts]:
@@ -104,24 +122,15 @@ def write_report(
     data = read_run(path)
     if columns:
         data = only_columns(data, columns)
-    verdicts = compare_run(data.record, data.steps)
-    lane = load_lane(path) or {}
-    replays = load_replays(path)
-    cost = cost_verdicts(
-        data.record,
-        replays,
-        planned=lane.get("replays_per_column", 0),
-        settled=lane.get("replays_max", 5),
-        # the step's spread over the lab's earlier runs of this method: a floor of its noise
-        history=history_moves.history_noise(path, data.record),
-    )
-    changes = run_changes(data.record, data.steps, replays)
-    verdicts = dataclasses.replace(verdicts, cost=cost, changes=changes)
+    stored_lane = load_lane(path)  # None: the cost lane did not finish (or never ran)
+    verdicts = run_verdicts(path, data, stored_lane)
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
     explain = load_explain(path)
-    full = markdown.render(data.record, m, verdicts, _results(data), cal, data.damaged, explain)
+    full = markdown.render(
+        data.record, m, verdicts, _results(data), cal, data.damaged, explain, lane=stored_lane
+    )
     moved = (
         [] if columns else history_moves.markdown(history_moves.against_history(path, data.record))
     )
@@ -129,8 +138,8 @@ def write_report(
         full = full.rstrip("\n") + "\n\n" + "\n".join(moved)
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
-    as_json = json_report.render(data.record, verdicts)
-    page = html.render(data, m, verdicts, cal) if not columns or fmt == "html" else ""
+    as_json = json_report.render(data.record, verdicts, stored_lane)
+    page = html.render(data, m, verdicts, cal, stored_lane) if not columns or fmt == "html" else ""
     if not columns:
         write_atomic(path / "report.md", full)
         write_json(path / "verdicts.json", as_json)
@@ -140,10 +149,10 @@ def write_report(
     if fmt == "html":
         return (page if columns else str(path / "report.html")), verdicts
     if fmt == "tsv":
-        return exports.tsv(data.record, m, verdicts), verdicts
+        return exports.tsv(data.record, m, verdicts, stored_lane), verdicts
     if fmt == "csv":
-        return exports.csv_text(data.record, m, verdicts).rstrip("\n"), verdicts
-    shown = markdown.summary_tables(data.record, m, verdicts) if summary else full
+        return exports.csv_text(data.record, m, verdicts, stored_lane).rstrip("\n"), verdicts
+    shown = markdown.summary_tables(data.record, m, verdicts, stored_lane) if summary else full
     if summary and moved:
         shown = shown.rstrip("\n") + "\n\n" + "\n".join(moved)
     where = (
@@ -195,9 +204,12 @@ def _ratio(s: Slower) -> str:
     return ratio + (f" [{s.ci[0]:.3f}, {s.ci[1]:.3f}]" if s.ci is not None else "")
 
 
-def _lines(gaps: list[Gap], verb: str) -> list[str]:
+def _lines(gaps: list[Gap], verb: str, lanes: bool) -> list[str]:
+    """One line per step (at most SHOWN), after one per lane-level gap when `lanes`
+    (the headline names those when the gate does not pass)."""
     steps = [g for g in gaps if g.key is not None]
-    out = [f"  {_step(g)}: {g.why}" for g in steps[:SHOWN]]
+    out = [f"  {g.lane} lane: {g.why}" for g in gaps if g.key is None and lanes]
+    out += [f"  {_step(g)}: {g.why}" for g in steps[:SHOWN]]
     if len(steps) > SHOWN:
         out.append(f"  and {len(steps) - SHOWN} more {verb} (verdicts.json has every step)")
     return out
@@ -234,6 +246,14 @@ def gate(
         replays,
         allow_undecided=allow_undecided,
     )
+    code, lines = summary_lines(result, fail_on)
+    print("\n".join(lines), file=sys.stderr)
+    return code
+
+
+def summary_lines(result: GateResult, fail_on: str) -> tuple[int, list[str]]:
+    """The gate's exit status and its summary: a headline, then a line per step (and per
+    lane-level gap the headline does not name)."""
     judged = ", ".join(f"{ln} lane {d} of {n} decided" for ln, (d, n) in result.judged.items())
     lines: list[str] = []
     if result.slower:
@@ -246,8 +266,8 @@ def gate(
     elif result.gaps:
         whole = [f"{g.lane} lane: {g.why}" for g in result.gaps if g.key is None]
         steps = [g for g in result.gaps if g.key is not None]
-        said = whole + ([f"{len(steps)} judged step(s) not decided ({judged})"] if steps else [])
-        lines.append(f"fail-on {fail_on}: NOT JUDGED, {'; '.join(said)}")
+        said = whole + ([f"{len(steps)} judged step(s) not decided"] if steps else [])
+        lines.append(f"fail-on {fail_on}: NOT JUDGED, {'; '.join(said)} ({judged})")
         code = EXIT_UNJUDGED
     else:
         lines.append(
@@ -260,17 +280,18 @@ def gate(
         code = EXIT_OK
     if code == EXIT_SLOWER and result.gaps:
         lines.append(f"  also not decided: {len(result.gaps)} (the gate could not pass either)")
-    lines += _lines(result.gaps if code != EXIT_OK else result.allowed, "not decided")
-    print("\n".join(lines), file=sys.stderr)
-    return code
+    if code == EXIT_OK:
+        lines += _lines(result.allowed, "let through", lanes=True)
+    else:
+        lines += _lines(result.gaps, "not decided", lanes=code == EXIT_SLOWER)
+    return code, lines
 
 
 def run(args: argparse.Namespace) -> int:
     path = resolve_run(args.run, args.results)
-    try:
-        text, verdicts = write_report(path, fmt=args.format, columns=args.columns)
-    except (KeyError, TypeError, ValueError) as e:
-        raise DbregressError(f"{path}: cannot build the report ({type(e).__name__}: {e})") from e
+    # an exception here is a bug or a run folder in a shape read_run does not check: it
+    # exits 3 with its traceback in a log (cli/main.py), never as "not judged"
+    text, verdicts = write_report(path, fmt=args.format, columns=args.columns)
     print(text)
     data = read_run(path)
     if args.columns:

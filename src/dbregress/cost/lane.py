@@ -33,8 +33,10 @@ from pathlib import Path
 from typing import cast
 
 from dbregress import benchmarks, method, provision
+from dbregress.analysis import state
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.benchmarks import insert
+from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import valgrind
 from dbregress.engines import process
 from dbregress.engines.registry import engine_class
@@ -43,8 +45,9 @@ from dbregress.execute import run_work_dir
 from dbregress.explain import jobs
 from dbregress.explain.explainer import Sizing, sizing_results, windows
 from dbregress.explain.jobs import Choice, ColumnJob
+from dbregress.explain.replay_changes import replay_changes
 from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import Column, Comparison, Lab
+from dbregress.lab import Column, Comparison, Lab, VerdictPolicy
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
 from dbregress.shapes.replay import (
@@ -234,6 +237,12 @@ class Lane:
 
     def run_lane(self) -> None:
         self._require()
+        if hook := hook_settings():
+            self.notify(
+                f"cost lane: test hook {TEST_SETTINGS_ENV} sets "
+                f"{', '.join(f'{k}={v}' for k, v in hook.items())} in every counting replay: "
+                "its engines are not the time lane's"
+            )
         started = time.monotonic()
         self._plan()
         todo = self._missing()
@@ -257,7 +266,13 @@ class Lane:
         with contextlib.suppress(OSError):  # left if a killed replay's files remain
             self.root.rmdir()
         took_s = round(time.monotonic() - started, 1)
-        replay_store.save_lane(self.run, lane_record(self.lab, self.workers, took_s, self.skipped))
+        record = lane_record(self.lab, self.workers, took_s, self.skipped)
+        # what the replays changed, as the reports disclose it (explain/replay_changes.py),
+        # from the columns as the replays ran them (a test hook's settings included)
+        record["replay_changes"] = replay_changes(
+            self.lab, LANE_SIZING, self.choices, self.builds, replay_column
+        )
+        replay_store.save_lane(self.run, record)
         index_into(
             self.run.parent, lambda h: h.index_run(self.run), self.notify, existing_only=True
         )
@@ -425,9 +440,8 @@ def count_replay(
             for s, c in choices.items()
             if c.index <= last
         }
-    job = ColumnJob(
-        lab, replay.comparison, replay.column, build, choices, work, out, pin=False, keep=False
-    )
+    column = replay_column(replay.column)  # the test hook's settings over its own; unpinned
+    job = ColumnJob(lab, replay.comparison, column, build, choices, work, out, False, False)
     t0 = time.monotonic()
     # Built in the order it is stored; complete (status, steps, took_s) once it ran.
     record = cast(
@@ -446,7 +460,7 @@ def count_replay(
         record["counts_only"] = sorted(replay.steps)
     try:
         found = jobs.count(job, lambda line: None)
-        steps = {s: _kept(f) for s, f in found.items()}
+        steps = {s: counted_step(f, lab, choices[s].plan, column) for s, f in found.items()}
         record["status"] = "ok"
         record["steps"] = steps
     except Exception as e:  # recorded: the other replays still run
@@ -462,6 +476,23 @@ def count_replay(
         shutil.rmtree(work, ignore_errors=True)
     record["took_s"] = round(time.monotonic() - t0, 1)
     return record
+
+
+def counted_step(figures: CountFigures, lab: Lab, plan: StepPlan, column: Column) -> ReplayStep:
+    """What a replay keeps of a counted window (_kept), with the step as counted
+    (`step_key`, of the column as counted: the test hook's settings too), the history
+    floor's key."""
+    step = _kept(figures, lab.verdict.cost_band)
+    step["spec"] = step_key(plan, column)
+    return step
+
+
+def step_key(plan: StepPlan, column: Column) -> str:
+    """The name of a step as this lane counts it (method.step_key): the plan's workload
+    and the column's engine configuration."""
+    workload = {"name": plan.name, "step": plan.step, **plan.section}
+    workload |= {"duration_s": plan.duration_s, "work": plan.work}
+    return method.step_key(workload, column.config, column.settings)
 
 
 def _before(order: list[str], step: str, wanted: set[str]) -> bool:
@@ -480,9 +511,11 @@ def warmed(choice: Choice) -> Choice:
     return dataclasses.replace(choice, warm_ops=min(choice.skip_ops, choice.ops))
 
 
-def _kept(figures: CountFigures) -> ReplayStep:
+def _kept(figures: CountFigures, band: float = VerdictPolicy.cost_band) -> ReplayStep:
     """What a replay keeps of a window's figures: KEPT's (those it has, in KEPT's
-    order), then the figures per operation."""
+    order), then the figures per operation; its engine state judged against the timed
+    window's with the tolerance its count gives at the cost band `band`
+    (analysis/state.py settle)."""
     given: Mapping[str, object] = figures
     out = cast(ReplayStep, {k: given[k] for k in KEPT if k in given})
     out["per_op"] = figures["per_op"]
@@ -490,7 +523,41 @@ def _kept(figures: CountFigures) -> ReplayStep:
         out["background_per_op"] = figures["background_per_op"]
     if "client_per_op" in figures:  # an embedded engine's
         out["client_per_op"] = figures["client_per_op"]
+    state.settle(cast(state.Counted, out), band)
     return out
+
+
+# A test hook, read by the counting replays only: settings over each column's in every
+# counting replay (never in the time lane), "name=value" pairs separated by commas, as a
+# column's `settings` in the lab file take them. It makes a replay's engine differ from
+# the one the time lane timed on purpose: a tiny `shared_buffers`, say, gives counted
+# windows a colder cache than the timed ones, which the state check must catch
+# (tests/e2e/test_cost_state.py). Never set it to measure anything.
+TEST_SETTINGS_ENV = "DBREGRESS_TEST_REPLAY_SETTINGS"
+
+
+def hook_settings() -> dict[str, str]:
+    """The test hook's settings (TEST_SETTINGS_ENV), {} when unset."""
+    raw = os.environ.get(TEST_SETTINGS_ENV, "").strip()
+    out = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, sep, value = part.partition("=")
+        if not sep or not name.strip() or not value.strip():
+            raise LabError(
+                f"{TEST_SETTINGS_ENV}: {part!r} is not name=value (pairs separated by commas, "
+                "e.g. shared_buffers=1MB); unset it to count the lab's own settings"
+            )
+        out[name.strip()] = value.strip()
+    return out
+
+
+def replay_column(column: Column) -> Column:
+    """The column as a counting replay runs it: with the test hook's settings over its
+    own (hook_settings)."""
+    extra = hook_settings()
+    if not extra:
+        return column
+    return dataclasses.replace(column, settings={**column.settings, **extra})
 
 
 def run_lane(run: Path, lab: Lab, notify: Notify, workers: int | None = None) -> None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 from typing import Final, Literal, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
-from dbregress.analysis.cost import COST_METRICS, CostComparison
+from dbregress.analysis.cost import COST_METRICS, CostComparison, FloorSeen
 from dbregress.analysis.metrics import Metric
 from dbregress.analysis.state import SideState
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.report import io_tables
+from dbregress.report import disclosure, io_tables
 from dbregress.report.verdict_tables import reading
 from dbregress.shapes import verdicts as shapes
-from dbregress.shapes.run import RunJson
+from dbregress.shapes.replay import CostLaneRecord
+from dbregress.shapes.run import ComparisonEntry, RunJson
 
 FORMAT_VERSION: Final = 1
 LANES: tuple[shapes.Lane, ...] = ("time", "cost")
@@ -70,8 +71,38 @@ def _count(c: CostComparison, unit: str) -> shapes.CountVerdict:
     }
 
 
+def _floor(seen: FloorSeen | None) -> shapes.FloorSource:
+    if seen is None:
+        return {"sd": None, "runs": [], "note": "not given"}
+    return {"sd": seen.sd, "runs": list(seen.runs), "note": seen.note or None}
+
+
+def _noise(c: CostComparison) -> shapes.Noise:
+    """The floor a step's verdict used and where it came from, and what each measured
+    floor (the lab's A/A calibration, the history) held for the step."""
+    seen = {s.source: s for s in c.floors}
+    return {
+        "sd": c.noise,
+        "from": c.noise_from or None,
+        "calibration": _floor(seen.get("calibration")),
+        "history": _floor(seen.get("history")),
+        "left_out": c.left_out or None,
+    }
+
+
 def _state(s: SideState | None) -> shapes.BaseState | None:
-    return None if s is None else {"counted": s.counted, "timed": s.timed, "mismatch": s.mismatch}
+    if s is None:
+        return None
+    return {
+        "counted": s.counted,
+        "timed": s.timed,
+        "mismatch": s.mismatch,
+        "kind": s.kind,
+        "counted_misses_per_op": s.counted_misses,
+        "timed_misses_per_op": s.timed_misses,
+        "tolerance_misses_per_op": s.tolerance,
+        "replays": s.replays,
+    }
 
 
 def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | None:
@@ -100,35 +131,47 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | Non
         "reading": reading(v.for_comparison(key[0]).get((key[1], key[2])), head) or None,
         "counts": counts,
         "background_estimated_cycles": background,
-        # the sd of log counts each side's variance was floored at, and what measured it
-        "noise": {"sd": head.noise, "from": head.noise_from or None},
-        # each side's counted windows against its timed window (RocksDB: block-cache
-        # data hit rate); a side whose state differs gets no verdict
+        # the sd of log counts each side's variance was floored at, what measured it, and
+        # what the A/A calibration and the history gave this step (with their runs)
+        "noise": _noise(head),
+        # each side's counted windows against its timed window (cache misses per
+        # operation, and the hit rate where the engine counts hits); a side further
+        # apart than its tolerance gets no verdict
         "state": {"base": _state(head.state[0]), "column": _state(head.state[1])},
     }
 
 
-def render(record: RunJson, v: RunVerdicts) -> shapes.Verdicts:
-    """verdicts.json of a run (run.json typed or as read: store/run.py)."""
-    comparisons: list[shapes.VerdictComparison] = []
-    for comp in record["comparisons"]:
-        name, (base, *others) = comp["name"], comp["labels"]
-        found = v.for_comparison(name)
-        steps = list(dict.fromkeys(step for (_, step) in found))
-        columns: list[shapes.VerdictColumn] = [
-            {
-                "label": label,
-                "steps": [
-                    _step(v, name, label, s, found[(label, s)])
-                    for s in steps
-                    if (label, s) in found
-                ],
-            }
-            for label in others
-        ]
-        comparisons.append(
-            {"name": name, "benchmark": comp["benchmark"], "base": base, "columns": columns}
-        )
+def _comparison(
+    record: RunJson, v: RunVerdicts, comp: ComparisonEntry, lane: CostLaneRecord | None
+) -> shapes.VerdictComparison:
+    """One comparison's verdicts, column by column, and what its counting replays
+    changed (report/disclosure.py; None without a cost lane)."""
+    name, (base, *others) = comp["name"], comp["labels"]
+    found = v.for_comparison(name)
+    steps = list(dict.fromkeys(step for (_, step) in found))
+    columns: list[shapes.VerdictColumn] = [
+        {
+            "label": label,
+            "steps": [
+                _step(v, name, label, s, found[(label, s)]) for s in steps if (label, s) in found
+            ],
+        }
+        for label in others
+    ]
+    changed = None if v.cost is None else disclosure.disclosure(lane, record, name).to_json()
+    return {
+        "name": name,
+        "benchmark": comp["benchmark"],
+        "base": base,
+        "columns": columns,
+        "counting_replays": changed,
+    }
+
+
+def render(record: RunJson, v: RunVerdicts, lane: CostLaneRecord | None = None) -> shapes.Verdicts:
+    """verdicts.json of a run (run.json and its cost/lane.json typed or as read:
+    store/run.py, store/replays.py)."""
+    comparisons = [_comparison(record, v, comp, lane) for comp in record["comparisons"]]
     out: shapes.Verdicts = {
         "format_version": FORMAT_VERSION,
         "run_id": record["run_id"],
@@ -153,8 +196,8 @@ def render(record: RunJson, v: RunVerdicts) -> shapes.Verdicts:
             "band": v.policy.cost_band,
             "replays_per_column": v.cost.replays,
             "method": "Welch t-test and interval on log counts per operation over counting "
-            "replays under valgrind (variance floored at 0.1%), Benjamini-Hochberg across the "
-            "lab, TOST equivalence; headline metric estimated cycles per operation",
+            "replays under valgrind (variance floored per step: its noise, at least 0.02%), "
+            "Benjamini-Hochberg across the lab, TOST equivalence; headline estimated cycles",
         },
         "comparisons": comparisons,
         "disturbed": [

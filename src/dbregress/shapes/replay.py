@@ -28,6 +28,9 @@ class ReplayStep(TypedDict):
     engine_state: NotRequired[EngineState]
     state_mismatch: NotRequired[str | None]
     per_op: dict[str, float]
+    # the step as counted (method.step_key): with the build and the counting method, the
+    # key of the history floor; absent in replays counted before it was recorded
+    spec: NotRequired[str]
     background_per_op: NotRequired[dict[str, float]]
     client_per_op: NotRequired[dict[str, float]]  # an embedded engine's
 
@@ -63,6 +66,46 @@ class CyclesModel(TypedDict):
     ram: int
 
 
+class ReplayWindow(TypedDict):
+    """A counted step's window as a column's replays were told it (prepare.Window):
+    `ops` Q calls counted after `skip_ops`, the last `warm_ops` of those instrumented;
+    `until_hit_rate`: it opens earlier, as soon as the engine's block cache hits this
+    often (None: it opens at skip_ops); paced writers at `q_per_s` per Q call."""
+
+    skip_ops: int
+    ops: int
+    warm_ops: int
+    q_per_s: float
+    until_hit_rate: float | None
+
+
+class StepChanges(TypedDict):
+    """What the counting replays change in one counted step: `adjustments` (lockstep,
+    settled, paced_on_query_thread) and each column's window."""
+
+    adjustments: list[str]
+    windows: dict[str, ReplayWindow]  # column label -> its window
+
+
+class ComparisonChanges(TypedDict):
+    """What the counting replays of one comparison changed: per column, the engine
+    settings they set that its own settings do not (the InnoDB buffer pool cap
+    included), what they hold off the windows; per counted step, its adjustments."""
+
+    settings: dict[str, dict[str, str]]
+    held: dict[str, str]
+    steps: dict[str, StepChanges]
+
+
+class ReplayChanges(TypedDict):
+    """cost/lane.json's `replay_changes` (explain/replay_changes.py): the counting-replay
+    profile, the lane's window sizing and each comparison's changes."""
+
+    profile: str
+    sizing: dict[str, float | int | bool | None]
+    comparisons: dict[str, ComparisonChanges]
+
+
 class CostLaneRecord(TypedDict, total=False):
     """cost/lane.json: how a run's cost lane counted (the lane writes every key; a lane
     an earlier dbregress stored may lack the later ones, so readers take each with a
@@ -80,4 +123,5 @@ class CostLaneRecord(TypedDict, total=False):
     cycles_model: CyclesModel  # cycles per miss at each cache level
     replay_settings: dict[str, dict[str, str]]  # engine family -> setting -> value
     lockstep_steps: list[str]
+    replay_changes: ReplayChanges  # what the replays changed, read by the reports
     skipped: dict[str, str]  # comparison/step -> why it was not counted

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
 from dbregress.shapes.method import MethodIdentity
+from dbregress.shapes.replay import ReplayWindow
 
 # A verdict's word: of the time and cost lanes (QPS: slower is worse; estimated cycles:
 # slower is more work), and of a per-operation metric, which says only which way it moved.
@@ -30,7 +31,11 @@ class BaselineFigures(TypedDict):
     latency_us: float
     user_us_per_read: float
     system_us_per_read: float
-    device_us: float
+    # per device read; None where none reached it or a buffered run's were not counted
+    device_us: float | None
+    device_flag: str | None  # why device_us is not usable (at or below zero, absent)
+    device_iops: float | None  # fio's device reads per second (iops with O_DIRECT)
+    page_cache_hit_rate: float | None  # a buffered run's share of reads the cache served
 
 
 class BaselineJson(TypedDict):
@@ -45,6 +50,7 @@ class BaselineJson(TypedDict):
     after: BaselineFigures | None
     drift: float | None
     absent: str | None
+    device_flag: str | None  # why the model has no device time (a run's is flagged)
 
 
 class IoRowJson(TypedDict):
@@ -55,20 +61,26 @@ class IoRowJson(TypedDict):
     reads_per_op: float
     kib_per_read: float
     read_iops: float
-    fio_iops: float
-    io_efficiency: float
-    predicted_io_efficiency: float
+    fio_iops: float  # fio's device reads per second
+    io_efficiency: float | None  # None: see no_efficiency
+    predicted_io_efficiency: float | None
     user_us_per_read: float
     system_us_per_read: float
     user_us_per_op: float
     system_us_per_op: float
-    device_us: float
-    predicted_us_per_op: float
+    device_us: float | None  # None: see device_flag
+    predicted_us_per_op: float | None
     measured_us_per_op: float
     timed_us_per_op: float | None
-    difference_us: float
-    difference_pct: float
+    difference_us: float | None
+    difference_pct: float | None
     own_read_share: float | None
+    buffered: bool
+    file_reads_per_op: float | None  # the engine's reads of its files (buffered reads)
+    page_cache_hit_rate: float | None  # the engine's: 1 - device reads / file reads
+    fio_page_cache_hit_rate: float | None
+    no_efficiency: str | None  # why io_efficiency is None
+    device_flag: str | None  # why device_us and the model's figures are None
 
 
 class AbsentItem(TypedDict):
@@ -141,25 +153,48 @@ class BackgroundEstimatedCycles(TypedDict):
     column: NotRequired[float | None]
 
 
+class FloorSource(TypedDict):
+    """What one measured floor (the A/A calibration, the history) held for a step: its
+    sd of log counts (None: none), the runs that measured it, and why there is none."""
+
+    sd: float | None
+    runs: list[str]
+    note: str | None
+
+
 Noise = TypedDict(
     "Noise",
     {
         "sd": NotRequired[float | None],
         "from": NotRequired[str | None],
+        "calibration": NotRequired[FloorSource],
+        "history": NotRequired[FloorSource],
+        # replays of the step left out: counted by another method or scope
+        "left_out": NotRequired[str | None],
     },
 )
 
 
 class BaseState(TypedDict):
-    counted: NotRequired[float | None]
+    counted: NotRequired[float | None]  # hit rate, mean over the replays
     timed: NotRequired[float | None]
     mismatch: NotRequired[str | None]
+    kind: NotRequired[str]  # rocksdb | postgres | innodb (analysis/state.py)
+    counted_misses_per_op: NotRequired[float | None]
+    timed_misses_per_op: NotRequired[float | None]
+    tolerance_misses_per_op: NotRequired[float | None]
+    replays: NotRequired[int]
 
 
 class ColumnState(TypedDict):
     counted: NotRequired[float | None]
     timed: NotRequired[float | None]
     mismatch: NotRequired[str | None]
+    kind: NotRequired[str]
+    counted_misses_per_op: NotRequired[float | None]
+    timed_misses_per_op: NotRequired[float | None]
+    tolerance_misses_per_op: NotRequired[float | None]
+    replays: NotRequired[int]
 
 
 class State(TypedDict):
@@ -202,11 +237,31 @@ class VerdictColumn(TypedDict):
     steps: list[StepVerdictJson]
 
 
+class CountingStep(TypedDict):
+    adjustments: list[str]  # lockstep, settled, paced_on_query_thread
+    windows: dict[str, ReplayWindow]  # column label -> its counted window
+
+
+class CountingReplays(TypedDict):
+    """What a comparison's counting replays changed, from cost/lane.json
+    (report/disclosure.py); `recorded` False with `note` saying what is missing."""
+
+    recorded: bool
+    profile: str | None
+    note: str | None
+    settings: dict[str, dict[str, str]]  # column label -> engine setting -> value
+    held: dict[str, str]  # column label -> what its replays hold off the windows
+    steps: dict[str, CountingStep]
+    lines: list[str]  # the same in words, as report.md gives them
+
+
 class VerdictComparison(TypedDict):
     name: str
     benchmark: NotRequired[str]
     base: str
     columns: list[VerdictColumn]
+    # the cost lane's replays: what they changed (None: the run has no counting replays)
+    counting_replays: NotRequired[CountingReplays | None]
 
 
 class Verdicts(TypedDict):
