@@ -72,6 +72,10 @@ def _fio(name: str, f: dict[str, float] | None) -> str:
     )
 
 
+def _num(value: float | None, width: int, spec: str = ".1f") -> str:
+    return f"{'-':>{width}}" if value is None else f"{value:{width}{spec}}"
+
+
 def report(run: Path, found: dict[str, Any]) -> list[str]:
     """Prints the figures; returns the checks that failed."""
     failed = []
@@ -96,24 +100,30 @@ def report(run: Path, found: dict[str, Any]) -> list[str]:
         )
         by_label = {}
         for r in section["rows"]:
+            if r["io_efficiency"] is None:  # not device work alike: said, never a figure
+                print(f"  {r['column']:<14} {r['step']:<11} no efficiency: {r['no_efficiency']}")
+                failed.append(f"{r['column']}: no IO efficiency ({r['no_efficiency']})")
+                continue
             by_label[r["column"]] = r
             print(
                 f"  {r['column']:<14} {r['step']:<11} {r['reads_per_op']:8.3f}  "
                 f"{r['read_iops']:9.0f}  {r['fio_iops']:8.0f}  {r['io_efficiency']:.3f}  "
-                f"{r['predicted_io_efficiency']:.3f}  {r['user_us_per_read']:7.1f}  "
-                f"{r['system_us_per_read']:6.1f}  {r['predicted_us_per_op']:9.1f}  "
-                f"{r['measured_us_per_op']:8.1f}  {r['difference_pct']:+.1f}%"
+                f"{_num(r['predicted_io_efficiency'], 5, '.3f')}  {r['user_us_per_read']:7.1f}  "
+                f"{r['system_us_per_read']:6.1f}  {_num(r['predicted_us_per_op'], 9)}  "
+                f"{r['measured_us_per_op']:8.1f}  {_num(r['difference_pct'], 5, '+.1f')}%"
             )
             if not 0 < r["io_efficiency"] < 1:
                 failed.append(f"{r['column']}: IO efficiency {r['io_efficiency']:.3f}")
             injected = r["column"].endswith("-cpu")
-            if not injected and abs(r["difference_pct"]) > 100 * WITHIN:
+            if r["difference_pct"] is None:  # a flagged device time: no prediction
+                failed.append(f"{r['column']}: the model gave no prediction")
+            elif not injected and abs(r["difference_pct"]) > 100 * WITHIN:
                 failed.append(f"{r['column']}: model off by {r['difference_pct']:+.1f}%")
         for a in section["absent"]:
             print(f"  absent: {a['step']} ({a['column'] or 'every column'}): {a['why']}")
         for label, r in by_label.items():
             plain = by_label.get(label.removesuffix("-cpu"))
-            if label.endswith("-cpu") and plain is not None:
+            if label.endswith("-cpu") and plain is not None and r["predicted_io_efficiency"]:
                 moved = r["io_efficiency"] / plain["io_efficiency"] - 1
                 model = r["predicted_io_efficiency"] / plain["predicted_io_efficiency"] - 1
                 print(
