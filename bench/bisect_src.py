@@ -1,6 +1,7 @@
 """Bisection to the commit on a real PostgreSQL tree, measured.
 
-    uv run python bench/bisect_src.py [--commits 32] [--bad-at 21] [--broken-at 24]
+    uv run python bench/bisect_src.py [--case plain|unbuildable|flavor] [--commits 32]
+                                      [--bad-at 21] [--kill-after 30]
                                       [--work /var/tmp/dbregress-bisect-src]
 
 Makes a git history on top of Debian's PostgreSQL 15 source (`make sources` unpacks it):
@@ -8,15 +9,25 @@ the tree as the first commit, then `--commits` - 1 commits. Most of them change 
 in a file every build compiles (so each commit is a new build, and ccache keeps it to
 the files that changed); the one at `--bad-at` adds a fixed amount of work to every
 query's path (a loop of volatile stores in exec_execute_message, which every prepared
-query of the Insert Benchmark's q-steps runs); the one at `--broken-at` leaves a syntax
-error that the next commit repairs. Then runs
+query of the Insert Benchmark's q-steps runs). Then runs
 
     dbregress bisect --src TREE FIRST LAST --step qp100 --lane cost
 
-at small sizes and checks what it printed: the first bad commit is the one at
-`--bad-at`, the broken commit was skipped and reported, and no more than about
-log2(commits) + 2 points were measured. Prints the path taken, each build's time (cold,
-then with ccache) and the whole wall time.
+at small sizes and checks what it printed, per case:
+
+- plain: the first bad commit is the one at `--bad-at`, named in at most log2(commits)
+  + 2 points, with a progress line per build (each "building" line before its build's
+  end); the bisection is killed (SIGKILL, the whole process group) `--kill-after`
+  seconds into its first build and resumed with `bisect --resume`.
+- unbuildable: the commit at `--bad-at` also leaves a line that does not compile, which
+  the next two keep and the one after repairs: the answer is "could be any of" those
+  three commits and the next, never a single commit.
+- flavor: a flavor whose configure fails on every commit (--with-blocksize=3, in a
+  --flavors file): the bisection stops with configure's error after its good end,
+  exit 2, having built nothing else.
+
+Prints the progress lines, the path taken, each build's time and the whole wall time;
+exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -34,8 +46,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEBIAN_SOURCES = Path(os.environ.get("DEBIAN_SOURCES", "/var/cache/dbregress/debian-src"))
+CACHE = Path(os.environ.get("DBREGRESS_CACHE", "/var/cache/dbregress"))
 # Compiled by every build, on no benchmark's path: where the harmless commits write.
 HARMLESS = "src/backend/utils/adt/misc.c"
+BROKEN = "this does not compile;\n"
 # Every execution of a prepared statement passes here once (the loadgen prepares the
 # Insert Benchmark's queries, so each is a Bind and an Execute message).
 HOT = "src/backend/tcop/postgres.c"
@@ -56,6 +70,7 @@ ENV = {
     "GIT_COMMITTER_NAME": "bench",
     "GIT_COMMITTER_EMAIL": "bench@dbregress",
 }
+UNBUILDABLE = 3  # the unbuildable case's run of commits that do not compile
 
 
 def git(repo: Path, *args: str) -> str:
@@ -69,7 +84,9 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_history(work: Path, commits: int, bad_at: int, broken_at: int) -> tuple[Path, list[str]]:
+def make_history(work: Path, commits: int, bad_at: int, broken: range) -> tuple[Path, list[str]]:
+    """The history; the commits in `broken` have a line that does not compile at the
+    top of the harmless file (the compiler's first error names the same line in each)."""
     trees = sorted(DEBIAN_SOURCES.glob("postgresql-15-*/configure"))
     if not trees:
         raise SystemExit(f"no PostgreSQL source under {DEBIAN_SOURCES}: run `make sources`")
@@ -80,92 +97,168 @@ def make_history(work: Path, commits: int, bad_at: int, broken_at: int) -> tuple
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "PostgreSQL 15 as Debian ships it")
     ids = [git(repo, "rev-parse", "HEAD")]
+    harmless = repo / HARMLESS
     for i in range(1, commits):
+        subject = f"misc.c: comment {i}"
         if i == bad_at:
             hot = repo / HOT
-            text = hot.read_text()
-            assert HOT_ANCHOR in text, f"{HOT} has no {HOT_ANCHOR!r}"
-            hot.write_text(text.replace(HOT_ANCHOR, HOT_ANCHOR + EXTRA_WORK, 1))
+            code = hot.read_text()
+            assert HOT_ANCHOR in code, f"{HOT} has no {HOT_ANCHOR!r}"
+            hot.write_text(code.replace(HOT_ANCHOR, HOT_ANCHOR + EXTRA_WORK, 1))
             subject = "exec_execute_message: more work per query"
-        elif i == broken_at:
-            with open(repo / HARMLESS, "a") as f:
-                f.write("\nthis does not compile\n")
-            subject = "misc.c: a change that does not compile"
-        else:
-            text = (repo / HARMLESS).read_text().replace("\nthis does not compile\n", "")
-            (repo / HARMLESS).write_text(text + f"\n/* bench commit {i} */\n")
-            subject = f"misc.c: comment {i}"
+        text = harmless.read_text().removeprefix(BROKEN)
+        if i in broken:
+            text = BROKEN + text
+            subject += " (does not compile)"
+        harmless.write_text(text + f"\n/* bench commit {i} */\n")
         git(repo, "commit", "-qam", subject)
         ids.append(git(repo, "rev-parse", "HEAD"))
     return repo, ids
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--commits", type=int, default=32)
-    ap.add_argument("--bad-at", type=int, default=21)
-    # On the search's path (with 32 commits and the change at 21 the bisection measures
-    # 16, 24, 20, 22, 21): commit 24 does not build, so it must be skipped and another
-    # commit between 16 and 31 measured instead.
-    ap.add_argument("--broken-at", type=int, default=24)
-    ap.add_argument("--work", type=Path, default=Path("/var/tmp/dbregress-bisect-src"))
-    args = ap.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    repo, ids = make_history(args.work, args.commits, args.bad_at, args.broken_at)
-    print(
-        f"tree {repo}: {len(ids)} commits; bad at {args.bad_at} ({ids[args.bad_at][:12]}), "
-        f"broken at {args.broken_at} ({ids[args.broken_at][:12]})",
-        flush=True,
-    )
-    results = args.work / "results"
-    cmd = [
-        "uv",
-        "run",
-        "dbregress",
-        "bisect",
-        "--src",
-        str(repo),
-        ids[0],
-        ids[-1],
-        "--step",
-        "qp100",
-        "--lane",
-        "cost",
-        "--replays",
-        "2",
-        "--results",
-        str(results),
-    ]
+def bisect_cmd(repo: Path, ids: list[str], results: Path, extra: list[str]) -> list[str]:
+    cmd = ["uv", "run", "dbregress", "bisect", "--src", str(repo), ids[0], ids[-1]]
+    cmd += ["--step", "qp100", "--lane", "cost", "--replays", "2", "--results", str(results)]
     for size in SIZES:
         cmd += ["--size", size]
+    return cmd + extra
+
+
+def run(cmd: list[str], kill_after: float | None, log: Path) -> tuple[int, str, str, bool]:
+    """The command (its stderr teed to the terminal and `log`), killed with its whole
+    process group `kill_after` seconds after its first build began, if given."""
     print("$ " + " ".join(cmd), flush=True)
-    t0 = time.monotonic()
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
-    wall = time.monotonic() - t0
-    sys.stderr.write(done.stderr[-4000:])
-    print(done.stdout)
-    print(f"wall time {wall:.0f} s, exit {done.returncode}")
-    builds = sorted(
-        p
-        for p in (
-            Path(os.environ.get("DBREGRESS_CACHE", "/var/cache/dbregress")) / "postgres"
-        ).glob("src-*/dbregress-build.json")
-    )
-    for spec_file in builds:
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True
+        )
+        killed, began = False, None
+        while proc.poll() is None:
+            time.sleep(1)
+            if kill_after is None or killed:
+                continue
+            if began is None and " building " in log.read_text():
+                began = time.monotonic()
+            if began is not None and time.monotonic() - began >= kill_after:
+                os.killpg(proc.pid, signal.SIGKILL)
+                killed = True
+        out = proc.stdout.read() if proc.stdout else ""
+        proc.wait()
+    text = log.read_text()
+    sys.stderr.write(text)
+    return proc.returncode, out, text, killed
+
+
+def build_times(repo: Path) -> list[str]:
+    lines = []
+    for spec_file in sorted((CACHE / "postgres").glob("src-*/dbregress-build.json")):
         spec = json.loads(spec_file.read_text())
         if str(repo) in spec.get("spec", ""):
             ref = re.search(r"#([0-9a-f]{12})", spec["spec"])
-            print(f"  build {ref.group(1) if ref else spec['spec']}: {spec['build_s']} s")
-    points = len(re.findall(r"^\| \S+ \| ", done.stdout, flags=re.M)) - 1
-    want = f"first bad commit: {ids[args.bad_at][:12]}"
-    ok = want in done.stdout and ids[args.broken_at] in done.stdout
-    limit = math.ceil(math.log2(args.commits)) + 2
-    print(
-        f"points measured: {points} (at most about {limit}); named the commit: "
-        f"{want in done.stdout}; broken commit skipped and reported: "
-        f"{ids[args.broken_at] in done.stdout}"
+            lines.append(f"  build {ref.group(1) if ref else spec['spec']}: {spec['build_s']} s")
+    return lines
+
+
+def progress_ok(err: str, killed: bool) -> bool:
+    """One "building" line per build, its end (built, skipping, or an end's error) said
+    before the next build begins; only a killed bisection's last build has no end."""
+    pending = None
+    for line in err.splitlines():
+        begun = re.search(r" building (?:the \w+ end )?\d+/\d+ ([0-9a-f]{12}) ", line)
+        if begun:
+            if pending is not None:
+                return False
+            pending = begun.group(1)
+        elif pending and re.search(rf"( built | skipping |^Error: the \w+ end .*){pending}", line):
+            pending = None
+    return pending is None or killed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--case", choices=("plain", "unbuildable", "flavor"), default="plain")
+    ap.add_argument("--commits", type=int, default=32)
+    ap.add_argument("--bad-at", type=int, default=21)
+    ap.add_argument(
+        "--kill-after",
+        type=float,
+        default=30.0,
+        help="plain: seconds into the first build to kill the bisection (0: never)",
     )
-    return 0 if ok and points <= limit + 1 else 1
+    ap.add_argument("--work", type=Path, default=Path("/var/tmp/dbregress-bisect-src"))
+    args = ap.parse_args()
+    work = args.work / args.case
+    work.mkdir(parents=True, exist_ok=True)
+    broken = (
+        range(args.bad_at, args.bad_at + UNBUILDABLE) if args.case == "unbuildable" else range(0)
+    )
+    repo, ids = make_history(work, args.commits, args.bad_at, broken)
+    print(
+        f"tree {repo}: {len(ids)} commits; bad at {args.bad_at} ({ids[args.bad_at][:12]})"
+        + (f"; not building: {broken.start}..{broken.stop - 1}" if broken else ""),
+        flush=True,
+    )
+    results = work / "results"
+    shutil.rmtree(results, ignore_errors=True)
+    extra: list[str] = []
+    if args.case == "flavor":
+        flavors = work / "flavors.toml"
+        flavors.write_text('[flavors.postgres.badblocks]\nconfigure = ["--with-blocksize=3"]\n')
+        extra = ["--flavor", "badblocks", "--flavors", str(flavors)]
+    t0 = time.monotonic()
+    kill = args.kill_after if args.case == "plain" and args.kill_after > 0 else None
+    code, out, err, killed = run(bisect_cmd(repo, ids, results, extra), kill, work / "stderr-1.log")
+    progress = progress_ok(err, killed)
+    if killed:
+        print(
+            f"killed (SIGKILL) {args.kill_after:.0f} s into the first build; resuming", flush=True
+        )
+        (root,) = results.glob("bisect-*")
+        resume = ["uv", "run", "dbregress", "bisect", "--resume", str(root)]
+        code, out, err2, _ = run(resume, None, work / "stderr-2.log")
+        progress = progress and progress_ok(err2, False)
+        err += err2
+    wall = time.monotonic() - t0
+    print(out)
+    print(f"wall time {wall:.0f} s, exit {code}")
+    print("\n".join(build_times(repo)))
+    building = len(re.findall(r" building ", err))
+    (root,) = results.glob("bisect-*")
+    state = json.loads((root / "bisect.json").read_text())
+    points = len(state["points"])
+    point_lines = len(re.findall(r" point \d+: (?:measuring |.*reusing run)", err))
+    checks = {
+        "a progress line per build": progress,
+        f"a progress line per point ({point_lines})": point_lines >= points,
+    }
+    if args.case == "plain":
+        limit = math.ceil(math.log2(args.commits)) + 2
+        checks[f"named {ids[args.bad_at][:12]}"] = (
+            code == 0 and f"first bad commit: {ids[args.bad_at][:12]}" in out
+        )
+        checks[f"{points} points <= log2({args.commits}) + 2 = {limit}"] = points <= limit
+        if kill is not None:
+            checks["killed in its first build, then resumed"] = killed
+    elif args.case == "unbuildable":
+        want = [ids[i] for i in range(broken.start, broken.stop + 1)]
+        checks["exit 0"] = code == 0
+        checks["never a single commit"] = "first bad commit:" not in out
+        checks["could be any of the 3 and the next"] = "could be any of these 4" in out and all(
+            f"  {c[:12]} " in out for c in want
+        )
+        checks["bisect.json: candidates"] = [
+            s.split("#")[1].split("+")[0] for s in state["candidates"]
+        ] == want
+    else:
+        checks["exit 2"] = code == 2
+        checks["stopped at the good end with configure's error"] = (
+            "the good end 1/" in err and "Invalid block size" in err
+        )
+        checks["no other build"] = building == 1 and points == 0
+    print(f"builds begun: {building}; points: {points}")
+    for what, ok in checks.items():
+        print(f"  {'ok  ' if ok else 'FAIL'} {what}")
+    return 0 if all(checks.values()) else 1
 
 
 if __name__ == "__main__":

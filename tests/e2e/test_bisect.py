@@ -39,6 +39,13 @@ def test_bisect_finds_the_first_bad_build_of_a_list(tmp_path: Path, workdir: Pat
         assert p["hi_vs_lo"]["word"] == "slower"  # 10.2 against 7.10, both counted
         assert (root / "runs" / p["run"] / "cost" / "lane.json").is_file()
     assert "| same |" in out.stdout and "| slower |" in out.stdout
+    # progress lines, off a terminal: the ends built first, then a line per build and
+    # per point
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("bisect [")]
+    assert "building the good end 1/5 rocksdb@7.10.2" in lines[0]
+    assert "building the bad end 5/5 rocksdb@10.2.1" in lines[2]
+    assert sum(" building " in ln for ln in lines) == 4  # b00 and b04, then b02 and b03
+    assert sum(": measuring " in ln for ln in lines) == 2
 
 
 def test_bisect_says_what_to_fix(tmp_path: Path, workdir: Path) -> None:
@@ -79,14 +86,16 @@ def test_ctrl_c_then_resume_reuses_every_finished_run(
     assert "dbregress bisect --resume" in err
     assert_no_process_mentions(str(workdir))
     (root,) = (tmp_path / "results").glob("bisect-*")
-    runs_before = sorted(p.name for p in (root / "runs").iterdir())
+    runs_before = sorted(p.name for p in (root / "runs").iterdir() if p.is_dir())
     assert len(runs_before) == 2  # the finished point's run and the interrupted one's
+    assert (root / "runs" / "history.sqlite").is_file()  # the bisection's own history
 
     out = dbregress("bisect", "--resume", "latest", cwd=tmp_path, workdir=workdir)
     assert out.returncode == 0, out.stderr
-    assert "reusing run" in out.stderr and "bisect: resuming" in out.stderr
+    assert "reusing run" in out.stderr and "resuming the interrupted run" in out.stderr
     assert "first bad build: rocksdb@10.2.1 (last good: rocksdb@7.10.2), slower" in out.stdout
-    assert sorted(p.name for p in (root / "runs").iterdir()) == runs_before  # no new run
+    again = sorted(p.name for p in (root / "runs").iterdir() if p.is_dir())
+    assert again == runs_before  # no new run
     record = json.loads((root / "bisect.json").read_text())
     assert [p["run"] for p in record["points"]] == runs_before
     assert record["current"] is None

@@ -1,6 +1,7 @@
 """A stopped bisection resumes from its bisect.json: measured points are reused, the
-interrupted point's run is resumed, and the path ends where an uninterrupted one does
-(simulated levels: no engines)."""
+interrupted point's run is resumed, skips are remembered, a bisection killed while
+building its ends resumes, and `--try` measures a skipped build once it builds
+(simulated builds and levels, as in test_bisect_rule.py: no engines)."""
 
 from __future__ import annotations
 
@@ -10,73 +11,178 @@ from typing import Any
 
 import pytest
 
-from dbregress import bisect
-from dbregress.bisect import BisectError, Bisection, BisectPoint, BisectRequest, Verdict, load_state
-from tests.unit.test_bisect_rule import word
+from dbregress.bisect import (
+    BisectError,
+    Bisection,
+    BisectPoint,
+    BisectRequest,
+    load_state,
+)
+from dbregress.errors import BuildNotFound, ProvisionError
+from tests.unit.test_bisect_rule import Fake, build_error, name, step_at
 
 LEVELS = [100.0] * 11 + [110.0] * 6  # the first bad build is the 12th of 17
 
 
 class Stop(Exception):
-    pass
+    """Ctrl-C, a crash or a kill in the middle of something."""
 
 
-def patched(monkeypatch: pytest.MonkeyPatch, stop_at: int | None, log: list[Any]) -> None:
-    builds = [f"rocksdb@1.{i}.0" for i in range(len(LEVELS))]
-    level = dict(zip(builds, LEVELS, strict=True))
+def stopping(monkeypatch: pytest.MonkeyPatch, fake: Fake, at: int, log: list[Any]) -> None:
+    """The fake's measuring layer, stopped in the middle of its `at`-th point (after it
+    recorded its run folder as the point being measured); `log` gets (mid, resumed)."""
+    measure = Bisection._measure
 
-    def measure(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
+    def measured(self: Bisection, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
         resumed = self.current is not None and self.current.get("mid") == mid
         self.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": f"r-{mid}"}
         self._save()
         log.append((mid, resumed))
-        if stop_at is not None and len(log) == stop_at:
-            raise Stop  # Ctrl-C in the middle of this point's run
+        if len(log) == at:
+            raise Stop
+        return measure(self, lo, mid, hi, attempt)
 
-        def v(a: str, b: str) -> Verdict:
-            return Verdict(word(level[a], level[b]), level[b] / level[a], (0.9, 1.1), "sim")
-
-        return BisectPoint(lo, mid, hi, f"r-{mid}", attempt, v(lo, mid), v(hi, mid), v(lo, hi), 1.0)
-
-    monkeypatch.setattr(bisect.provision, "fetch", lambda spec: None)
-    monkeypatch.setattr(bisect.provision.BuildSpec, "parse", staticmethod(lambda s: s))
-    monkeypatch.setattr(Bisection, "_measure", measure)
-    monkeypatch.setattr(Bisection, "check_step", lambda self: None)  # parses real specs
-
-
-def request() -> BisectRequest:
-    builds = tuple(f"rocksdb@1.{i}.0" for i in range(len(LEVELS)))
-    return BisectRequest(builds=builds, benchmark="kv", step="revrange", sizes={"keys": 1000})
+    monkeypatch.setattr(Bisection, "_measure", measured)
 
 
 def test_a_stopped_bisection_resumes_where_it_stopped(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    whole: list[Any] = []
-    patched(monkeypatch, None, whole)
-    straight = Bisection(request(), tmp_path / "straight", lambda _: None).run()
+    whole = Fake(LEVELS)
+    whole.install(monkeypatch)
+    straight = whole.bisection(tmp_path / "straight").run()
 
-    first: list[Any] = []
-    patched(monkeypatch, 3, first)
+    first = Fake(LEVELS)
+    first.install(monkeypatch)
+    log: list[Any] = []
+    stopping(monkeypatch, first, 3, log)
     with pytest.raises(Stop):
-        Bisection(request(), tmp_path / "b", lambda _: None).run()
-    req, points, _, current = load_state(tmp_path / "b")
-    assert req == request() and len(points) == 2
-    assert current is not None and current["mid"] == first[2][0]
+        first.bisection(tmp_path / "b").run()
+    saved = load_state(tmp_path / "b")
+    assert saved.request == BisectRequest(builds=first.builds, benchmark="kv", step="revrange")
+    assert len(saved.points) == 2
+    assert saved.current is not None and saved.current["mid"] == log[2][0]
 
-    again: list[Any] = []
-    patched(monkeypatch, None, again)
+    again = Fake(LEVELS)
+    again.install(monkeypatch)
+    log2: list[Any] = []
+    stopping(monkeypatch, again, 0, log2)
     lines: list[str] = []
     o = Bisection.resume(tmp_path / "b", lines.append).run()
     assert (o.first_bad, o.last_good) == (straight.first_bad, straight.last_good)
-    assert o.first_bad == "rocksdb@1.11.0"
+    assert o.first_bad == name(11)
     assert [p.mid for p in o.points] == [p.mid for p in straight.points]
     # the two finished points were reused, not measured; the interrupted one resumed
     assert sum("reusing run" in line for line in lines) == 2
-    assert again[0] == (first[2][0], True)
-    assert len(first) - 1 + len(again) == len(whole)
-    saved = json.loads((tmp_path / "b" / "bisect.json").read_text())
-    assert saved["first_bad"] == "rocksdb@1.11.0" and saved["current"] is None
+    assert log2[0] == (log[2][0], True)
+    assert len(log) - 1 + len(log2) == len(whole.measured)
+    saved_json = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert saved_json["first_bad"] == name(11) and saved_json["current"] is None
+
+
+def test_a_resumed_bisection_with_skips_takes_the_same_path(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    broken: dict[int, Exception] = {16: build_error(name(16)), 23: build_error(name(23))}
+    levels = step_at(32, 21)
+    whole = Fake(levels, broken)
+    whole.install(monkeypatch)
+    straight = whole.bisection(tmp_path / "straight").run()
+    assert set(straight.skipped) == {name(16), name(23)} and straight.first_bad == name(21)
+
+    first = Fake(levels, broken)
+    first.install(monkeypatch)
+    log: list[Any] = []
+    stopping(monkeypatch, first, len(whole.measured), log)  # the last point
+    with pytest.raises(Stop):
+        first.bisection(tmp_path / "b").run()
+    again = Fake(levels, broken)
+    again.install(monkeypatch)
+    o = Bisection.resume(tmp_path / "b", lambda _: None).run()
+    assert [p.mid for p in o.points] == [p.mid for p in straight.points]
+    assert again.measured == [whole.measured[-1]]  # only the interrupted point
+    # no skipped build is built again: the ends, and the interrupted point's mid
+    assert again.built == [name(0), name(31), whole.measured[-1]]
+    assert o.first_bad == straight.first_bad
+
+
+def test_a_bisection_killed_while_building_its_ends_resumes(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = Fake(step_at(9, 5))
+    fake.install(monkeypatch)
+
+    def killed(self: Bisection, build: str) -> None:
+        raise Stop  # the first minute: the good end is still compiling
+
+    monkeypatch.setattr(Bisection, "_fetch", killed)
+    with pytest.raises(Stop):
+        fake.bisection(tmp_path).run()
+    saved = load_state(tmp_path)  # written before the first build
+    assert saved.points == [] and saved.current is None
+    fake.install(monkeypatch)
+    o = Bisection.resume(tmp_path, lambda _: None).run()
+    assert o.first_bad == name(5)
+
+
+def test_try_measures_a_skipped_candidate_once_it_builds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    levels = step_at(32, 21)
+    broken: dict[int, Exception] = {j: build_error(name(j)) for j in (21, 22, 23)}
+    fake = Fake(levels, broken)
+    fake.install(monkeypatch)
+    o = fake.bisection(tmp_path).run()
+    assert o.candidates == [name(21), name(22), name(23), name(24)]
+    points = len(o.points)
+
+    # 22 still does not build: the answer stays "one of", and the try is used up
+    fake.built.clear()
+    b = Bisection.resume(tmp_path, lambda _: None)
+    assert b.add_try("b22-1.22.0") == name(22)
+    o = b.run()
+    assert o.candidates == [name(21), name(22), name(23), name(24)]
+    assert o.tries == [] and name(22) in fake.built and len(o.points) == points
+
+    # the user fixed the patch: 22 builds (slower), then 21 (slower): isolated
+    del fake.broken[22], fake.broken[21]
+    b = Bisection.resume(tmp_path, lambda _: None)
+    b.add_try(name(22))
+    b.add_try(name(21))
+    o = b.run()
+    assert o.first_bad == name(21) and o.candidates == [] and o.last_good == name(20)
+    assert [p.mid for p in o.points[-2:]] == [name(22), name(21)]
+    # resumed again: the tried points are reused, the answer the same
+    fake.measured.clear()
+    o = Bisection.resume(tmp_path, lambda _: None).run()
+    assert o.first_bad == name(21) and fake.measured == []
+
+
+def test_try_names_only_a_skipped_build(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = Fake(step_at(9, 4), {4: BuildNotFound("gone")})
+    fake.install(monkeypatch)
+    fake.bisection(tmp_path).run()
+    b = Bisection.resume(tmp_path, lambda _: None)
+    with pytest.raises(BisectError, match=r"--try rocksdb@1\.5\.0: is not one .*: rocksdb@1\.4\.0"):
+        b.add_try(name(5))
+    clean = Fake(step_at(9, 4))
+    clean.install(monkeypatch)
+    clean.bisection(tmp_path / "clean").run()
+    with pytest.raises(BisectError, match="skipped no build"):
+        Bisection.resume(tmp_path / "clean", lambda _: None).add_try(name(4))
+
+
+def test_a_common_failure_fixed_then_resumed_builds_those_builds_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    missing = ProvisionError("configure failed (exit 1): configure: error: bison not found")
+    fake = Fake(step_at(40, 13), dict.fromkeys(range(1, 39), missing))
+    fake.install(monkeypatch)
+    with pytest.raises(BisectError, match="bison not found"):
+        fake.bisection(tmp_path).run()
+    fake.broken.clear()  # bison installed
+    o = Bisection.resume(tmp_path, lambda _: None).run()
+    assert o.first_bad == name(13) and o.skipped == {}
 
 
 def test_resuming_something_else_says_what_to_give(tmp_path: Path) -> None:

@@ -18,10 +18,15 @@ from dbregress.bisect import (
     BisectRequest,
     Outcome,
     Size,
+    commit_of,
     commits_after,
+    read_flavor_file,
     registry_builds,
+    shown,
     source_builds,
 )
+from dbregress.bisect.builds import FlavorTables, check_flavor
+from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
 from dbregress.errors import Interrupted, LabError
 from dbregress.fleet.tls import scheduler_address, tls_dir
@@ -37,7 +42,9 @@ def add_parser(sub: Any) -> None:
         description="Measure the build halfway between a good and a bad one against both, "
         "narrow until two neighbours differ, and print the path taken and the first bad "
         "build. The builds are the registry's versions between GOOD and BAD (as `dbregress "
-        "versions` lists them), or --builds in your order. Every run is kept.",
+        "versions` lists them), --builds in your order, or --src commits. Both ends are "
+        "built first; a build that cannot be built is skipped, and when skipped builds "
+        "leave more than one candidate the answer lists them all. Every run is kept.",
     )
     _add_builds(p)
     _add_measure(p)
@@ -63,7 +70,19 @@ def _add_builds(p: argparse.ArgumentParser) -> None:
         "between the two adjacent releases (by their release tags in PATH)",
     )
     p.add_argument("--engine", default="postgres", help="with --src: the tree's engine")
-    p.add_argument("--flavor", default="rel", help="with --src: every build's flavor")
+    p.add_argument(
+        "--flavor",
+        default="rel",
+        help="with --src: every build's flavor (a shipped one, or one of --flavors)",
+    )
+    p.add_argument(
+        "--flavors",
+        metavar="FILE",
+        type=Path,
+        help="with --src: a TOML file of your own compile flavors, [flavors.FAMILY.NAME] "
+        "tables as a lab file writes them (docs/lab-file.md), e.g. one with a patch that "
+        "makes old commits build",
+    )
     p.add_argument(
         "--all-commits",
         action="store_true",
@@ -79,6 +98,15 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="continue a stopped bisection (its folder, or 'latest' under --results): the "
         "points it measured are reused, the interrupted run resumed; no other option needed",
+    )
+    p.add_argument(
+        "--try",
+        dest="tries",
+        action="append",
+        default=[],
+        metavar="BUILD",
+        help="with --resume: measure a build the bisection skipped (its commit id, spec or "
+        "label), once you have fixed what kept it from building; repeatable",
     )
     p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
     p.add_argument("--config", help="the config profile of every build (default: the engine's)")
@@ -134,13 +162,16 @@ class _Then(TypedDict, total=False):
 
 def request_of(args: argparse.Namespace) -> BisectRequest:
     then: _Then = {}
+    flavors: FlavorTables = read_flavor_file(args.flavors) if args.flavors else {}
+    if flavors and not args.src:
+        raise LabError("--flavors FILE is for source builds: give it with --src")
     if args.src and args.good and args.bad and "@" in args.good and "@" in args.bad:
         # releases first, then the commits between the adjacent two
         builds = registry_builds(args.good, args.bad)
         tree = Path(args.src).expanduser().resolve()
         engine = BuildSpec.parse(args.good).engine
         source.require_tree(engine, tree)
-        source.recipe(engine, args.flavor)  # an unknown flavor: now, not after phase one
+        check_flavor(engine, args.flavor, flavors)  # an unknown flavor: now, not after phase one
         then = {
             "then_src": str(tree),
             "then_flavor": args.flavor,
@@ -150,7 +181,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         if args.builds or not (args.good and args.bad):
             raise LabError("--src PATH takes two commits: dbregress bisect --src PATH GOOD BAD")
         builds = source_builds(
-            args.engine, args.src, args.good, args.bad, args.flavor, not args.all_commits
+            args.engine, args.src, args.good, args.bad, args.flavor, not args.all_commits, flavors
         )
     elif args.builds:
         if args.good or args.bad:
@@ -177,6 +208,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         lane=args.lane,
         sizes=_sizes(args.size),
         replays=args.replays,
+        flavors=flavors,
         **then,
     )
 
@@ -194,40 +226,39 @@ def render(o: Outcome) -> str:
         for build in (p.mid, p.lo, p.hi):
             then = then.replace(build, shown(build))
         lines.append(f"| {p.run} | {shown(p.mid)} | {shown(p.lo)} | {v.word} | {ratio} | {then} |")
-    for build, why in o.skipped.items():
-        lines.append(f"\nskipped {build}: {why}")
+    measured = {p.mid for p in o.points}
+    if o.skipped:
+        lines.append("")
+    order = {b: i for i, b in reversed(list(enumerate(o.builds)))}
+    for build in sorted(o.skipped, key=lambda b: order.get(b, len(order))):
+        why = o.skipped[build].removeprefix(f"{build}: ")
+        later = " (measured later, by --try)" if build in o.tries and build in measured else ""
+        lines.append(f"skipped {shown(build)}: {why}{later}")
     lines.append("")
     if o.first_bad:
         lines.append(f"first bad build: {o.first_bad} (last good: {o.last_good}), {o.direction}")
         commit = commit_of(o.first_bad)
         if commit is not None:
             lines.append(f"first bad commit: {commit}")
+    elif o.candidates:
+        lines += candidates(o)
     elif o.stopped:
         lines.append(f"stopped: {o.stopped}")
     return "\n".join(lines)
 
 
-def shown(spec: str) -> str:
-    """A build as the path's table shows it: a source build by its commit and flavor
-    (the tree is the same for all), any other by its spec."""
-    parsed = BuildSpec.parse(spec)
-    if not parsed.is_source:
-        return spec
-    src = source.SourceSpec.parse(parsed)
-    return f"{src.ref[:12] if src.ref else 'tree'}+{src.flavor}"
-
-
-def commit_of(spec: str) -> str | None:
-    """A source build's commit as `git log` shows it (id, author date, subject); None
-    for any other build."""
-    parsed = BuildSpec.parse(spec)
-    if not parsed.is_source:
-        return None
-    src = source.SourceSpec.parse(parsed)
-    if src.ref is None:
-        return None
-    subject, date = source.subject_and_date(src.path, src.ref)
-    return f"{src.ref[:12]} {subject} ({date})"
+def candidates(o: Outcome) -> list[str]:
+    """The answer when skipped builds leave more than one candidate: every one of them,
+    as `git bisect` says it, and never a single one."""
+    commits = [commit_of(b) for b in o.candidates]
+    what = "commit" if all(commits) else "build"
+    lines = [
+        f"the first bad {what} could be any of these {len(o.candidates)} ({o.direction} than "
+        f"the last good, {shown(o.last_good or '')}; the ones before the last could not be "
+        "built or started, so the measurements do not say which):"
+    ]
+    lines += [f"  {commit or build}" for build, commit in zip(o.candidates, commits, strict=True)]
+    return lines
 
 
 def resume_root(arg: str, results: Path) -> Path:
@@ -254,15 +285,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resume:
         given = [
-            o for o in ("good", "bad", "builds", "step", "benchmark", "config") if getattr(args, o)
+            o
+            for o in ("good", "bad", "builds", "step", "benchmark", "config", "flavors")
+            if getattr(args, o)
         ]
         if given:
             raise LabError(f"--resume takes the bisection's own request; drop {', '.join(given)}")
         root = resume_root(args.resume, args.results)
         interrupts.install()
         bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
+        if not (root / "commits" / "bisect.json").is_file():  # else the commits' phase's
+            _add_tries(bisection, args.tries)
         request = bisection.request
     else:
+        if args.tries:
+            raise LabError("--try retries a build a bisection skipped: give it with --resume DIR")
         if not args.step:
             raise LabError("give --step, the step to bisect (e.g. --step revrange)")
         request = request_of(args)
@@ -279,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
     commits = commits_after(request, outcome)
     if commits is not None:
         _commits(request, commits, root / "commits", notify, args)
-    return 0
+    return EXIT_OK
 
 
 def _phase(bisection: Bisection, resume_at: Path, what: str) -> Outcome:
@@ -293,7 +330,12 @@ def _phase(bisection: Bisection, resume_at: Path, what: str) -> Outcome:
             f"`dbregress bisect --resume {resume_at}`"
         ) from None
     print(render(outcome))
-    if outcome.stopped and outcome.direction is not None:
+    if outcome.candidates:
+        print(
+            f"\nto measure one of them once it builds: dbregress bisect --resume {resume_at} "
+            "--try ID"
+        )
+    if outcome.stopped and not outcome.ends_same:
         raise BisectError(f"the {what} stopped undecided; its runs are in {bisection.root}")
     return outcome
 
@@ -309,6 +351,7 @@ def _commits(
     releases, measured as the releases were (resumed when its folder holds a state)."""
     if (root / "bisect.json").is_file():
         bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
+        _add_tries(bisection, args.tries)
     else:
         follow = dataclasses.replace(request, builds=builds, then_src=None)
         bisection = Bisection(follow, root, notify, args.scheduler, args.tls)
@@ -320,3 +363,9 @@ def _commits(
     )
     print()
     return _phase(bisection, root.parent, "bisection of the commits")
+
+
+def _add_tries(bisection: Bisection, tries: list[str]) -> None:
+    for text in tries:
+        build = bisection.add_try(text)
+        print(f"bisect: --try {text}: {shown(build)} is measured at the end", file=sys.stderr)

@@ -1,0 +1,180 @@
+"""What a bisection is asked (BisectRequest), what each point found (BisectPoint and its
+Verdicts), what it concluded (Outcome), and bisect.json, where all of it is kept between
+a stop and a resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NotRequired, TypeAlias, TypedDict
+
+from dbregress.errors import DbregressError
+
+Notify = Callable[[str], None]
+
+LANES = ("cost", "time")
+BENCHMARKS = ("insert", "kv", "micro")
+ATTEMPTS = 3  # runs of one point at most (more replays or repeats each time)
+DIRECTIONS = ("slower", "faster")
+# A benchmark size as a lab file's [insert], [kv] or [micro] table holds it.
+Size: TypeAlias = int | float | str | list[str]
+
+
+class BisectError(DbregressError):
+    """A bisection that cannot start or cannot go on (said with where it stopped)."""
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    builds: tuple[str, ...]  # ordered build specs, good first, bad last
+    benchmark: str
+    step: str
+    config: str | None = None  # None: the engine's default profile
+    lane: str = "cost"
+    sizes: dict[str, Size] = field(default_factory=dict)
+    replays: int = 3  # counting replays per column at a point's first attempt
+    attempts: int = ATTEMPTS
+    # Releases, then commits: the source tree whose commits between the two adjacent
+    # releases the registry bisection ends on are bisected next (their release tags),
+    # in this flavor, first-parent unless all_commits.
+    then_src: str | None = None
+    then_flavor: str = "rel"
+    then_all_commits: bool = False
+    # The user's own compile flavors (--flavors FILE): family -> name -> the flavor's
+    # table as the lab file's [flavors.FAMILY.NAME] holds it, patch paths absolute (the
+    # patches are read again at every point, so a fixed patch is used from then on).
+    flavors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    word: str  # same | slower | faster | undecided
+    ratio: float | None
+    ci: tuple[float, float] | None
+    reason: str
+
+
+@dataclass
+class BisectPoint:
+    lo: str
+    mid: str
+    hi: str
+    run: str  # the run folder's name
+    attempt: int
+    mid_vs_lo: Verdict
+    mid_vs_hi: Verdict
+    hi_vs_lo: Verdict
+    took_s: float
+    decision: str = ""
+
+
+class VerdictJson(TypedDict):
+    """A Verdict as bisect.json stores it (a bisection of an earlier dbregress may lack
+    the reason)."""
+
+    word: str
+    ratio: float | None
+    ci: list[float] | None
+    reason: NotRequired[str]
+
+
+class BisectPointJson(TypedDict):
+    """A measured point as bisect.json stores it (asdict of a BisectPoint)."""
+
+    lo: str
+    mid: str
+    hi: str
+    run: str
+    attempt: int
+    mid_vs_lo: VerdictJson
+    mid_vs_hi: VerdictJson
+    hi_vs_lo: VerdictJson
+    took_s: NotRequired[float]
+    decision: NotRequired[str]
+
+
+class CurrentPoint(TypedDict):
+    """The point being measured, and its run folder, kept in bisect.json so that a
+    resumed bisection continues that run instead of starting the point over."""
+
+    lo: str
+    mid: str
+    hi: str
+    attempt: int
+    run: str
+
+
+@dataclass
+class Outcome:
+    builds: list[str]
+    direction: str | None = None
+    # The first bad build, only when the evidence isolates it: its neighbour before it
+    # in the list was measured and is good.
+    first_bad: str | None = None
+    last_good: str | None = None
+    # When builds that could not be built or started lie between the last good and the
+    # first bad measured build: the first bad build is one of these (those builds, then
+    # the first bad measured one), in list order; first_bad stays None.
+    candidates: list[str] = field(default_factory=list)
+    points: list[BisectPoint] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # build -> why (its first line)
+    tries: list[str] = field(default_factory=list)  # skipped builds to measure (--try)
+    stopped: str | None = None  # why it ended without an answer
+    ends_same: bool = False  # stopped: the ends are `same`, nothing to bisect (an answer)
+    took_s: float = 0.0
+
+
+@dataclass
+class Saved:
+    """A stopped bisection as its bisect.json has it."""
+
+    request: BisectRequest
+    points: list[BisectPoint]
+    skipped: dict[str, str]
+    tries: list[str]
+    current: CurrentPoint | None
+
+
+def _verdict_from(v: VerdictJson) -> Verdict:
+    pair = v.get("ci")
+    ci = (float(pair[0]), float(pair[1])) if pair is not None else None
+    return Verdict(str(v["word"]), v.get("ratio"), ci, str(v.get("reason", "")))
+
+
+def _point_from(d: BisectPointJson) -> BisectPoint:
+    return BisectPoint(
+        lo=str(d["lo"]),
+        mid=str(d["mid"]),
+        hi=str(d["hi"]),
+        run=str(d["run"]),
+        attempt=int(d["attempt"]),
+        mid_vs_lo=_verdict_from(d["mid_vs_lo"]),
+        mid_vs_hi=_verdict_from(d["mid_vs_hi"]),
+        hi_vs_lo=_verdict_from(d["hi_vs_lo"]),
+        took_s=float(d.get("took_s", 0.0)),
+        decision=str(d.get("decision", "")),
+    )
+
+
+def load_state(root: Path) -> Saved:
+    """A stopped bisection's request, measured points, skipped builds, builds to try
+    and the point it was measuring, from its bisect.json (as json.loads reads it: its
+    points and current point are taken as the shapes the bisection wrote, each field
+    converted where it is read)."""
+    path = root / "bisect.json"
+    try:
+        state = json.loads(path.read_text())
+        req = dict(state["request"])
+        req["builds"] = tuple(req["builds"])
+        request = BisectRequest(**req)
+        points = [_point_from(p) for p in state.get("points", [])]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BisectError(
+            f"{path}: not a bisection that can be resumed ({type(e).__name__}: {e}); "
+            "give the folder a `dbregress bisect` printed"
+        ) from None
+    skipped = {str(k): str(v) for k, v in (state.get("skipped") or {}).items()}
+    tries = [str(t) for t in state.get("tries") or []]
+    return Saved(request, points, skipped, tries, state.get("current"))
