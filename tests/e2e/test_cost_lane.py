@@ -83,6 +83,10 @@ def test_aa_cost_lane_is_same_and_in_every_report(tmp_path: Path, workdir: Path)
     # the gate names every step it could not judge, with why
     for step in FOUR:
         assert f"kv/{step} (b, time): undecided: " in both.stderr, both.stderr
+    time = dbregress("report", str(run), "--fail-on", "slower:time", cwd=tmp_path, workdir=workdir)
+    assert time.returncode == 2, time.stderr
+    assert "fail-on slower:time: NOT JUDGED" in time.stderr
+    assert all(f"kv/{step} (b, time): undecided: " in time.stderr for step in FOUR)
     run, _ = run_record(tmp_path)
     for label in ("a", "b"):
         for n in (1, 2, 3):
