@@ -8,22 +8,7 @@ from pathlib import Path
 
 from dbregress import prepare
 from dbregress.lab import load_lab
-
-LAB = """\
-name = "t"
-repeats = 2
-placement = { server = "0", client = "0" }
-[[column]]
-label = "a"
-build = "postgres@17.2.0"
-[[column]]
-label = "b"
-build = "postgres@17.2.0"
-[insert]
-load_rows = 1000
-write_rows = 100
-query_seconds = 1
-"""
+from tests.unit.test_gate import LAB  # a PostgreSQL insert lab of two columns
 
 
 def test_a_stop_under_valgrind_waits_three_minutes_at_most(tmp_path: Path) -> None:

@@ -176,23 +176,17 @@ def judge(
     whole = lane_gaps(verdicts, record)
     for lane in lanes:
         keys = _keys(record, planned.of(lane))
-        found = (
-            verdicts.qps if lane == "time" else verdicts.cost.headline() if verdicts.cost else {}
-        )
-        for key in keys:
-            c = found.get(key)
-            if c is not None and c.verdict == "slower":
-                out.slower.append(Slower(lane, key, c.ratio, c.ci))
-        lane_level: list[Gap] = []
-        if lane in whole:
-            lane_level.append(Gap(lane, None, whole[lane]))
+        # what blocks even with --allow-undecided: a lane that gave no verdict at all
+        blocking = [Gap(lane, None, whole[lane])] if lane in whole else []
+        if not keys and lane not in whole:
+            blocking.append(Gap(lane, None, "the lab has no step this lane judges"))
         unfinished = _lane_unfinished(lane, record, cost_lane)
-        if unfinished:
-            lane_level.append(Gap(lane, None, unfinished))
-        steps: list[Gap] = []
+        soft = [Gap(lane, None, unfinished)] if unfinished else []
         silent = 0  # steps with no verdict where the lane's own gap says why for them all
         for key in keys:
             given = verdicts.qps.get(key) if lane == "time" else verdicts.cost_for(key)
+            if given is not None and given.verdict == "slower":
+                out.slower.append(Slower(lane, key, given.ratio, given.ci))
             if given is None and lane in whole:
                 silent += 1
                 continue
@@ -201,13 +195,9 @@ def judge(
             else:
                 why = _cost_gap(key, verdicts, cost_lane, replays or [])
             if why is not None:
-                steps.append(Gap(lane, key, why))
-        out.judged[lane] = (len(keys) - len(steps) - silent, len(keys))
-        if not keys and lane not in whole:
-            lane_level.append(Gap(lane, None, "the lab has no step this lane judges"))
-        if allow_undecided:
-            out.gaps.extend(g for g in lane_level if g.why in whole.values())
-            out.allowed.extend([g for g in lane_level if g.why not in whole.values()] + steps)
-        else:
-            out.gaps.extend(lane_level + steps)
+                soft.append(Gap(lane, key, why))
+        steps = sum(g.key is not None for g in soft)
+        out.judged[lane] = (len(keys) - steps - silent, len(keys))
+        out.gaps.extend(blocking)
+        (out.allowed if allow_undecided else out.gaps).extend(soft)
     return out
