@@ -170,7 +170,7 @@ impl StepContext {
 
     /// A SQL engine's buffer counters now (none for a kv workload).
     fn buffer_snapshot(&self) -> Result<Option<EngineSnapshot>> {
-        if matches!(self.spec.workload, Workload::Kv(_)) {
+        if !self.is_sql() {
             return Ok(None);
         }
         let pids = self
@@ -192,12 +192,17 @@ impl StepContext {
     /// the caller's open, before its close) rather than outside (Driver's
     /// counters_read_inside): a SQL engine whose counters are a kernel file.
     pub fn counters_read_inside(&self) -> bool {
-        !matches!(self.spec.workload, Workload::Kv(_)) && self.driver.counters_read_inside()
+        self.is_sql() && self.driver.counters_read_inside()
     }
 
     /// An engine read at the end of the timed part, before the checks' statements run:
     /// a SQL engine's buffer counters (the checks count rows, reading pages).
     pub fn reads_state_at_stop(&self) -> bool {
+        self.is_sql()
+    }
+
+    /// A SQL workload (insert, micro): its engine's state is its buffer counters.
+    fn is_sql(&self) -> bool {
         !matches!(self.spec.workload, Workload::Kv(_))
     }
 
@@ -205,7 +210,10 @@ impl StepContext {
     /// (until_hit_rate); None without them (a read that fails is a probe skipped: the
     /// window then opens at its skip_ops).
     pub fn cache_counts(&self) -> Option<CacheCounts> {
-        let snap = self.engine_snapshot().ok()??;
+        // the embedded store only: this probe runs between Q calls, where a SQL
+        // engine's buffer counters (a statement, or /proc reads) have no place
+        let kv = self.driver.kv().filter(|_| !self.is_sql())?;
+        let snap = kv.snapshot().ok()?;
         let get = |k: &str| snap.counters.get(k).copied();
         Some((
             get(BLOCK_CACHE_DATA_HIT)?,

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from dbregress.configs import family_of
 from dbregress.records import JobId
 from dbregress.shapes.run import JobEntry, RunJson
 
@@ -165,7 +166,6 @@ class FioFigures:
 
 # -- each column's kind of read ----------------------------------------------------------
 
-MYSQL_FAMILY = ("mariadb", "mysql")
 TRUE = ("true", "1", "on", "yes")
 
 
@@ -177,7 +177,7 @@ def reads_direct(build: str, settings: Mapping[str, str]) -> bool | None:
     engine = build.partition("@")[0]
     if engine == "postgres":
         return False
-    if engine in MYSQL_FAMILY:
+    if family_of(engine) == "mysql":
         return "o_direct" in settings.get("innodb_flush_method", "").lower()
     if engine == "rocksdb":
         return settings.get("direct_io", "false").strip().lower() in TRUE

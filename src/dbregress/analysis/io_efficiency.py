@@ -42,6 +42,7 @@ from dbregress.analysis.fio_baseline import (
     column_modes,
     state_moves,
 )
+from dbregress.analysis.state import INNODB_READS, PG_READ_CALLS
 from dbregress.records import JobId
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
@@ -62,8 +63,8 @@ STATE_BAND = 0.05
 # measured window, by the counter the loadgen reads from it (its engine_stats).
 FILE_READS = {
     "rocksdb.": "rocksdb.sst.read.micros.count",  # every read of an SST file
-    "postgres.": "postgres.backend.read_calls",  # the sessions' backends' read calls
-    "innodb.": "innodb.buffer_pool_reads",  # pages InnoDB read into its buffer pool
+    "postgres.": PG_READ_CALLS,  # the sessions' backends' read calls
+    "innodb.": INNODB_READS,  # pages InnoDB read into its buffer pool
 }
 
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict, TypeVar, cast
 
+from dbregress.configs import family_of
 from dbregress.configs import mysql as mysql_configs
 from dbregress.lab import VerdictPolicy
 from dbregress.shapes.events import EngineStats
@@ -48,6 +49,7 @@ from dbregress.shapes.step_result import StepResultJson
 HITS = "rocksdb.block.cache.data.hit"
 MISSES = "rocksdb.block.cache.data.miss"
 PG_READ_BYTES = "postgres.backend.read_bytes"
+PG_READ_CALLS = "postgres.backend.read_calls"
 INNODB_REQUESTS = "innodb.buffer_pool_read_requests"
 INNODB_READS = "innodb.buffer_pool_reads"
 # PostgreSQL's block size (BLCKSZ) in the builds dbregress makes and fetches: a miss
@@ -278,7 +280,12 @@ def mismatch(
             "step recorded none, so the counted window has no timed state to be checked "
             "against"
         )
-    if mine is None or tol is None or abs(mine - theirs) <= tol:
+    if mine is None or tol is None:  # never read as "the states agree"
+        return (
+            f"engine state could not be checked ({what}): the counted windows have "
+            f"{'no misses per operation' if mine is None else 'no count to size a tolerance'}"
+        )
+    if abs(mine - theirs) <= tol:
         return None
     colder = "more" if mine > theirs else "fewer"
     return (
@@ -332,7 +339,7 @@ def engine_kind(record: RunJson, column: str) -> str | None:
     engine = entry["build"].partition("@")[0]
     if engine in ("postgres", "rocksdb"):
         return engine
-    if engine not in ("mysql", "mariadb"):
+    if family_of(engine) != "mysql":
         return None
     settings = dict(entry.get("settings") or {})
     for name, job in record.get("jobs", {}).items():  # as the engine applied them

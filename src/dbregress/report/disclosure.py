@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dbregress.configs import family_of
 from dbregress.shapes import verdicts as shapes
 from dbregress.shapes.replay import CostLaneRecord, ReplayWindow
 from dbregress.shapes.run import RunJson
@@ -161,7 +162,7 @@ def _earlier(lane: CostLaneRecord, record: RunJson, comparison: str) -> Disclosu
     families = lane.get("replay_settings") or {}
     settings = {}
     for label, engine in _columns(record, comparison):
-        family = "mysql" if engine in ("mariadb", "mysql") else engine
+        family = family_of(engine)
         settings[label] = dict(families.get(family, {}))
     lockstep = {s: ["lockstep"] for s in lane.get("lockstep_steps") or []}
     return Disclosure(comparison, False, EARLIER, settings=settings, steps=lockstep)
