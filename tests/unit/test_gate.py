@@ -22,7 +22,7 @@ from dbregress.cli.exits import EXIT_CRASH, EXIT_SLOWER, EXIT_UNJUDGED, TABLE
 from dbregress.cli.main import main
 from dbregress.cli.report import gate, planned_steps
 from dbregress.lab import VerdictPolicy, load_lab
-from dbregress.store.run import RunWriter, read_record
+from dbregress.store.run import RunData, RunWriter, read_record
 from tests.unit.test_cost_verdict import RECORD, replays
 
 LAB = """\
@@ -338,3 +338,32 @@ def test_allow_undecided_names_the_lane_or_run_it_let_through(
     err = capsys.readouterr().err
     assert "let through, not decided: 1" in err
     assert "  time lane: the run did not finish (status interrupted)" in err
+
+
+def test_a_step_in_common_the_base_never_measured_is_judged_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """compare's gate: a step both runs hold, failed in every base repeat, has no verdict;
+    it is judged (missing, with the error), not left out of what the gate judges."""
+    v = RunVerdicts(VerdictPolicy(), _time(s0="same"), {}, [])
+    failed = {
+        "column": "a",
+        "repeat": 1,
+        "step": "s1",
+        "status": "failed",
+        "error": {"type": "EngineError", "message": "server died"},
+    }
+    record = {**RECORD, "status": "ok"}
+    merged = RunData(tmp_path, record, {"a/r1": [failed]})  # type: ignore[arg-type]
+    assert gate(v, "slower:time", record, data=merged) == EXIT_UNJUDGED  # type: ignore[arg-type]
+    assert "c/s1 (b, time): not measured: a's step failed (server died)" in capsys.readouterr().err
+
+
+def test_a_comparison_its_lab_file_no_longer_names_is_judged_on_what_it_holds(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "lab.toml").write_text(LAB)  # names the comparison "insert" only
+    record = {"comparisons": [{"name": "insert", "labels": ["a", "b"]}, *RECORD["comparisons"]]}
+    v = RunVerdicts(VerdictPolicy(), _time(s0="undecided"), {}, [])
+    planned = planned_steps(tmp_path, record, v, [])  # type: ignore[arg-type]
+    assert planned.time["c"] == ["s0"] and "qp100" in planned.time["insert"]

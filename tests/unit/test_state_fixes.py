@@ -153,3 +153,11 @@ def test_a_series_pools_one_group_and_leaves_out_a_withheld_column() -> None:
     bare = [r for r in replays if r["column"] != "v1"]
     bare += [replay("v1", n, None, 300_000.0 + n) for n in (1, 2, 3)]
     assert cost_samples(series, bare, 0.01)[("c", "qp100")][0] == []
+
+
+def test_a_state_that_cannot_be_compared_is_never_read_as_agreeing() -> None:
+    timed_state = state.CacheState(None, 0.0, 100, "postgres")
+    assert state.mismatch("postgres", 0.0, timed_state, 0.1) is None  # compared: met
+    for mine, tol in ((None, 0.1), (0.0, None)):
+        why = state.mismatch("postgres", mine, timed_state, tol)
+        assert why is not None and why.startswith("engine state could not be checked")

@@ -330,4 +330,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_UNJUDGED
-    return gate(verdicts, args.fail_on, record, allow_undecided=args.allow_undecided)
+    # the merged run's results too: a step in common that the base never measured (it
+    # failed in every repeat) has no verdict, and is judged missing, not left out
+    merged = RunData(a.path, record, steps)
+    return gate(verdicts, args.fail_on, record, data=merged, allow_undecided=args.allow_undecided)

@@ -190,6 +190,10 @@ def planned_steps(
         time[comp.name] = reported
         counted = set(lab.count_steps)
         cost[comp.name] = [s for s in reported if not counted or s in counted]
+    # a comparison of the run that its lab file no longer names: the steps it holds
+    held = held_steps(record, verdicts, results)
+    for name in wanted - set(time):
+        time[name], cost[name] = held.time.get(name, []), held.cost.get(name, [])
     return Planned(time, cost)
 
 
