@@ -1,6 +1,6 @@
 """The lab file's own compile flavors for source builds, beside the shipped ones:
 
-    [flavors.mysql.rel_o3_clang]        # family: postgres or mysql (MariaDB, MySQL, ...)
+    [flavors.mysql.rel_o3_clang]        # family: postgres, mysql (MariaDB, MySQL, ...), rocksdb
     cc = "clang"
     cxx = "clang++"
     cflags = "-O3 -DNDEBUG"
@@ -61,10 +61,16 @@ def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
     for key in source.RECIPE_KEYS[family]:
         if key == "patches" or key not in r.data:
             continue
-        listed = key in ("configure", "cmake")
-        raw[key] = r.get(key, list if listed else str)
-        if listed and not all(isinstance(o, str) for o in raw[key]):
-            raise r.fail(key, "must be a list of strings")
+        if key in source.SWITCHES:
+            raw[key] = r.get(key, bool)
+            continue
+        if key in ("configure", "cmake"):
+            options = r.get(key, list)
+            if not all(isinstance(o, str) for o in options):
+                raise r.fail(key, "must be a list of strings")
+            raw[key] = options
+        else:
+            raw[key] = r.get(key, str)
     patches = r.get("patches", list, [])
     if patches:
         raw["patches"] = [_patch(r, i, p, base) for i, p in enumerate(patches)]

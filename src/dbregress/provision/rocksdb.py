@@ -120,7 +120,7 @@ def library_version(library: Path, spec: BuildSpec, fallback: str | None = None)
     return version
 
 
-def _build(spec: BuildSpec, library: Path, version: str, identity: dict[str, str]) -> Build:
+def make_build(spec: BuildSpec, library: Path, version: str, identity: dict[str, str]) -> Build:
     identity = {**identity, "library_version": version, "version_string": f"RocksDB {version}"}
     return Build(spec, library.parent, f"RocksDB {version}", identity, library, version)
 
@@ -169,7 +169,7 @@ def fetch_maven(spec: BuildSpec) -> Build:
         resolved, version, lambda jar, dest: unpack_jar(resolved, jar, dest)
     )
     library = final / identity.get("library", JAR_LIBRARY)
-    return _build(spec, library, identity["library_version"], identity)
+    return make_build(spec, library, identity["library_version"], identity)
 
 
 # -- this machine ---------------------------------------------------------------------
@@ -217,7 +217,7 @@ def fetch_system(spec: BuildSpec) -> Build:
     identity = {"source": "system", "path": str(library), "package": package}
     if packaged:
         identity["package_version"] = packaged
-    return _build(spec, library, version, identity)
+    return make_build(spec, library, version, identity)
 
 
 def user_library(spec: BuildSpec) -> Path:
@@ -237,7 +237,7 @@ def fetch_path(spec: BuildSpec) -> Build:
     library = user_library(spec)
     version = library_version(library, spec)
     identity = {"source": "path", "path": str(library), "sha256": maven.sha256(library)}
-    return _build(spec, library, version, identity)
+    return make_build(spec, library, version, identity)
 
 
 def fetch(spec: BuildSpec) -> Build:

@@ -1,0 +1,327 @@
+"""Building a source tree: `postgres@src:...`, `mariadb@src:...`, `mysql@src:...` and
+`rocksdb@src:...` (the package's docstring says what each names).
+
+The build runs out of tree (configure or cmake in a build directory of its own, `make`
+on every core, through ccache when it is installed, its cache kept beside the builds),
+installs with DESTDIR into a temporary directory and is renamed into the build cache
+under the key of key.py: a second request is a cache hit that runs no compiler, and a
+failed build leaves nothing under the key. Its output goes to a log file; a failure
+names the log and the first error line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.provision import Build, BuildSpec, mysql, rocksdb
+from dbregress.provision.cache import cache_root, install, make_dirs, read_spec
+from dbregress.provision.local import postgres_version
+from dbregress.provision.source import cmake, key, rocksdb_build, tree
+from dbregress.provision.source.recipes import Patch, Recipe, recipe, select_patches, tree_version
+from dbregress.provision.source.spec import FAMILY, SourceSpec, require_tree
+
+# PostgreSQL's configure options every flavor gets: no ICU and no NLS (fewer build
+# dependencies, neither on a benchmark's path).
+CONFIGURE_FIXED = ("--without-icu", "--disable-nls")
+# What a make passes down to the commands it runs (GNU make's manual, "Communicating
+# Options to a Sub-make"). Run from inside another make (`make test`, a user's
+# Makefile), PostgreSQL's make would see MAKELEVEL > 0 and skip generating its headers
+# (utils/errcodes.h, ...), which it does only at the top level.
+MAKE_VARIABLES = frozenset(
+    {"MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES", "MAKE_TERMOUT", "MAKE_TERMERR"}
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a build request resolves to before anything is built: the tree, the
+    recipe, the compilers, and the key made of them."""
+
+    spec: BuildSpec
+    src: SourceSpec
+    family: str
+    how: Recipe
+    cc: str
+    cxx: str
+    commit: str
+    subject: str
+    inputs: dict[str, Any]
+    key: str
+
+    @property
+    def final(self) -> Path:
+        return cache_root() / self.spec.engine / self.key
+
+
+def fixed_options(family: str) -> list[str]:
+    """The options every flavor of the family gets (part of the key)."""
+    if family == "postgres":
+        return list(CONFIGURE_FIXED)
+    if family == "rocksdb":
+        return list(rocksdb_build.FIXED_OPTIONS)
+    tables: dict[str, Mapping[cmake.Kind, tuple[str, ...]]] = {
+        "fixed": cmake.FIXED_OPTIONS,
+        "no_myrocks": cmake.NO_MYROCKS,
+        "myrocks": cmake.WITH_MYROCKS,
+        "mariadb_module_plugins": {"mariadb": cmake.MARIADB_MODULE_PLUGINS},
+    }
+    return [
+        f"{what} {kind}: {' '.join(opts)}"
+        for what, table in tables.items()
+        for kind, opts in sorted(table.items())
+    ]
+
+
+def plan(spec: BuildSpec) -> Plan:
+    """Resolve `spec` (checks the tree, the flavor, the compilers and the commit)."""
+    src = SourceSpec.parse(spec)
+    require_tree(spec.engine, src.path)
+    family = FAMILY[spec.engine]
+    if family == "rocksdb":
+        rocksdb_build.check_tree(src.path)  # a tree too old for its cmake: said now
+    # a lab's flavor travels as the JSON of its normalized recipe (lab_flavors)
+    how = cast(Recipe, json.loads(spec.recipe)) if spec.recipe else recipe(spec.engine, src.flavor)
+    compilers = {"cc": key.find_compiler(how.get("cc", ""), "CC", "gcc")}
+    if family != "postgres":
+        compilers["cxx"] = key.find_compiler(how.get("cxx", ""), "CXX", "g++")
+        cmake_tools(family)
+    commit, subject = "", ""
+    if src.ref is not None:
+        commit, subject = tree.resolve_commit(src.path, src.ref)
+        subs = tree.submodules_at(src.path, commit)
+        where: dict[str, Any] = {
+            "commit": commit,
+            "submodules": {s.path: s.commit for s in subs},
+        }
+    else:
+        where = {"digest": tree.tree_digest(src.path)}
+    inputs = key.inputs(
+        spec.engine, family, where, src.flavor, how, compilers, fixed_options(family)
+    )
+    return Plan(
+        spec,
+        src,
+        family,
+        how,
+        compilers["cc"],
+        compilers.get("cxx", ""),
+        commit,
+        subject,
+        inputs,
+        key.cache_key(inputs),
+    )
+
+
+def cmake_tools(family: str) -> None:
+    """What a cmake family's build needs beyond the compilers; BuildNotFound naming
+    the missing ones."""
+    needed = ("cmake", "bison") if family == "mysql" else ("cmake",)
+    missing = [tool for tool in needed if shutil.which(tool) is None]
+    if missing:
+        target = "mariadb-source" if family == "mysql" else "rocksdb-source"
+        raise BuildNotFound(
+            f"building {family} trees from source needs {', '.join(missing)} on PATH "
+            f"(apt-get install {' '.join(missing)}; `make {target}` installs them with the "
+            "libraries the build looks for)"
+        )
+
+
+def why(spec: BuildSpec) -> dict[str, Any]:
+    """What `fetch --why` prints: the key, whether it is built, and its inputs."""
+    p = plan(spec)
+    cached = read_spec(p.final) is not None
+    return {"key": p.key, "path": str(p.final), "cached": cached, "inputs": p.inputs}
+
+
+def fetch(spec: BuildSpec) -> Build:
+    """Build `spec` (or find it in the cache)."""
+    p = plan(spec)
+    final = p.final
+    hit = read_spec(final) is not None
+    record = install(final, lambda tmp: _build(p, tmp))
+    identity = {
+        "source": "src",
+        "tree": str(p.src.path),
+        "ref": p.src.ref or "",
+        "commit": p.commit,
+        "subject": p.subject,
+        "submodules": json.dumps(p.inputs["tree"].get("submodules", {}), sort_keys=True),
+        "tree_id": p.commit or "tree-" + str(p.inputs["tree"].get("digest", "")),
+        "flavor": p.src.flavor,
+        "recipe": json.dumps(p.how, sort_keys=True),
+        "compiler": p.inputs["compilers"]["cc"]["version"],
+        "cache_key": p.key,
+        "build_s": record.get("build_s", ""),
+        "ccache": record.get("ccache", ""),
+        "patches": record.get("patches", ""),
+        "cache_hit": "yes" if hit else "no",
+        "path": str(final),
+    }
+    if "cxx" in p.inputs["compilers"]:
+        identity["cxx_compiler"] = p.inputs["compilers"]["cxx"]["version"]
+    if p.family == "rocksdb":
+        library = rocksdb_build.installed_library(final)
+        # the library's own word first; else the version the tree's header stated
+        version = rocksdb.library_version(library, spec, fallback=record.get("version") or None)
+        return rocksdb.make_build(spec, library, version, identity)
+    version = _mysql_version(spec, final) if p.family == "mysql" else postgres_version(final)
+    identity["version_string"] = version
+    return Build(spec, final, version, identity)
+
+
+def _mysql_version(spec: BuildSpec, basedir: Path) -> str:
+    line, version = mysql.server_version(basedir, str(spec))
+    if spec.engine == "mariadb" and not version.is_mariadb:
+        raise BuildNotFound(
+            f"{spec}: the tree built {version}, not MariaDB ({line!r}); write mysql@src:..."
+        )
+    return line
+
+
+def _build(p: Plan, tmp: Path) -> dict[str, str]:
+    """Configure, compile and install the tree into `tmp` (to be renamed to the key's
+    directory), its key's inputs written beside it."""
+    final = p.final
+    work = cache_root() / p.spec.engine / "src-work" / final.name
+    shutil.rmtree(work, ignore_errors=True)
+    make_dirs(work)
+    logs = cache_root() / p.spec.engine / "logs"
+    make_dirs(logs)
+    log = logs / f"{final.name}.log"
+    log.write_text("")  # this attempt's output only: its error line is the one reported
+    started = time.monotonic()
+    ccache = shutil.which("ccache")
+    try:
+        src, chosen = _tree(p, work, log)
+        version = tree_version(p.spec.engine, src)
+        _compile(p, ccache, src, work, tmp, log)
+        staged = tmp / str(final).lstrip("/")
+        if staged.is_dir():  # make install with DESTDIR: the prefix's path under tmp
+            for entry in staged.iterdir():
+                entry.rename(tmp / entry.name)
+            shutil.rmtree(tmp / str(final).lstrip("/").split("/")[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (tmp / key.INPUTS_FILE).write_text(json.dumps(p.inputs, indent=2, sort_keys=True) + "\n")
+    return {
+        "spec": str(p.spec),
+        "source": "src",
+        "build_s": f"{time.monotonic() - started:.1f}",
+        "ccache": "yes" if ccache else "no",
+        "patches": ", ".join(Path(x["file"]).name for x in chosen),
+        "version": ".".join(map(str, version)) if version else "",
+        "log": str(log),
+    }
+
+
+def _tree(p: Plan, work: Path, log: Path) -> tuple[Path, list[Patch]]:
+    """The tree to build and the patches applied to it: the commit's files (and its
+    submodules') exported into `work`, or the user's tree itself, or a copy of it when
+    patches apply."""
+    src = p.src.path
+    if p.commit:
+        src = work / "src"
+        src.mkdir()
+        tree.export(p.src.path, p.commit, src)
+    chosen = select_patches(p.spec, p.how, src)
+    if chosen and not p.commit:  # patch a copy: the user's tree stays as it is
+        src = work / "src"
+        shutil.copytree(
+            p.src.path, src, symlinks=True, ignore=shutil.ignore_patterns(*tree.SKIP_DIRS)
+        )
+    for patch in chosen:
+        name = Path(patch["file"]).name
+        args = ["patch", "-p1", "--batch", "--forward", "-i", patch["file"]]
+        _step(f"patch {name}", args, src, dict(os.environ), log, p.spec)
+    return src, chosen
+
+
+def build_environment(work: Path, ccache: str | None) -> dict[str, str]:
+    """The environment of every build step: ours without a make's own variables, and
+    ccache's cache beside the builds. Its base directory is the work directory's
+    parent and the current directory is not hashed, so two builds of the same files in
+    different work directories share compiled objects (the debug info's directory
+    names are the first build's; nothing reads them after the work directory goes)."""
+    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
+    if ccache:
+        env["CCACHE_DIR"] = str(cache_root() / "ccache")
+        env["CCACHE_BASEDIR"] = str(work.parent)
+        env["CCACHE_NOHASHDIR"] = "1"
+    return env
+
+
+def _compile(p: Plan, ccache: str | None, src: Path, work: Path, tmp: Path, log: Path) -> None:
+    """The family's steps: configure or cmake, make on every core, install into tmp."""
+    build = work / "build"
+    build.mkdir()
+    env = build_environment(work, ccache)
+    jobs = os.cpu_count() or 1
+    steps: list[tuple[str, list[str], Path]]
+    if p.family == "rocksdb":
+        steps = rocksdb_build.build_steps(src, build, tmp, p.how, p.cc, p.cxx, ccache, jobs)
+    else:
+        if p.family == "mysql":
+            first = ("cmake", cmake.cmake_command(src, p.final, p.how, p.cc, p.cxx, ccache, env))
+        else:
+            env["CC"] = f"{ccache} {p.cc}" if ccache else p.cc
+            env["CFLAGS"] = p.how["cflags"]
+            if p.how["ldflags"]:
+                env["LDFLAGS"] = p.how["ldflags"]
+            configure = [str(src / "configure"), f"--prefix={p.final}", *CONFIGURE_FIXED]
+            first = ("configure", [*configure, *p.how.get("configure", [])])
+        steps = [
+            (first[0], first[1], build),
+            ("make", ["make", f"-j{jobs}"], build),
+            ("make install", ["make", "install", f"DESTDIR={tmp}"], build),
+        ]
+    with open(log, "a") as out:
+        out.write(f"# {p.spec}\n# key {p.key}\n")
+        out.write("".join(f"# {what}: {' '.join(args)}\n" for what, args, _ in steps))
+    for what, args, cwd in steps:
+        _step(what, args, cwd, env, log, p.spec)
+
+
+def _step(
+    what: str, args: list[str], cwd: Path, env: dict[str, str], log: Path, spec: BuildSpec
+) -> None:
+    with open(log, "a") as out:
+        out.write(f"\n# {what}\n")
+        out.flush()
+        done = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if done.returncode != 0:
+        raise ProvisionError(
+            f"{spec}: {what} failed (exit {done.returncode}): {last_error(log)}; "
+            f"the whole output is in {log}"
+        )
+
+
+def last_error(log: Path) -> str:
+    """The line of the log that says what went wrong: the first `error:` (configure's,
+    or the compiler's first, the cause of those after it) or cmake's first `CMake Error`
+    with its message, else the last line that mentions an error (make's `*** ... Error
+    2`), else the last line."""
+    lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("# ")]  # our own header lines
+    for i, line in enumerate(lines):
+        if line.startswith("CMake Error") and i + 1 < len(lines):
+            # cmake's message is on the lines after its `CMake Error at FILE:LINE`
+            return f"{line} {lines[i + 1]}"[-300:]
+        if "error:" in line.lower():
+            return line[-300:]
+    for line in lines:  # make's own reason: `*** No rule to make target ...`
+        if "*** " in line and not re.search(r"Error \d+|Waiting for unfinished", line):
+            return line[-300:]
+    for line in reversed(lines):
+        if "error" in line.lower():
+            return line[-300:]
+    return lines[-1][-300:] if lines else "no output"

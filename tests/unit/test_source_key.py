@@ -1,0 +1,119 @@
+"""A source build's cache key covers every input that changes what gets built: two
+requests that differ only in the C++ compiler, or only in an environment variable the
+build reads, or only in link flags, are different builds; a variable no build reads,
+or asking twice, is the same build. `fetch --why` prints the inputs without building."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbregress.provision import BuildSpec, source
+from tests.unit.test_source_build import make_cmake_tree, make_tree
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DBREGRESS_CACHE", str(tmp_path / "cache"))
+    for name in ("CC", "CXX", "PKG_CONFIG_PATH", "CFLAGS", "WITH_BOOST"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path / "cache"
+
+
+def wrapper(bin_dir: Path, name: str, real: str) -> Path:
+    """Another compiler: a script that runs `real` (another file, so another identity)."""
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(f'#!/bin/sh\nexec {real} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+def inputs(spec: str) -> dict[str, Any]:
+    out = source.why(BuildSpec.parse(spec))
+    assert out["cached"] is False
+    return dict(out)
+
+
+def test_another_cxx_is_another_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bin_dir = tmp_path / "bin"
+    line = "mysqld  Ver 10.11.99-MariaDB for debian-linux-gnu on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mariadb", bin_dir, line)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    spec = f"mariadb@src:{tree}+rel"
+    first = inputs(spec)
+    assert inputs(spec)["key"] == first["key"]  # asking twice: the same build
+    monkeypatch.setenv("CXX", str(wrapper(bin_dir, "my-g++", "g++")))
+    other = inputs(spec)
+    assert other["key"] != first["key"]
+    cxx = other["inputs"]["compilers"]["cxx"]
+    assert cxx["path"].endswith("my-g++") and cxx["sha256"]
+    assert other["inputs"]["compilers"]["cc"] == first["inputs"]["compilers"]["cc"]
+    assert other["inputs"]["environment"]["CXX"].endswith("my-g++")
+    # the tools the build runs are named with their versions
+    assert other["inputs"]["tools"]["cmake"] == "cmake version 3.99 (stand-in)"
+
+
+def test_an_environment_variable_the_build_reads_is_part_of_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = make_tree(tmp_path / "pg")
+    spec = f"postgres@src:{tree}+rel"
+    first = inputs(spec)
+    monkeypatch.setenv("DBREGRESS_UNRELATED", "x")  # read by no build: the same key
+    assert inputs(spec)["key"] == first["key"]
+    monkeypatch.setenv("PKG_CONFIG_PATH", str(tmp_path / "pc"))
+    other = inputs(spec)
+    assert other["key"] != first["key"]
+    assert other["inputs"]["environment"] == {"PKG_CONFIG_PATH": str(tmp_path / "pc")}
+    assert other["inputs"]["fixed_options"] == ["--without-icu", "--disable-nls"]
+
+
+def test_native_flavors_name_the_cpu_and_portable_ones_do_not(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "pg")
+    native = inputs(f"postgres@src:{tree}+rel_native_lto")["inputs"]
+    assert native["cpu"]["model"] is not None and len(native["cpu"]["flags_sha256"]) == 64
+    assert "cpu" not in inputs(f"postgres@src:{tree}+rel")["inputs"]
+
+
+def test_a_commit_names_its_id_and_a_tree_on_disk_its_digest(tmp_path: Path) -> None:
+    from tests.unit.test_source_build import git
+
+    tree = make_tree(tmp_path / "pg")
+    on_disk = inputs(f"postgres@src:{tree}")["inputs"]["tree"]
+    assert set(on_disk) == {"digest"}
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "one")
+    at = inputs(f"postgres@src:{tree}#HEAD")["inputs"]["tree"]
+    assert at == {"commit": git(tree, "rev-parse", "HEAD"), "submodules": {}}
+    (tree / "link").symlink_to("VERSION")  # a symlink is part of the tree
+    assert inputs(f"postgres@src:{tree}")["inputs"]["tree"] != on_disk
+
+
+def test_fetch_why_prints_the_inputs_and_builds_nothing(tmp_path: Path, cache: Path) -> None:
+    tree = make_tree(tmp_path / "pg")
+    done = subprocess.run(
+        [sys.executable, "-m", "dbregress.cli.main", "fetch", "--why", f"postgres@src:{tree}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (entry,) = json.loads(done.stdout).values()
+    assert entry["cached"] is False and entry["key"].startswith("src-tree-")
+    assert entry["inputs"]["recipe"]["cflags"].startswith("-O2")
+    assert not (cache / "postgres").exists() or not any((cache / "postgres").glob("src-*"))
+    bad = subprocess.run(
+        [sys.executable, "-m", "dbregress.cli.main", "fetch", "--why", "postgres@17.2.0"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2 and "--why is for source builds" in bad.stderr
