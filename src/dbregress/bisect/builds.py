@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -72,24 +73,36 @@ def source_builds(
     flavor: str,
     first_parent: bool = True,
     flavors: FlavorTables | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[str, ...]:
     """--src PATH GOOD BAD: a build spec per commit from good to bad, in order (each
-    built from the tree at that commit in `flavor` when the bisection measures it)."""
+    built from the tree at that commit in `flavor` when the bisection measures it).
+    When good is not an ancestor of bad (two release branches), the commits start at
+    their merge base, and `notes` gets the sentence that says so."""
     tree = Path(path).expanduser().resolve()
     source.require_tree(engine, tree)
     check_flavor(engine, flavor, flavors or {})
-    commits = source.commits_between(tree, good, bad, first_parent)
+    commits, note = source.commits_between(tree, good, bad, first_parent)
+    if note and notes is not None:
+        notes.append(note)
     return tuple(f"{engine}@src:{tree}#{c.id}+{flavor}" for c in commits)
+
+
+# Keys that make a TOML file a lab file rather than a file of flavors only.
+LAB_KEYS = ("name", "column", "comparison", "benchmark")
 
 
 def read_flavor_file(path: Path) -> FlavorTables:
     """--flavors FILE: [flavors.FAMILY.NAME] tables as a lab file writes them (checked
-    as a lab's are), with each patch's path made absolute (relative to FILE)."""
+    as a lab's are), with each patch's path made absolute (relative to FILE). FILE is a
+    file of such tables only (any other key is a mistake it names) or a lab file, whose
+    flavors are read and the rest left to `dbregress run`."""
     text, data = read_toml(path, "flavors file")
     top = TableReader(path, text, "", data)
     read_flavors(top)  # every error names the file, the line and the key
     top.get("flavors", dict, {})
-    top.reject_unknown()
+    if not any(k in data for k in LAB_KEYS):
+        top.reject_unknown()
     tables: FlavorTables = json.loads(json.dumps(data.get("flavors", {})))
     for names in tables.values():
         for table in names.values():
@@ -136,9 +149,12 @@ def spec_of(build: str, flavors: FlavorTables) -> provision.BuildSpec:
 
 
 # The tags a project gives its releases, per engine: PostgreSQL's REL_17_2 (REL9_6_10
-# before 10), MariaDB's mariadb-10.11.5, MySQL's mysql-8.0.28, RocksDB's v9.10.0.
+# before 10), MariaDB's mariadb-10.11.5, MySQL's mysql-8.0.28, Percona Server's
+# Percona-Server-8.0.28-19 (the version and a build number), FB MySQL's fb-mysql-8.0.28
+# (a branch of facebook/mysql-5.6 rather than a tag), RocksDB's v9.10.0.
 def release_tags(engine: str, version: str) -> list[str]:
-    """The tags release `version` may have in the engine's repository, likeliest first."""
+    """The tags release `version` may have in the engine's repository, likeliest first
+    (a tag may also carry a build number after them: see release_commit)."""
     parts = list(version_key(version.split("-")[0]))
     if not parts:
         return []
@@ -152,34 +168,81 @@ def release_tags(engine: str, version: str) -> list[str]:
     if engine == "mariadb":
         return [f"mariadb-{dotted}"]
     if engine == "mysql":
-        return [f"mysql-{dotted}", f"Percona-Server-{dotted}"]
+        # Oracle's tag first: Percona's and FB's trees merge Oracle's history, tags
+        # included, and a registry build is Oracle's release
+        return [f"mysql-{dotted}", f"Percona-Server-{dotted}", f"fb-mysql-{dotted}"]
     if engine == "rocksdb":
         return [f"v{dotted}", f"rocksdb-{dotted}"]
     return []
 
 
+# What may follow a release's tag name in a tag of that release: a build number
+# (Percona-Server-8.0.28-19; 5.6's read like Percona-Server-5.6.51-91.0).
+_BUILD_SUFFIX = re.compile(r"-(\d+(?:\.\d+)*)")
+
+
+def _tags(tree: Path, pattern: str) -> list[str]:
+    done = subprocess.run(
+        ["git", "-C", str(tree), "tag", "--list", pattern],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.split() if done.returncode == 0 else []
+
+
+def _with_build(tree: Path, tag: str) -> tuple[str | None, list[str]]:
+    """The tag `tag`-BUILD with the highest build number in the tree (None when there
+    is none), and the tags that begin with `tag` but go on otherwise (said when none
+    is found: a tag form this does not know)."""
+    builds: list[tuple[tuple[int, ...], str]] = []
+    other: list[str] = []
+    for name in _tags(tree, f"{tag}*"):
+        rest = name.removeprefix(tag)
+        if not rest:
+            continue
+        suffix = _BUILD_SUFFIX.fullmatch(rest)
+        if suffix:
+            builds.append((version_key(suffix.group(1)), name))
+        else:
+            other.append(name)
+    return (max(builds)[1] if builds else None), other
+
+
 def release_commit(engine: str, tree: Path, spec: str) -> str:
-    """The tag of a registry build's release in the git checkout at `tree`; BisectError
-    naming the tags tried when the tree has none of them."""
+    """The tag of a registry build's release in the git checkout at `tree`: one of
+    release_tags, or one of those with a build number after it (the highest build);
+    BisectError naming the tags tried when the tree has none of them."""
     version = provision.BuildSpec.parse(spec).version
     tried = release_tags(engine, version)
+    seen: list[str] = []
     for tag in tried:
         try:
             source.resolve_commit(tree, tag)
         except BuildNotFound:
-            continue
-        return tag
+            pass
+        else:
+            return tag
+        built, other = _with_build(tree, tag)
+        if built is not None:
+            return built
+        seen += other
+    near = f"; tags that begin so but do not end in a build number: {', '.join(seen[:6])}"
     raise BisectError(
         f"{spec}: no release tag for it in {tree} (tried {', '.join(tried) or 'none'}); "
+        f"nor one of those with a build number after it (TAG-N){near if seen else ''}; "
         f"bisect the commits yourself: dbregress bisect --src {tree} GOOD BAD"
     )
 
 
-def commits_after(request: BisectRequest, outcome: Outcome) -> tuple[str, ...] | None:
+def commits_after(
+    request: BisectRequest, outcome: Outcome, notes: list[str] | None = None
+) -> tuple[str, ...] | None:
     """Releases, then commits: the source builds between the two releases the registry
     bisection ended on (the last good one and the first bad one, or the last of the
     candidates when releases that could not be fetched lie between), or None when there
-    is no second phase."""
+    is no second phase. Releases on two branches start from their merge base (a note
+    in `notes` says so)."""
     bad = outcome.first_bad or (outcome.candidates[-1] if outcome.candidates else None)
     if not request.then_src or not bad or not outcome.last_good:
         return None
@@ -195,6 +258,7 @@ def commits_after(request: BisectRequest, outcome: Outcome) -> tuple[str, ...] |
         request.then_flavor,
         not request.then_all_commits,
         request.flavors,
+        notes,
     )
 
 

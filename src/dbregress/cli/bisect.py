@@ -77,11 +77,14 @@ def _add_builds(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--flavors",
+        "--lab",
+        dest="flavors",
         metavar="FILE",
         type=Path,
-        help="with --src: a TOML file of your own compile flavors, [flavors.FAMILY.NAME] "
-        "tables as a lab file writes them (docs/lab-file.md), e.g. one with a patch that "
-        "makes old commits build",
+        help="with --src: your own compile flavors, the [flavors.FAMILY.NAME] tables of a "
+        "lab file (give the lab file itself, or a file of those tables only; "
+        "docs/lab-file.md), e.g. one with patches by version range that make old "
+        "commits build; name one with --flavor",
     )
     p.add_argument(
         "--all-commits",
@@ -160,6 +163,24 @@ class _Then(TypedDict, total=False):
     then_all_commits: bool
 
 
+def _source_range(args: argparse.Namespace, flavors: FlavorTables) -> tuple[str, ...]:
+    """--src PATH GOOD BAD: the commits' builds; a range across branches is said."""
+    notes: list[str] = []
+    builds = source_builds(
+        args.engine,
+        args.src,
+        args.good,
+        args.bad,
+        args.flavor,
+        not args.all_commits,
+        flavors,
+        notes,
+    )
+    for note in notes:
+        print(f"bisect: {note}", file=sys.stderr)
+    return builds
+
+
 def request_of(args: argparse.Namespace) -> BisectRequest:
     then: _Then = {}
     flavors: FlavorTables = read_flavor_file(args.flavors) if args.flavors else {}
@@ -180,9 +201,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
     elif args.src:
         if args.builds or not (args.good and args.bad):
             raise LabError("--src PATH takes two commits: dbregress bisect --src PATH GOOD BAD")
-        builds = source_builds(
-            args.engine, args.src, args.good, args.bad, args.flavor, not args.all_commits, flavors
-        )
+        builds = _source_range(args, flavors)
     elif args.builds:
         if args.good or args.bad:
             raise LabError("give GOOD BAD or --builds, not both")
@@ -313,7 +332,10 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     outcome = _phase(bisection, root, "bisection")
-    commits = commits_after(request, outcome)
+    notes: list[str] = []
+    commits = commits_after(request, outcome, notes)
+    for note in notes:
+        print(f"bisect: {note}", file=sys.stderr)
     if commits is not None:
         _commits(request, commits, root / "commits", notify, args)
     return EXIT_OK
