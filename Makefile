@@ -29,12 +29,30 @@ APT_SRC_LIST := /etc/apt/sources.list.d/dbregress-src.sources
 # mariadb-source`, for bench/mariadb_src.py and `mariadb@src:` labs; not part of `make
 # test` (a cold MariaDB build takes tens of minutes on 2 vCPUs).
 MARIADB_SOURCE_PACKAGE := mariadb
-MARIADB_BUILD_PACKAGES := cmake libssl-dev libncurses-dev libpcre2-dev libfmt-dev
+MARIADB_BUILD_PACKAGES := cmake g++ libssl-dev libncurses-dev libpcre2-dev libfmt-dev \
+	libaio-dev libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
+# (libaio-dev: InnoDB's native asynchronous IO, as MariaDB's and Debian's builds have it;
+# the compression libraries: MyRocks, the `rel_myrocks` flavor.)
+# What a MySQL 8.0 or 8.4 tree (and Percona Server's, FB MySQL's) needs to build with
+# the MySQL options of source/cmake.py: `make mysql-source`. Debian packages no MySQL
+# source: give a checkout or a release tarball yourself (docs/engines.md).
+#   rpcsvc-proto  rpcgen, for Group Replication's XCom (cmake/rpc.cmake looks for it
+#                 even when the plugin is left out, in some 8.0 releases)
+#   libtirpc-dev  the RPC headers glibc no longer has (MySQL 8.0.11 release notes)
+#   libudev-dev   the bundled libfido2 needs it on Linux (cmake/fido2.cmake)
+#   pkg-config    cmake finds libtirpc with it (cmake/rpc.cmake)
+MYSQL_BUILD_PACKAGES := cmake g++ make bison pkg-config rpcsvc-proto libtirpc-dev \
+	libudev-dev libaio-dev libssl-dev libncurses-dev zlib1g-dev
+# Debian's RocksDB source tree (7.8.3 on Debian 12) and the compression libraries the
+# registry's RocksDB libraries carry: `make rocksdb-source`, for `rocksdb@src:` labs and
+# bench/rocksdb_src.py.
+ROCKSDB_SOURCE_PACKAGE := rocksdb
+ROCKSDB_BUILD_PACKAGES := cmake g++ libsnappy-dev liblz4-dev libzstd-dev libbz2-dev zlib1g-dev
 # One spelling of each, so that what `make setup` builds is what `make test` reuses.
 CLIPPY := cargo clippy --release --locked --all-targets --quiet -- -D warnings
 CARGO_TEST := cargo test --release --locked --quiet
 
-.PHONY: demo test unit install setup rust-targets uv python debian sources mariadb-source build tools builds schema lint rust-check pytest clean
+.PHONY: demo test unit install setup rust-targets uv python debian sources mariadb-source rocksdb-source mysql-source build tools builds schema lint rust-check pytest clean
 
 demo: install builds
 	$(UV) run dbregress run labs/quickstart.toml
@@ -81,15 +99,32 @@ sources: debian
 	fi
 	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(PG_SOURCE_PACKAGE)-*/ | sort -V | tail -1 | tr -d /)" $(PG_SOURCE_PACKAGE)
 
-mariadb-source: sources
-	@missing=""; for p in $(MARIADB_BUILD_PACKAGES); do \
+# A Debian source package unpacked under $(DEBIAN_SOURCES) with its build packages, and
+# a link named after the package to its newest tree: $(call debian-source,PACKAGE,PACKAGES).
+define debian-source
+	@missing=""; for p in $(2); do \
 		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then apt-get install -y -qq$$missing >/dev/null; fi
-	@if ! ls -d $(DEBIAN_SOURCES)/$(MARIADB_SOURCE_PACKAGE)-*/CMakeLists.txt >/dev/null 2>&1; then \
-		cd $(DEBIAN_SOURCES) && apt-get source -qq $(MARIADB_SOURCE_PACKAGE) >/dev/null 2>&1 && \
-		echo "unpacked $$(ls -d $(DEBIAN_SOURCES)/$(MARIADB_SOURCE_PACKAGE)-*/)"; \
+	@if ! ls -d $(DEBIAN_SOURCES)/$(1)-[0-9]*/CMakeLists.txt >/dev/null 2>&1; then \
+		cd $(DEBIAN_SOURCES) && apt-get source -qq $(1) >/dev/null 2>&1 && \
+		echo "unpacked $$(ls -d $(DEBIAN_SOURCES)/$(1)-[0-9]*/)"; \
 	fi
-	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(MARIADB_SOURCE_PACKAGE)-*/ | sort -V | tail -1 | tr -d /)" $(MARIADB_SOURCE_PACKAGE)
+	@cd $(DEBIAN_SOURCES) && ln -sfn "$$(ls -d $(1)-[0-9]*/ | sort -V | tail -1 | tr -d /)" $(1)
+endef
+
+mariadb-source: sources
+	$(call debian-source,$(MARIADB_SOURCE_PACKAGE),$(MARIADB_BUILD_PACKAGES))
+
+rocksdb-source: sources
+	$(call debian-source,$(ROCKSDB_SOURCE_PACKAGE),$(ROCKSDB_BUILD_PACKAGES))
+
+mysql-source: debian
+	@missing=""; for p in $(MYSQL_BUILD_PACKAGES); do \
+		dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get install -y -qq$$missing >/dev/null; fi
+	@echo "MySQL-family build packages installed. Debian has no MySQL source: give a"
+	@echo "checkout or tarball as mysql@src:/path[#REF][+FLAVOR]; an 8.0 tree without"
+	@echo "boost/ needs WITH_BOOST=/path/to/boost_1_77_0 (docs/engines.md, Boost)."
 
 build:
 	cargo build --release --locked --quiet
