@@ -1,6 +1,6 @@
 """Bisection to the commit on a real PostgreSQL tree, measured.
 
-    uv run python bench/bisect_src.py [--case plain|unbuildable|flavor] [--commits 32]
+    uv run python bench/bisect_src.py [--case plain|unbuildable|flavor|patched] [--commits 32]
                                       [--bad-at 21] [--kill-after 30]
                                       [--work /var/tmp/dbregress-bisect-src]
 
@@ -25,6 +25,11 @@ at small sizes and checks what it printed, per case:
 - flavor: a flavor whose configure fails on every commit (--with-blocksize=3, in a
   --flavors file): the bisection stops with configure's error after its good end,
   exit 2, having built nothing else.
+- patched: the history's first commits are PostgreSQL 15.18 with a line that today's
+  compiler refuses; the commit `--bad-at` - 4 says 15.19 (configure's PACKAGE_VERSION)
+  and repairs it. A lab file's flavor carries a patch for versions "<15.19" that
+  removes the line, and the bisection takes it with `--lab LAB --flavor fixold`: every
+  15.18 build applies the patch, no 15.19 build does, and the first bad commit is named.
 
 Prints the progress lines, the path taken, each build's time and the whole wall time;
 exits 1 when a check fails.
@@ -71,6 +76,27 @@ ENV = {
     "GIT_COMMITTER_EMAIL": "bench@dbregress",
 }
 UNBUILDABLE = 3  # the unbuildable case's run of commits that do not compile
+BUMP_BEFORE_BAD = 4  # patched: the version bump (and repair) this many commits before the bad one
+PATCHED_LAB = """# a lab whose flavor makes old commits build (bench/bisect_src.py, case patched)
+name = "patched"
+benchmark = "insert"
+
+[[column]]
+label = "tree"
+build = "postgres@src:{repo}+fixold"
+
+[flavors.postgres.fixold]
+cflags = "-O2 -g1"
+patches = [{{ file = "fix-old.patch", versions = "<15.19" }}]
+"""
+
+
+def fix_patch(repo: Path) -> str:
+    """A patch that removes the line that does not compile from the top of HARMLESS."""
+    lines = (repo / HARMLESS).read_text().splitlines(keepends=True)
+    assert lines[0] == BROKEN
+    context = "".join(" " + ln for ln in lines[1:4])
+    return f"--- a/{HARMLESS}\n+++ b/{HARMLESS}\n@@ -1,4 +1,3 @@\n-{BROKEN}{context}"
 
 
 def git(repo: Path, *args: str) -> str:
@@ -84,15 +110,20 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_history(work: Path, commits: int, bad_at: int, broken: range) -> tuple[Path, list[str]]:
+def make_history(
+    work: Path, commits: int, bad_at: int, broken: range, bump: int = 0
+) -> tuple[Path, list[str]]:
     """The history; the commits in `broken` have a line that does not compile at the
-    top of the harmless file (the compiler's first error names the same line in each)."""
+    top of the harmless file (the compiler's first error names the same line in each);
+    the commit `bump`, if any, changes configure's version to 15.19."""
     trees = sorted(DEBIAN_SOURCES.glob("postgresql-15-*/configure"))
     if not trees:
         raise SystemExit(f"no PostgreSQL source under {DEBIAN_SOURCES}: run `make sources`")
     repo = work / "postgresql"
     shutil.rmtree(repo, ignore_errors=True)
     shutil.copytree(trees[-1].parent, repo, symlinks=True)
+    if 0 in broken:  # the first commit too: an old tree today's compiler refuses
+        (repo / HARMLESS).write_text(BROKEN + (repo / HARMLESS).read_text())
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "PostgreSQL 15 as Debian ships it")
@@ -100,6 +131,13 @@ def make_history(work: Path, commits: int, bad_at: int, broken: range) -> tuple[
     harmless = repo / HARMLESS
     for i in range(1, commits):
         subject = f"misc.c: comment {i}"
+        if i == bump:
+            configure = repo / "configure"
+            text = configure.read_text()
+            configure.write_text(
+                re.sub(r"PACKAGE_VERSION='15\.\d+'", "PACKAGE_VERSION='15.19'", text)
+            )
+            subject = "PostgreSQL 15.19, which builds with today's compiler"
         if i == bad_at:
             hot = repo / HOT
             code = hot.read_text()
@@ -159,6 +197,17 @@ def build_times(repo: Path) -> list[str]:
     return lines
 
 
+def patch_use(repo: Path) -> dict[str, str]:
+    """Each build of the tree (its full commit id) and the patches it applied."""
+    out = {}
+    for spec_file in sorted((CACHE / "postgres").glob("src-*/dbregress-build.json")):
+        spec = json.loads(spec_file.read_text())
+        found = re.search(r"#([0-9a-f]{40})", spec.get("spec", ""))
+        if str(repo) in spec.get("spec", "") and found:
+            out[found.group(1)] = spec.get("patches", "")
+    return out
+
+
 def progress_ok(err: str, killed: bool) -> bool:
     """One "building" line per build, its end (built, skipping, or an end's error) said
     before the next build begins; only a killed bisection's last build has no end."""
@@ -176,7 +225,9 @@ def progress_ok(err: str, killed: bool) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--case", choices=("plain", "unbuildable", "flavor"), default="plain")
+    ap.add_argument(
+        "--case", choices=("plain", "unbuildable", "flavor", "patched"), default="plain"
+    )
     ap.add_argument("--commits", type=int, default=32)
     ap.add_argument("--bad-at", type=int, default=21)
     ap.add_argument(
@@ -192,7 +243,10 @@ def main() -> int:
     broken = (
         range(args.bad_at, args.bad_at + UNBUILDABLE) if args.case == "unbuildable" else range(0)
     )
-    repo, ids = make_history(work, args.commits, args.bad_at, broken)
+    bump = args.bad_at - BUMP_BEFORE_BAD if args.case == "patched" else 0
+    if bump:
+        broken = range(0, bump)
+    repo, ids = make_history(work, args.commits, args.bad_at, broken, bump)
     print(
         f"tree {repo}: {len(ids)} commits; bad at {args.bad_at} ({ids[args.bad_at][:12]})"
         + (f"; not building: {broken.start}..{broken.stop - 1}" if broken else ""),
@@ -201,6 +255,13 @@ def main() -> int:
     results = work / "results"
     shutil.rmtree(results, ignore_errors=True)
     extra: list[str] = []
+    if args.case == "patched":
+        git(repo, "checkout", "-q", ids[0])
+        (work / "fix-old.patch").write_text(fix_patch(repo))
+        git(repo, "checkout", "-q", "main")
+        lab = work / "lab.toml"
+        lab.write_text(PATCHED_LAB.format(repo=repo))
+        extra = ["--flavor", "fixold", "--lab", str(lab)]
     if args.case == "flavor":
         flavors = work / "flavors.toml"
         flavors.write_text('[flavors.postgres.badblocks]\nconfigure = ["--with-blocksize=3"]\n')
@@ -249,6 +310,15 @@ def main() -> int:
         checks["bisect.json: candidates"] = [
             s.split("#")[1].split("+")[0] for s in state["candidates"]
         ] == want
+    elif args.case == "patched":
+        patched = patch_use(repo)
+        checks[f"named {ids[args.bad_at][:12]}"] = (
+            code == 0 and f"first bad commit: {ids[args.bad_at][:12]}" in out
+        )
+        checks["every 15.18 build patched, no 15.19 build"] = bool(patched) and all(
+            (ids.index(c) < bump) == bool(p) for c, p in patched.items()
+        )
+        print(f"builds and their patches: {patched}")
     else:
         checks["exit 2"] = code == 2
         checks["stopped at the good end with configure's error"] = (
