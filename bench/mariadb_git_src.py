@@ -144,6 +144,7 @@ only = ["point-query"]
 
 def missing_submodule(superproject: Path, tag: str, work: Path) -> None:
     clone = work / "clone-without-submodules"
+    shutil.rmtree(clone, ignore_errors=True)
     git(work, "clone", "-q", str(superproject), str(clone))
     done = timed(
         "a build from a clone without its submodules",
