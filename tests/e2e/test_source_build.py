@@ -99,7 +99,7 @@ steps = ["l.i0", "l.x", "qr100", "qp100"]
     assert record["status"] == "ok"
     assert {b["flavor"] for b in record["builds"].values()} == set(FLAVORS)
     keys = {b["cache_key"] for b in record["builds"].values()}
-    assert len(keys) == 2  # the link flags are part of the key
+    assert len(keys) == 2  # two builds (tests/unit/test_source_key.py: link flags alone differ)
     assert all(b["source"] == "src" and b["tree"] == str(tree) for b in record["builds"].values())
     verdicts = json.loads((run / "verdicts.json").read_text())
     (column,) = verdicts["comparisons"][0]["columns"]

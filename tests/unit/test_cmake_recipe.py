@@ -234,7 +234,7 @@ def test_myrocks_per_kind(tmp_path: Path) -> None:
     ps = percona_tree(tmp_path / "ps")
     rocksdb_sources(ps / "storage/rocksdb/rocksdb")
     ps_args = command(ps, env={"WITH_BOOST": str(tmp_path)}, myrocks=True)
-    assert "-DWITH_ROCKSDB=ON" in ps_args and "-DWITH_ROCKSDB=OFF" not in ps_args
+    assert "-DWITH_ROCKSDB=FORCE" in ps_args and "-DWITH_ROCKSDB=OFF" not in ps_args
     fb = fbmysql_tree(tmp_path / "fb")
     rocksdb_sources(fb / "rocksdb")
     fb_args = command(fb, env={"WITH_BOOST": str(tmp_path)}, myrocks=True)

@@ -89,7 +89,7 @@ def source_builds(
 
 
 # Keys that make a TOML file a lab file rather than a file of flavors only.
-LAB_KEYS = ("name", "column", "comparison", "benchmark")
+LAB_KEYS = ("column", "comparison")
 
 
 def read_flavor_file(path: Path) -> FlavorTables:

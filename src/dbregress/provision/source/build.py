@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import time
@@ -33,6 +34,10 @@ from dbregress.provision.source.spec import FAMILY, SourceSpec, require_tree
 # PostgreSQL's configure options every flavor gets: no ICU and no NLS (fewer build
 # dependencies, neither on a benchmark's path).
 CONFIGURE_FIXED = ("--without-icu", "--disable-nls")
+# What a build step's environment keeps besides key.BUILD_ENV: where programs, the home
+# directory and temporary files are, and the locale of messages (none of them changes
+# what is built; the tools PATH finds are in the key by their versions).
+PASSED_ENV = ("PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "LC_MESSAGES", "TERM", "USER")
 # What a make passes down to the commands it runs (GNU make's manual, "Communicating
 # Options to a Sub-make"). Run from inside another make (`make test`, a user's
 # Makefile), PostgreSQL's make would see MAKELEVEL > 0 and skip generating its headers
@@ -87,8 +92,8 @@ def plan(spec: BuildSpec) -> Plan:
     src = SourceSpec.parse(spec)
     require_tree(spec.engine, src.path)
     family = FAMILY[spec.engine]
-    if family == "rocksdb":
-        rocksdb_build.check_tree(src.path)  # a tree too old for its cmake: said now
+    if src.ref is None:
+        early_checks(spec, src.path, family)
     # a lab's flavor travels as the JSON of its normalized recipe (lab_flavors)
     how = cast(Recipe, json.loads(spec.recipe)) if spec.recipe else recipe(spec.engine, src.flavor)
     compilers = {"cc": key.find_compiler(how.get("cc", ""), "CC", "gcc")}
@@ -103,6 +108,9 @@ def plan(spec: BuildSpec) -> Plan:
             "commit": commit,
             "submodules": {s.path: s.commit for s in subs},
         }
+        subdir = tree.checkout_prefix(src.path)
+        if subdir:  # a subdirectory of the checkout: its files only
+            where["subdir"] = subdir
     else:
         where = {"digest": tree.tree_digest(src.path)}
     inputs = key.inputs(
@@ -120,6 +128,29 @@ def plan(spec: BuildSpec) -> Plan:
         inputs,
         key.cache_key(inputs),
     )
+
+
+def early_checks(spec: BuildSpec, path: Path, family: str) -> None:
+    """What a tree built as it is on disk must be, said before anything is compiled:
+    its git submodules checked out (a build would otherwise stop deep in cmake, or a
+    project's cmake would fetch them into the user's checkout), a RocksDB tree new
+    enough for its cmake, and a MariaDB tree for mariadb@src:."""
+    missing = tree.uninitialised(path)
+    if missing:
+        raise BuildNotFound(
+            f"{spec}: submodule(s) {', '.join(missing)} not checked out in {path}; run "
+            f"`git -C {shlex.quote(str(path))} submodule update --init --recursive` "
+            "(or build a commit: #REF exports them from their repositories)"
+        )
+    if family == "rocksdb":
+        rocksdb_build.check_tree(path)
+    if spec.engine == "mariadb" and family == "mysql":
+        kind, why = cmake.kind_evidence(path)
+        if kind != "mariadb":
+            raise BuildNotFound(
+                f"{spec}: {path} is a {cmake.KIND_NAMES[kind]} tree ({why}), not MariaDB's; "
+                "write mysql@src:..."
+            )
 
 
 def cmake_tools(family: str) -> None:
@@ -247,12 +278,21 @@ def _tree(p: Plan, work: Path, log: Path) -> tuple[Path, list[Patch]]:
 
 
 def build_environment(work: Path, ccache: str | None) -> dict[str, str]:
-    """The environment of every build step: ours without a make's own variables, and
-    ccache's cache beside the builds. Its base directory is the work directory's
-    parent and the current directory is not hashed, so two builds of the same files in
-    different work directories share compiled objects (the debug info's directory
-    names are the first build's; nothing reads them after the work directory goes)."""
-    env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
+    """The environment of every build step: the variables the key holds (key.BUILD_ENV)
+    and those that only say where things are (PASSED_ENV), nothing else (so no make's
+    own variables, no COPT or PROFILE a PostgreSQL make would add to CFLAGS, no
+    CMAKE_TOOLCHAIN_FILE), and ccache's cache beside the builds. Its base directory is
+    the work directory's parent and the current directory is not hashed, so two builds
+    of the same files in different work directories share compiled objects (the debug
+    info's directory names are the first build's; nothing reads them after the work
+    directory goes)."""
+    env = {k: os.environ[k] for k in (*PASSED_ENV, *key.BUILD_ENV) if k in os.environ}
+    # MariaDB's older trees ask git whether cmake may update submodules: no
+    env |= {
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "cmake.update-submodules",
+        "GIT_CONFIG_VALUE_0": "no",
+    }
     if ccache:
         env["CCACHE_DIR"] = str(cache_root() / "ccache")
         env["CCACHE_BASEDIR"] = str(work.parent)

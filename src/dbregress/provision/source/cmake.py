@@ -38,6 +38,11 @@ KIND_NAMES: dict[Kind, str] = {
 # MariaDB's options. Its pages "MariaDB Source Configuration Options" (all of them:
 # `cmake . -LH`, each with its help text) and "Specifying Which Plugins to Build".
 _MARIADB = (
+    # cmake would run `git submodule update --init` in a checkout built as it is on
+    # disk, moving the user's submodules after the key was taken (cmake/submodules.cmake:
+    # OPTION UPDATE_SUBMODULES; older trees read git config cmake.update-submodules,
+    # which build.py sets to no in the build's environment)
+    "-DUPDATE_SUBMODULES=OFF",
     # no unit tests (CMakeLists.txt: OPTION WITH_UNIT_TESTS)
     "-DWITH_UNIT_TESTS=OFF",
     # no libmysqld embedded server (CMakeLists.txt: OPTION WITH_EMBEDDED_SERVER)
@@ -147,9 +152,10 @@ WITH_MYROCKS: dict[Kind, tuple[str, ...]] = {
         "-DPLUGIN_ROCKSDB=YES",
         *(f"-DPLUGIN_{name}=NO" for name in MARIADB_MODULE_PLUGINS),
     ),
-    # WITH_ROCKSDB=ON; ROCKSDB_DISABLE_MARCH_NATIVE keeps the engine's own
-    # -march=native out, so the flavor's flags decide (storage/rocksdb/CMakeLists.txt)
-    "percona": ("-DWITH_ROCKSDB=ON", "-DROCKSDB_DISABLE_MARCH_NATIVE=ON"),
+    # WITH_ROCKSDB=FORCE: with ON, a missing prerequisite is a cmake WARNING and the
+    # engine is left out (storage/rocksdb/CMakeLists.txt); ROCKSDB_DISABLE_MARCH_NATIVE
+    # keeps the engine's own -march=native out, so the flavor's flags decide
+    "percona": ("-DWITH_ROCKSDB=FORCE", "-DROCKSDB_DISABLE_MARCH_NATIVE=ON"),
     "fbmysql": ("-DWITHOUT_ROCKSDB_STORAGE_ENGINE=OFF",),
 }
 # Where each kind keeps RocksDB's own sources (a git submodule in every one of them).
@@ -323,9 +329,9 @@ def _myrocks(kind: Kind, tree: Path, how: Mapping[str, Any]) -> list[str]:
     if not (sources / "include/rocksdb/db.h").is_file():
         raise BuildNotFound(
             f"{tree}: no RocksDB sources in {ROCKSDB_SOURCES[kind]}/ for MyRocks; it is a "
-            "git submodule: run `git submodule update --init` in the checkout and build "
-            "it without #REF (git archive leaves submodules out), or use a release "
-            "source tarball"
+            "git submodule: run `git submodule update --init --recursive` in the checkout "
+            "(a #REF build exports it at the commit's recorded commit once it is there), "
+            "or use a release source tarball"
         )
     return list(WITH_MYROCKS[kind])
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,6 +76,7 @@ FAMILY_PACKAGES = {
         "libsystemd-dev",
     ),
     "mysql": (
+        "liblzo2-dev",
         "libssl-dev",
         "zlib1g-dev",
         "libncurses-dev",
@@ -112,10 +114,13 @@ FAMILY_PACKAGES = {
 }
 # The tools besides the compilers whose version is part of the key, per family.
 FAMILY_TOOLS = {
-    "postgres": ("make", "bison", "flex"),
-    "mysql": ("cmake", "make", "bison"),
-    "rocksdb": ("cmake", "make"),
+    "postgres": ("make", "bison", "flex", "ld", "ar"),
+    "mysql": ("cmake", "make", "bison", "ld", "ar"),
+    "rocksdb": ("cmake", "make", "ld", "ar"),
 }
+# What every build links against or includes whatever the family: the C library's and
+# the kernel's headers, the C++ library's, binutils.
+TOOLCHAIN_PACKAGES = ("libc6-dev", "linux-libc-dev", "libstdc++-12-dev", "binutils")
 
 
 def _first_line(args: list[str]) -> str:
@@ -149,7 +154,7 @@ def compiler_identity(path: str) -> dict[str, str]:
     gcc 12.2.0 packages with different patches differ), its version line, the target
     it builds for and its full version (`-dumpfullversion`)."""
     real = Path(path).resolve()
-    return {
+    out = {
         "path": path,
         "resolved": str(real),
         "sha256": _digest(real),
@@ -157,6 +162,16 @@ def compiler_identity(path: str) -> dict[str, str]:
         "target": _first_line([path, "-dumpmachine"]),
         "full_version": _first_line([path, "-dumpfullversion"]),
     }
+    if real.name == "ccache":  # a ccache masquerade directory on PATH: the driver is ccache
+        out["ccache_masquerade"] = "yes"
+    # the programs that compile and link, not only the driver that runs them
+    for prog in ("cc1", "cc1plus", "ld"):
+        named = _first_line([path, f"-print-prog-name={prog}"])
+        found = shutil.which(named) if named else None
+        target = Path(found or named) if named else None
+        if target is not None and target.is_file():
+            out[f"{prog}_sha256"] = _digest(target.resolve())
+    return out
 
 
 def _digest(path: Path) -> str:
@@ -182,7 +197,7 @@ def tool_versions(family: str) -> dict[str, str]:
 def package_versions(family: str) -> dict[str, str]:
     """The installed version of each library package the family's build may use
     ("absent" when it is not installed)."""
-    names = FAMILY_PACKAGES.get(family, ())
+    names = (*TOOLCHAIN_PACKAGES, *FAMILY_PACKAGES.get(family, ()))
     if not names or shutil.which("dpkg-query") is None:
         return {"dpkg": "not found"} if names else {}
     done = subprocess.run(
@@ -200,18 +215,45 @@ def package_versions(family: str) -> dict[str, str]:
     return {name: found.get(name, "absent") for name in names}
 
 
+_NOT_PORTABLE = re.compile(r"-DPORTABLE(?::BOOL)?=(?:OFF|0|FALSE|NO)\b", re.IGNORECASE)
+
+
 def native(how: Recipe) -> bool:
-    """Whether the recipe tunes the code to the host CPU."""
-    words = f"{how.get('cflags', '')} {how.get('ldflags', '')}".split()
-    options = [*how.get("cmake", []), *how.get("configure", [])]
-    return any(
-        w.startswith(("-march=native", "-mtune=native", "-mcpu=native")) for w in words
-    ) or any(o.replace(" ", "") in ("-DPORTABLE=OFF", "-DPORTABLE=0") for o in options)
+    """Whether the build tunes the code to the host CPU: `native` anywhere in the
+    recipe's flags and options or in the compiler flags of the environment, or
+    RocksDB's PORTABLE turned off."""
+    texts = [
+        str(how.get("cflags", "")),
+        str(how.get("ldflags", "")),
+        *how.get("cmake", []),
+        *how.get("configure", []),
+        *(os.environ.get(k, "") for k in ("CFLAGS", "CXXFLAGS", "CPPFLAGS")),
+    ]
+    return any("native" in text or _NOT_PORTABLE.search(text) for text in texts)
 
 
-def host_cpu() -> dict[str, str]:
-    """The host CPU as /proc/cpuinfo names it: the model and a digest of its feature
-    flags (what -march=native turns into instructions)."""
+def host_cpu(cc: str = "") -> dict[str, str]:
+    """The host CPU: its model as /proc/cpuinfo names it, and what -march=native means
+    to the compiler (gcc's `-march=native -Q --help=target`: the architecture and
+    every instruction set it enables), else a digest of /proc/cpuinfo's flags."""
+    if cc:
+        done = subprocess.run(
+            [cc, "-march=native", "-Q", "--help=target"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode == 0 and "-march=" in done.stdout:
+            return {
+                "model": _cpuinfo()[0],
+                "native_sha256": hashlib.sha256(done.stdout.encode()).hexdigest(),
+            }
+    model, flags = _cpuinfo()
+    return {"model": model, "flags_sha256": hashlib.sha256(flags.encode()).hexdigest()}
+
+
+def _cpuinfo() -> tuple[str, str]:
     model, flags = "", ""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -222,7 +264,7 @@ def host_cpu() -> dict[str, str]:
                 flags = value.strip()
     except OSError:
         pass
-    return {"model": model, "flags_sha256": hashlib.sha256(flags.encode()).hexdigest()}
+    return model, flags
 
 
 def build_env() -> dict[str, str]:
@@ -254,7 +296,7 @@ def inputs(
         "environment": build_env(),
     }
     if native(how):
-        out["cpu"] = host_cpu()
+        out["cpu"] = host_cpu(compilers.get("cc", ""))
     return out
 
 

@@ -22,7 +22,7 @@ FLAVOR_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 TREE_FILES = {
     "postgres": ("configure", "src/backend/main/main.c"),
     "mysql": ("CMakeLists.txt", "sql/mysqld.cc"),
-    "rocksdb": ("CMakeLists.txt", "include/rocksdb/c.h", "db/c.cc"),
+    "rocksdb": ("include/rocksdb/c.h", "db/c.cc"),
 }
 TREE_NAMES = {
     "postgres": "PostgreSQL",
@@ -32,7 +32,7 @@ TREE_NAMES = {
 TREE_TOP = {
     "postgres": "`configure`",
     "mysql": "the top `CMakeLists.txt`",
-    "rocksdb": "the top `CMakeLists.txt`",
+    "rocksdb": "`include/` and `db/`",
 }
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,14 +108,30 @@ def _top(path: Path) -> tuple[_Repo, str]:
     """The repository of the checkout at `path` (a linked worktree's `.git` is a file:
     git says where its directories are) and `path`'s place inside the checkout."""
     done = _run(
-        ["git", "-C", str(path), "rev-parse", "--git-dir", "--git-common-dir", "--show-prefix"]
+        [
+            "git",
+            "-C",
+            str(path),
+            "rev-parse",
+            "--git-dir",
+            "--git-common-dir",
+            "--show-toplevel",
+            "--show-prefix",
+        ]
     )
     lines = done.stdout.splitlines()
-    if done.returncode != 0 or len(lines) < 2:
+    if done.returncode != 0 or len(lines) < 3:
         raise BuildNotFound(f"src:{path}: {path} is not a git checkout")
     git_dir, common = ((path / line).resolve() for line in lines[:2])
-    prefix = lines[2].strip() if len(lines) > 2 else ""
-    return _Repo(git_dir, common, path.resolve()), prefix
+    toplevel = Path(lines[2]).resolve()
+    prefix = lines[3].strip() if len(lines) > 3 else ""
+    return _Repo(git_dir, common, toplevel), prefix
+
+
+def checkout_prefix(path: Path) -> str:
+    """Where `path` sits inside its git checkout ("" at the top, else "dir/"): a build
+    of a subdirectory at a commit is that subdirectory's files, so its key says which."""
+    return _top(path)[1]
 
 
 def _module_repo(git_dir: Path, worktree: Path | None) -> _Repo | None:
@@ -191,7 +209,9 @@ def _modules(repo: _Repo, commit: str) -> dict[str, tuple[str, str]]:
 
 
 def _fix(repo: Path, commit: str, full: str, top: str, sha: str, found: bool) -> BuildNotFound:
-    update = f"git -C {repo} submodule update --init --recursive {top}"
+    update = (
+        f"git -C {shlex.quote(str(repo))} submodule update --init --recursive {shlex.quote(top)}"
+    )
     where = f"src:{repo}#{commit[:12]}: submodule {full} (at commit {sha})"
     if not found:
         return BuildNotFound(
@@ -199,7 +219,7 @@ def _fix(repo: Path, commit: str, full: str, top: str, sha: str, found: bool) ->
         )
     return BuildNotFound(
         f"{where}: its repository lacks that commit (fetched before it was made); "
-        f"run `git -C {repo / full} fetch` (or `{update}`) and try again"
+        f"run `git -C {shlex.quote(str(repo / full))} fetch` (or `{update}`) and try again"
     )
 
 
@@ -352,15 +372,43 @@ def _start(path: Path, good: str, bad: str, g: str, b: str) -> tuple[str, str | 
         raise BuildNotFound(
             f"src:{path}: {bad} is an ancestor of {good}; give the good (older) commit first"
         )
-    done = _run(["git", "-C", str(path), "merge-base", g, b])
-    base = done.stdout.strip()
-    if done.returncode != 0 or not base:
+    base = _newest_shared(path, g, b)
+    if base is None:
         raise BuildNotFound(
-            f"src:{path}: {good} and {bad} share no history (git merge-base finds no common "
-            "commit): give two commits of the same project"
+            f"src:{path}: {good} and {bad} share no history (no commit of {bad}'s line is "
+            f"in {good}'s): give two commits of the same project"
         )
     subject = subject_and_date(path, base)[0]
     return base, (
-        f"{good} is not an ancestor of {bad}; starting from their merge base "
-        f"{base[:12]} ({subject})"
+        f"{good} is not an ancestor of {bad}; starting from {base[:12]} ({subject}), the "
+        f"newest commit of {bad}'s first-parent line that {good} contains (where the "
+        "branches part)"
     )
+
+
+def _newest_shared(path: Path, g: str, b: str) -> str | None:
+    """The newest commit on `b`'s first-parent line that `g` contains. Not `git
+    merge-base`: when the line has merged `g`'s branch, their merge base lies on that
+    branch, and the commits after it on the line would not contain it."""
+    line = _run(["git", "-C", str(path), "rev-list", "--first-parent", b])
+    reach = _run(["git", "-C", str(path), "rev-list", g])
+    if line.returncode != 0 or reach.returncode != 0:
+        return None
+    ancestors = set(reach.stdout.split())
+    return next((c for c in line.stdout.split() if c in ancestors), None)
+
+
+def uninitialised(path: Path) -> list[str]:
+    """The submodules of the git checkout `path` is in (under `path`) that are not
+    checked out (`git submodule status` marks them -); [] for a tree that is not a
+    git checkout or has none."""
+    if shutil.which("git") is None:  # no git: the tree cannot be a checkout we read
+        return []
+    done = _run(["git", "-C", str(path), "submodule", "status", "--recursive", "."])
+    if done.returncode != 0:
+        return []
+    return [
+        line[1:].split()[1]
+        for line in done.stdout.splitlines()
+        if line.startswith("-") and len(line[1:].split()) > 1
+    ]
