@@ -117,19 +117,21 @@ def timed(what: str, *args: str, cwd: Path, ok: bool = True) -> subprocess.Compl
 
 
 def lab_text(spec: str, flavor: str, seconds: float) -> str:
-    config = 'config = "myrocks"\n' if flavor == "rel_myrocks" else ""
+    config = "myrocks" if flavor == "rel_myrocks" else "default"
     return f"""\
 name = "mariadb-git-{flavor}"
 benchmark = "micro"
 repeats = 2
-{config}
+
 [[column]]
 label = "debian"
 build = "mariadb@system"
+config = "{config}"
 
 [[column]]
 label = "src-{flavor}"
 build = "{spec}"
+config = "{config}"
 
 [micro]
 tables = 1
