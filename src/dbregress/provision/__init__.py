@@ -2,7 +2,7 @@
 
 Sources: Maven Central through `mvn` (maven.py), the machine's packages (`@system`,
 local.py), a user's own build directory (`@/path`, local.py) and a source tree that
-dbregress builds in a named flavor (`@src:PATH[#REF][+FLAVOR]`, source.py), for PostgreSQL,
+dbregress builds in a named flavor (`@src:PATH[#REF][+FLAVOR]`, provision/source/), for PostgreSQL,
 MariaDB and MySQL (with Percona and FB MySQL: user builds only; MySQL-family specifics
 are in mysql.py) and RocksDB (a library, not a server: rocksdb.py provisions its shared
 library from the same three sources). Fetched builds live in a cache keyed by the spec
@@ -42,7 +42,7 @@ class BuildSpec:
 
     @property
     def is_source(self) -> bool:
-        """A source tree to build (`src:PATH[#REF][+FLAVOR]`, provision/source.py)."""
+        """A source tree to build (`src:PATH[#REF][+FLAVOR]`, provision/source/)."""
         return self.version.startswith("src:")
 
     def __str__(self) -> str:
