@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,26 +16,7 @@ import pytest
 from dbregress.errors import BuildNotFound, ProvisionError
 from dbregress.provision.source import tree as src_tree
 from dbregress.provision.source.tree import Submodule
-
-ENV = {
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@e",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@e",
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
-
-
-def git(repo: Path, *args: str) -> str:
-    # protocol.file.allow: `submodule add` and `update` of a local path need it
-    done = subprocess.run(
-        ["git", "-c", "protocol.file.allow=always", "-C", str(repo), *args],
-        env={**os.environ, **ENV},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
+from tests.gitrepo import git
 
 
 def commit(repo: Path, files: dict[str, str], message: str) -> str:
