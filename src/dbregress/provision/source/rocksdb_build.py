@@ -1,7 +1,7 @@
 """`rocksdb@src:PATH[#REF][+FLAVOR]`: RocksDB's shared library, with its C API, built
 from a source tree with the tree's own CMakeLists.txt.
 
-source.py does what every source build shares (the tree at a commit, patches, a build
+build.py does what every source build shares (the tree at a commit, patches, a build
 directory, ccache's environment, one log, the DESTDIR-style install into a temporary
 directory renamed into the cache). This module says what is RocksDB's: what makes a
 directory a RocksDB tree, which version it is, the cmake options, and the steps that
@@ -68,7 +68,7 @@ FIXED_OPTIONS: tuple[str, ...] = (
     # Newer compilers warn on older trees; RocksDB's default turns warnings into errors.
     "-DFAIL_ON_WARNINGS=OFF",
     # RocksDB 6.3+ puts ccache in front of every compile and link when it finds one on
-    # PATH; ccache is source.py's decision (its directory, its launcher), not the tree's.
+    # PATH; ccache is build.py's decision (its directory, its launcher), not the tree's.
     "-DCCACHE_FOUND=OFF",
     # GNUInstallDirs picks lib64 on some distributions; installed_library looks in lib/.
     "-DCMAKE_INSTALL_LIBDIR=lib",
