@@ -384,3 +384,21 @@ def test_releases_then_commits_finds_the_release_tags_in_the_tree(tmp_path: Path
     missing = bisect.Outcome(builds=[], first_bad="postgres@16.1.0", last_good="postgres@15.1.0")
     with pytest.raises(bisect.BisectError, match=r"no release tag for it in .* \(tried REL_16_1\)"):
         bisect.commits_after(request, missing)
+
+
+def test_a_commit_of_a_mysql_tree_is_refused_as_mariadb_before_cmake_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mariadb@src:TREE#REF of a MySQL tree: the commit's files are read and refused
+    before any cmake or compiler runs (the stand-in cmake would leave cmake-args)."""
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    line = "mysqld  Ver 8.0.99 for Linux on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mysql", bin_dir, line)
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "mysql")
+    with pytest.raises(BuildNotFound, match="not MariaDB's; write mysql@src:"):
+        fetch(BuildSpec.parse(f"mariadb@src:{tree}#HEAD"))
+    logs = list((tmp_path / "cache" / "mariadb" / "logs").glob("*.log"))
+    assert logs and all("# cmake\n" not in log.read_text().split("# key")[-1] for log in logs)

@@ -5,6 +5,7 @@ the two; and how a build is named in its progress lines, table and answer."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import tomllib
@@ -187,6 +188,8 @@ def _tags(tree: Path, pattern: str) -> list[str]:
         capture_output=True,
         text=True,
         check=False,
+        # the tree's own repository, whatever GIT_DIR the caller's shell exports
+        env={k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")},
     )
     return done.stdout.split() if done.returncode == 0 else []
 

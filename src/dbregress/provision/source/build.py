@@ -144,6 +144,11 @@ def early_checks(spec: BuildSpec, path: Path, family: str) -> None:
         )
     if family == "rocksdb":
         rocksdb_build.check_tree(path)
+    kind_check(spec, path, family)
+
+
+def kind_check(spec: BuildSpec, path: Path, family: str) -> None:
+    """mariadb@src: builds MariaDB trees only: another is refused before compiling."""
     if spec.engine == "mariadb" and family == "mysql":
         kind, why = cmake.kind_evidence(path)
         if kind != "mariadb":
@@ -234,6 +239,8 @@ def _build(p: Plan, tmp: Path) -> dict[str, str]:
     ccache = shutil.which("ccache")
     try:
         src, chosen = _tree(p, work, log)
+        if p.commit:  # what early_checks says of a tree on disk, of the commit's files
+            kind_check(p.spec, src, p.family)
         version = tree_version(p.spec.engine, src)
         _compile(p, ccache, src, work, tmp, log)
         staged = tmp / str(final).lstrip("/")
