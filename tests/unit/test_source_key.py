@@ -199,3 +199,22 @@ def test_a_checkout_with_a_submodule_not_checked_out_is_refused_before_building(
     git(tmp_path, "clone", "-q", str(top), str(clone))
     with pytest.raises(BuildNotFound, match="submodule\\(s\\) lib not checked out"):
         source.why(BuildSpec.parse(f"postgres@src:{clone}"))
+
+
+def test_a_patch_is_keyed_by_its_content_not_its_path(tmp_path: Path) -> None:
+    """The same patch in a lab folder moved elsewhere: the same build; another
+    content: another build."""
+    tree = make_tree(tmp_path / "pg")
+    spec = BuildSpec.parse(f"postgres@src:{tree}+mine")
+
+    def key_with(folder: Path, text: str) -> str:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "fix.patch").write_text(text)
+        entry = source.patch_entry(folder / "fix.patch", "<16")
+        how = source.normalized("postgres", {"cflags": "-O2", "patches": [entry]})
+        recipe = json.dumps(how, sort_keys=True)
+        return str(source.why(BuildSpec(spec.engine, spec.version, recipe))["key"])
+
+    here = key_with(tmp_path / "lab-a", "--- a/x\n+++ b/x\n")
+    assert key_with(tmp_path / "moved" / "lab-a", "--- a/x\n+++ b/x\n") == here
+    assert key_with(tmp_path / "lab-b", "--- a/y\n+++ b/y\n") != here

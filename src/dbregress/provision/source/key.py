@@ -288,7 +288,7 @@ def inputs(
         "family": family,
         "tree": tree,
         "flavor": flavor,
-        "recipe": how,
+        "recipe": keyed_recipe(how),
         "compilers": {name: compiler_identity(path) for name, path in compilers.items()},
         "tools": tool_versions(family),
         "packages": package_versions(family),
@@ -297,6 +297,18 @@ def inputs(
     }
     if native(how):
         out["cpu"] = host_cpu(compilers.get("cc", ""))
+    return out
+
+
+def keyed_recipe(how: Recipe) -> dict[str, Any]:
+    """The recipe as the key holds it: a patch by its file's name, range and digest,
+    not its path (a lab folder moved elsewhere builds the same thing)."""
+    out: dict[str, Any] = dict(how)
+    if "patches" in how:
+        out["patches"] = [
+            {"name": Path(x["file"]).name, "versions": x["versions"], "sha256": x["sha256"]}
+            for x in how["patches"]
+        ]
     return out
 
 
