@@ -33,7 +33,10 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# the dbregress CLI run through uv, as bench/mariadb_src.py runs it (bench/ is on
+# sys.path when a script of it runs)
+from mariadb_src import dbregress
+
 DEBIAN_SOURCES = Path(os.environ.get("DEBIAN_SOURCES", "/var/cache/dbregress/debian-src"))
 # Upstream's submodules that Debian's tarball carries as plain directories, innermost
 # first (a path inside another is that one's submodule).
@@ -100,11 +103,6 @@ def make_checkout(tree: Path, work: Path) -> tuple[Path, str]:
     make_repo(tree, superproject, top, tag)
     git(superproject, "submodule", "update", "-q", "--init", "--recursive")
     return superproject, tag
-
-
-def dbregress(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = ["uv", "run", "--project", str(ROOT), "dbregress", *args]
-    return subprocess.run(cmd, cwd=cwd, text=True, capture_output=True, check=False)
 
 
 def timed(what: str, *args: str, cwd: Path, ok: bool = True) -> subprocess.CompletedProcess[str]:

@@ -26,13 +26,11 @@ import time
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+# the dbregress CLI run through uv, as bench/mariadb_src.py runs it (bench/ is on
+# sys.path when a script of it runs)
+from mariadb_src import ROOT, dbregress
+
 DEBIAN_SOURCES = Path(os.environ.get("DEBIAN_SOURCES", "/var/cache/dbregress/debian-src"))
-
-
-def dbregress(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = ["uv", "run", "--project", str(ROOT), "dbregress", *args]
-    return subprocess.run(cmd, cwd=cwd, text=True, capture_output=True, check=False)
 
 
 def timed(what: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -5,9 +5,7 @@ the two; and how a build is named in its progress lines, table and answer."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -182,25 +180,13 @@ def release_tags(engine: str, version: str) -> list[str]:
 _BUILD_SUFFIX = re.compile(r"-(\d+(?:\.\d+)*)")
 
 
-def _tags(tree: Path, pattern: str) -> list[str]:
-    done = subprocess.run(
-        ["git", "-C", str(tree), "tag", "--list", pattern],
-        capture_output=True,
-        text=True,
-        check=False,
-        # the tree's own repository, whatever GIT_DIR the caller's shell exports
-        env={k: v for k, v in os.environ.items() if k not in ("GIT_DIR", "GIT_WORK_TREE")},
-    )
-    return done.stdout.split() if done.returncode == 0 else []
-
-
 def _with_build(tree: Path, tag: str) -> tuple[str | None, list[str]]:
     """The tag `tag`-BUILD with the highest build number in the tree (None when there
     is none), and the tags that begin with `tag` but go on otherwise (said when none
     is found: a tag form this does not know)."""
     builds: list[tuple[tuple[int, ...], str]] = []
     other: list[str] = []
-    for name in _tags(tree, f"{tag}*"):
+    for name in source.list_tags(tree, f"{tag}*"):
         rest = name.removeprefix(tag)
         if not rest:
             continue

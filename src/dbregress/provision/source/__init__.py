@@ -49,6 +49,7 @@ from dbregress.provision.source.spec import (
 from dbregress.provision.source.tree import (
     Commit,
     commits_between,
+    list_tags,
     resolve_commit,
     subject_and_date,
     tree_digest,
@@ -74,6 +75,7 @@ __all__ = [
     "flavors",
     "in_range",
     "last_error",
+    "list_tags",
     "normalized",
     "patch_entry",
     "plan",

@@ -77,8 +77,7 @@ def fixed_options(family: str) -> list[str]:
     tables: dict[str, Mapping[cmake.Kind, tuple[str, ...]]] = {
         "fixed": cmake.FIXED_OPTIONS,
         "no_myrocks": cmake.NO_MYROCKS,
-        "myrocks": cmake.WITH_MYROCKS,
-        "mariadb_module_plugins": {"mariadb": cmake.MARIADB_MODULE_PLUGINS},
+        "myrocks": cmake.WITH_MYROCKS,  # MariaDB's holds its module plugins turned off
     }
     return [
         f"{what} {kind}: {' '.join(opts)}"

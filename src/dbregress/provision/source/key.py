@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.errors import BuildNotFound
+from dbregress.provision.maven import sha256
 from dbregress.provision.source.recipes import Recipe
 
 # Bumped when the code that writes a family's command lines changes in a way the
@@ -175,14 +176,11 @@ def compiler_identity(path: str) -> dict[str, str]:
 
 
 def _digest(path: Path) -> str:
-    h = hashlib.sha256()
+    """The file's sha256 (maven.sha256), or "unreadable: ..." when it cannot be read."""
     try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
-        return ""
-    return h.hexdigest()
+        return sha256(path)
+    except OSError as e:
+        return f"unreadable: {e.strerror}"
 
 
 def tool_versions(family: str) -> dict[str, str]:

@@ -4,7 +4,6 @@ range."""
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import re
 import tomllib
@@ -14,6 +13,7 @@ from typing import Literal, NotRequired, TypedDict, cast
 
 from dbregress.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec
+from dbregress.provision.maven import sha256
 from dbregress.provision.source.spec import FAMILY
 
 
@@ -125,7 +125,7 @@ def patch_entry(file: Path, versions: str) -> Patch:
     return {
         "file": str(file),
         "versions": versions,
-        "sha256": hashlib.sha256(file.read_bytes()).hexdigest(),
+        "sha256": sha256(file),
     }
 
 
@@ -222,7 +222,7 @@ def select_patches(spec: BuildSpec, how: Recipe, tree: Path) -> list[Patch]:
     chosen = []
     for p in patches:
         f = Path(p["file"])
-        if not f.is_file() or hashlib.sha256(f.read_bytes()).hexdigest() != p["sha256"]:
+        if not f.is_file() or sha256(f) != p["sha256"]:
             raise ProvisionError(
                 f"{spec}: patch {f} is missing or changed since the lab was read; run again"
             )

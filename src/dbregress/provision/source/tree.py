@@ -412,3 +412,10 @@ def uninitialised(path: Path) -> list[str]:
         for line in done.stdout.splitlines()
         if line.startswith("-") and len(line[1:].split()) > 1
     ]
+
+
+def list_tags(path: Path, pattern: str) -> list[str]:
+    """The tags of the checkout at `path` that match `pattern` (`git tag --list`), read
+    from its own repository whatever GIT_DIR the caller exports; [] when git fails."""
+    done = _run(["git", "-C", str(path), "tag", "--list", pattern])
+    return done.stdout.split() if done.returncode == 0 else []
