@@ -12,9 +12,10 @@ UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # valgrind and perf for `dbregress explain` (docs/metrics.md, "Explanations").
 # What builds PostgreSQL from source (`postgres@src:PATH`, docs/engines.md): ccache, the
 # compiler's helpers and the libraries configure looks for, and dpkg-dev for `apt-get
-# source`, which fetches the Debian source tree the source-build tests use.
+# source`, which fetches the Debian source tree the source-build tests use; cmake and
+# g++, which the RocksDB and MySQL-family build tests run (tests/unit/test_rocksdb_src.py).
 DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core valgrind linux-perf \
-	dpkg-dev ccache bison flex libreadline-dev zlib1g-dev
+	dpkg-dev ccache bison flex libreadline-dev zlib1g-dev cmake g++
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 # Debian's PostgreSQL source tree, unpacked here by `make sources` (apt-get source), with
 # a link `postgresql-15` to it: the tree the source-build tests and labs/postgres-flavors

@@ -171,9 +171,6 @@ def test_not_a_rocksdb_tree(tmp_path: Path) -> None:
         rocksdb_src.check_tree(tmp_path)
 
 
-@pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("cmake", "gcc", "g++")), reason="needs cmake, gcc, g++"
-)
 def test_the_steps_install_the_library_with_its_soname_links(tmp_path: Path) -> None:
     tree = make_tree(tmp_path / "t")
     build, dest = tmp_path / "build", tmp_path / "dest"
