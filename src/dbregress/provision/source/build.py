@@ -206,8 +206,15 @@ def fetch(spec: BuildSpec) -> Build:
         identity["cxx_compiler"] = p.inputs["compilers"]["cxx"]["version"]
     if p.family == "rocksdb":
         library = rocksdb_build.installed_library(final)
-        # the library's own word first; else the version the tree's header stated
-        version = rocksdb.library_version(library, spec, fallback=record.get("version") or None)
+        # the library's own word first; else the version the tree's header stated, and
+        # the identity says which
+        stated = rocksdb.probe(library)
+        identity["version_from"] = (
+            "the library (a scratch database's OPTIONS)" if stated else "the tree's version.h"
+        )
+        version = stated or rocksdb.library_version(
+            library, spec, fallback=record.get("version") or None
+        )
         return rocksdb.make_build(spec, library, version, identity)
     version = _mysql_version(spec, final) if p.family == "mysql" else postgres_version(final)
     identity["version_string"] = version
