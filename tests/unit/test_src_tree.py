@@ -296,3 +296,22 @@ def test_resolve_commit_and_subject(branches: tuple[Path, dict[str, str]], tmp_p
     (tmp_path / "plain").mkdir()
     with pytest.raises(BuildNotFound, match="is not a git checkout"):
         src_tree.resolve_commit(tmp_path / "plain", "v1")
+
+
+def test_good_merged_into_the_main_line_later_is_never_paired_with_earlier_commits(
+    tmp_path: Path,
+) -> None:
+    """main: A, B, M1 (merges rel, whose R1 is GOOD), C; B does not contain R1, so it
+    is not in the range: every commit listed contains GOOD."""
+    repo = new_repo(tmp_path / "r")
+    ids = {"A": commit(repo, {"f": "A"}, "A")}
+    git(repo, "checkout", "-qb", "rel")
+    ids["R1"] = commit(repo, {"g": "R1"}, "R1")
+    git(repo, "checkout", "-q", "main")
+    ids["B"] = commit(repo, {"f": "B"}, "B")
+    git(repo, "merge", "-q", "--no-ff", "-m", "M1", ids["R1"])
+    ids["M1"] = git(repo, "rev-parse", "HEAD")
+    ids["C"] = commit(repo, {"f": "C"}, "C")
+    commits, note = src_tree.commits_between(repo, ids["R1"], "main")
+    assert [c.id for c in commits] == [ids[n] for n in ("R1", "M1", "C")]
+    assert note is None

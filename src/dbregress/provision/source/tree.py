@@ -346,7 +346,10 @@ def commits_between(
     if g == b:
         raise BuildNotFound(f"src:{path}: {good} and {bad} are the same commit")
     start, note = _start(path, good, bad, g, b)
-    args = ["git", "-C", str(path), "rev-list", "--reverse", "--format=%H%x09%aI%x09%s"]
+    # --ancestry-path: only commits that contain the start (GOOD merged into the main
+    # line later must not be paired with the main line's commits from before the merge)
+    args = ["git", "-C", str(path), "rev-list", "--reverse", "--ancestry-path"]
+    args.append("--format=%H%x09%aI%x09%s")
     done = _run([*args, *(["--first-parent"] if first_parent else []), f"{start}..{b}"])
     if done.returncode != 0:
         raise BuildNotFound(f"src:{path}: git rev-list failed: {done.stderr.strip()[-300:]}")
@@ -404,9 +407,15 @@ def uninitialised(path: Path) -> list[str]:
     git checkout or has none."""
     if shutil.which("git") is None:  # no git: the tree cannot be a checkout we read
         return []
+    inside = _run(["git", "-C", str(path), "rev-parse", "--is-inside-work-tree"])
+    if inside.returncode != 0 and "not a git repository" in inside.stderr:
+        return []  # a tarball's tree: no submodules to check
     done = _run(["git", "-C", str(path), "submodule", "status", "--recursive", "."])
-    if done.returncode != 0:
-        return []
+    if inside.returncode != 0 or done.returncode != 0:
+        raise BuildNotFound(
+            f"src:{path}: git cannot read this checkout's submodules: "
+            f"{(inside.stderr or done.stderr).strip()[-300:]}"
+        )
     return [
         line[1:].split()[1]
         for line in done.stdout.splitlines()
