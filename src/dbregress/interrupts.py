@@ -31,6 +31,8 @@ class _State:
     count: int = 0  # signals received
     shield: int = 0  # depth of shielded blocks
     pending: str | None = None  # a first signal deferred by a shield
+    name: str | None = None  # the first signal's name
+    settled: bool = False
     hurry: list[Callable[[], None]] = field(default_factory=lambda: [_nothing])
 
 
@@ -40,6 +42,7 @@ _state = _State()
 def _handler(signum: int, frame: FrameType | None) -> None:
     _state.count += 1
     name = signal.Signals(signum).name
+    _state.name = _state.name or name
     if _state.count == 1 and not _state.shield:
         raise KeyboardInterrupt(name)
     if _state.count == 1:
@@ -56,6 +59,8 @@ def install() -> None:
         _state.installed = True
         _state.count = 0
         _state.pending = None
+        _state.name = None
+        _state.settled = False
 
 
 @contextmanager
@@ -87,10 +92,21 @@ def shielded() -> Iterator[None]:
         raise KeyboardInterrupt(name)
 
 
+def check() -> None:
+    """Raise the first signal again if it was lost: Python prints and drops an exception
+    raised while a finalizer (`__del__`, a weakref callback) runs, so a Ctrl-C landing
+    there would let the lab go on (a bisection's run once ended "ok" and went on to count
+    after its Ctrl-C). Called where the lab passes from one piece of work to the next;
+    never inside a shielded block, and never after `settle`."""
+    if _state.count and not _state.shield and _state.installed and not _state.settled:
+        raise KeyboardInterrupt(_state.name or "SIGINT")
+
+
 def settle() -> None:
     """The lab is over and only the exit is left: ignore further signals, so a late
     second Ctrl-C cannot turn a clean exit into death by signal while Python shuts down
     (it restores the default handlers it set, not ignored ones)."""
+    _state.settled = True
     if _state.installed and threading.current_thread() is threading.main_thread():
         for s in SIGNALS:
             signal.signal(s, signal.SIG_IGN)

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from dbregress import io_baseline, prepare, rounds
+from dbregress import interrupts, io_baseline, prepare, rounds
 from dbregress.collect import layout
 from dbregress.collect.host import host_facts
 from dbregress.errors import DbregressError, Interrupted, StoreError
@@ -76,6 +76,7 @@ class Runner:
         status = "failed"
         try:
             self._run_all()
+            interrupts.check()  # a Ctrl-C lost in a finalizer must not end as "ok"
             failures = self.writer.record["failures"]
             status = "ok" if not failures else "failed"
             if failures:
@@ -166,12 +167,14 @@ class Runner:
         a resumed run finished before are kept as they were, not run again (a round is
         run again whole unless all of its jobs ended)."""
         if together:
+            interrupts.check()
             if all(self.writer.job_finished(j) for j in jobs):
                 self.executor.kept(jobs)
             else:
                 self.executor.round(jobs, builds)
             return
         for job in jobs:
+            interrupts.check()
             if self.writer.job_finished(job):
                 self.executor.kept([job])
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dbregress import provision
+from dbregress import interrupts, provision
 from dbregress.bisect.building import Builder
 from dbregress.bisect.builds import label_of, shown, spec_of
 from dbregress.bisect.model import (
@@ -138,6 +138,7 @@ class Bisection:
                 f"{shown(b_hi)} (run {attempt})"
             )
             try:
+                interrupts.check()
                 point = self._measure(b_lo, b_mid, b_hi, attempt)
             except Interrupted:
                 raise

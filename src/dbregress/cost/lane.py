@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from dbregress import benchmarks, method, provision
+from dbregress import benchmarks, interrupts, method, provision
 from dbregress.analysis import state
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.benchmarks import insert
@@ -284,11 +284,13 @@ class Lane:
         futures: set[Future[None]] = set()
         with hurrying(self._kill_all), ThreadPoolExecutor(self.workers) as pool:
             try:
+                interrupts.check()
                 for replay in todo:
                     futures.add(pool.submit(self._one, replay))
                 pending = set(futures)
                 while pending:
                     _, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                    interrupts.check()
             except KeyboardInterrupt as e:
                 self.cancelled.set()
                 with shielded():
