@@ -179,6 +179,9 @@ class Lab:
     count_replays: int = 3
     count_replays_max: int = 5
     count_steps: tuple[str, ...] = ()  # the steps the lane counts; () = every reported step
+    # count every replay anew: take none from the store of counting replays (each
+    # counted replay still goes into it; docs/verdicts.md "Counted once")
+    recount: bool = False
 
     def counts(self) -> bool:
         """Whether this lab's runs have a cost lane."""
@@ -280,6 +283,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         explain=top.get("explain", bool, False),
         verdict=_verdict(top),
         count=top.get("count", bool, None),
+        recount=top.get("recount", bool, False),
         count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
     lab = _count_rules(top, lab)

@@ -33,6 +33,7 @@ def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
         "fail_on": None,
         "scheduler": None,
         "tls": None,
+        "recount": False,
     }
     return argparse.Namespace(**(base | kw))
 

@@ -46,6 +46,8 @@ class BisectRequest:
     # table as the lab file's [flavors.FAMILY.NAME] holds it, patch paths absolute (the
     # patches are read again at every point, so a fixed patch is used from then on).
     flavors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # --recount: take no counting replay from the count store (store/counted.py)
+    recount: bool = False
 
 
 @dataclass

@@ -60,6 +60,8 @@ def lab_text(
         "count_replays_max": max(replays, 5),
         "count_steps": [request.step],
     }
+    if request.recount:
+        head["recount"] = True
     lines = [f"{k} = {_toml(v)}" for k, v in head.items()]
     for label, build in columns:
         lines += [

@@ -125,6 +125,12 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
         "--replays", type=int, default=3, help="counting replays per build at a point (2-20)"
     )
     p.add_argument(
+        "--recount",
+        action="store_true",
+        help="count every replay anew: take none from the count store (each counted "
+        "replay still goes into it)",
+    )
+    p.add_argument(
         "--results",
         type=Path,
         default=Path("results"),
@@ -228,6 +234,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         sizes=_sizes(args.size),
         replays=args.replays,
         flavors=flavors,
+        recount=args.recount,
         **then,
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,12 @@ def add_parser(sub: Any) -> None:
         help="run the lab's jobs on a fleet: the address of its Dask scheduler "
         "(dbregress scheduler; docs/fleet.md). Without it, everything runs here",
     )
+    p.add_argument(
+        "--recount",
+        action="store_true",
+        help="count every replay anew: take none from the count store (as `recount = "
+        "true` in the lab file; each counted replay still goes into it)",
+    )
     add_tls(p)
     add_fail_on(p)
     p.set_defaults(func=run)
@@ -57,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     interrupts.install()
     resume = resolve_run(args.resume, args.results) if args.resume else None
     lab = load_lab(resume / "lab.toml" if resume else args.lab)
+    if args.recount:
+        lab = dataclasses.replace(lab, recount=True)
     if lab.explain:
         require_explainable(lab)  # before hours of running, not after
     if lab.count and not args.scheduler:  # asked for: a missing valgrind is an error, now

@@ -38,6 +38,7 @@ from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.benchmarks import insert
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import valgrind
+from dbregress.cost import reuse
 from dbregress.engines import process
 from dbregress.engines.registry import engine_class
 from dbregress.errors import DbregressError, Interrupted, LabError
@@ -50,13 +51,17 @@ from dbregress.interrupts import hurrying, shielded
 from dbregress.lab import Column, Comparison, Lab, VerdictPolicy
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
+from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import (
     CostLaneRecord,
     ReplayError,
     ReplayRecord,
     ReplayStep,
 )
+from dbregress.shapes.step_result import StepResultJson
+from dbregress.store import counted
 from dbregress.store import replays as replay_store
+from dbregress.store.counted import CountKey
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run
 
@@ -93,6 +98,15 @@ KEPT = (
     "engine_state",
     "state_mismatch",
 )
+# The lane's part of a stored replay's key (store/counted.py): how it sizes windows and
+# what a replay keeps of them.
+PROFILE = counted.digest(
+    {
+        "sizing": dataclasses.asdict(LANE_SIZING),
+        "kept": KEPT,
+        "replay_schema": replay_store.SCHEMA_VERSION,
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +137,8 @@ class Lane:
         self._lock = threading.Lock()
         self._done = 0
         self._planned = 0
+        # the store of counting replays (store/counted.py, cost/reuse.py)
+        self.reuse = reuse.Reuse(run, notify, lab.recount)
 
     # -- planning ---------------------------------------------------------------------
 
@@ -130,32 +146,7 @@ class Lane:
         data = read_run(self.run)
         results = sizing_results(data)
         for comp in self.lab.comparisons:
-            reported = [p.name for p in benchmarks.plans(comp) if p.reported]
-            measured = {
-                s
-                for s in reported
-                if all(
-                    any(r["column"] == c.label and r["step"] == s for r in results)
-                    for c in (comp.base, *comp.columns)
-                )
-            }
-            for s in reported:
-                if s not in measured:
-                    why = "a column has no measured repeat to size its window from"
-                    self.skipped[f"{comp.name}/{s}"] = why
-            steps = [s for s in reported if s in measured]
-            if self.lab.count_steps:
-                unknown = [s for s in self.lab.count_steps if s not in reported]
-                if unknown and len(self.lab.comparisons) == 1:
-                    raise LabError(
-                        f"count_steps: {', '.join(unknown)} is not a reported step of "
-                        f"{comp.name}; its steps are {', '.join(reported)}"
-                    )
-                wanted = set(self.lab.count_steps)
-                # the steps before the last counted one run too, uncounted (Replay.steps)
-                steps = [s for s in steps if s in wanted or _before(reported, s, wanted)]
-                if not wanted & set(steps):
-                    steps = []
+            steps = counted_steps(self.lab, comp, results, self.skipped)
             for column in comp.columns:
                 self._fetch(column)
                 # The base's pace for every column: the paced writers of the q-steps
@@ -168,43 +159,65 @@ class Lane:
                 self.choices[column.label] = {
                     step: warmed(choice) for step, choice in found.items()
                 }
+            self._adopt(comp, data.record.get("builds") or {})
+        self.reuse.claimed_in(self._finished_all())
 
     def _fetch(self, column: Column) -> None:
         """The column's build, here (a fleet's lane has its workers fetch it)."""
         self.builds[column.label] = provision.fetch(column.build)
 
+    def _finished_all(self) -> list[ReplayRecord]:
+        return replay_store.load_replays(self.run)  # as count_replay() made them
+
     def _finished(self, label: str) -> list[ReplayRecord]:
-        replays = replay_store.load_replays(self.run)  # as count_replay() made them
-        return [r for r in replays if r["column"] == label]
+        return _of(self._finished_all(), label)
+
+    # -- the store of counting replays (cost/reuse.py) --------------------------------
+
+    def _count_method(self) -> MethodIdentity:
+        """The method identity the lane's replays count by (this host's)."""
+        return method.identity()
+
+    def _adopt(self, comp: Comparison, builds: Mapping[str, object]) -> None:
+        for column in comp.columns:
+            build = cast(Mapping[str, object] | None, builds.get(column.label))
+            self.reuse.keys[column.label] = count_key(comp, column, build, self._count_method())
+        labels = [c.label for c in comp.columns if self.choices.get(c.label)]
+        self.reuse.adopt(comp.name, labels, self.choices, comp.sizes.warmup())
+
+    def _claim(self, todo: list[Replay]) -> list[Replay]:
+        """The replays of `todo` no stored replay stands for; those it does are written
+        to the run as its own, with where they were counted (cost/reuse.py)."""
+        rest = []
+        for replay in todo:
+            label = replay.column.label
+            record = self.reuse.take(
+                replay.comparison.name, label, replay.number, replay.steps, self.choices.get(label)
+            )
+            if record is None:
+                rest.append(replay)
+                continue
+            replay_store.save_replay(self.run, label, replay.number, record)
+            self._index(record)
+        return rest
 
     def _wanted(self, label: str) -> tuple[int, frozenset[str] | None]:
-        """The replays wanted of a column and the steps the added ones count (None:
-        every step): count_replays; then, up to count_replays_max, replays counting the
-        steps where the replays of any column of its comparison split into clusters or
-        disagree beyond the cost band, or where a column against its base would be
-        `undecided` once both have count_replays (analysis/cost.py needs_more). Both
-        sides of such a step get the added replays: the verdict stays `undecided` until
-        both have count_replays_max, and with that many the measured floor carries the
-        states."""
-        done = [r for r in self._finished(label) if r.get("status") == "ok"]
-        if len(done) < self.lab.count_replays:
-            return self.lab.count_replays, None
-        peers = {
-            c.label
-            for comp in self.lab.comparisons
-            if label in {c.label for c in comp.columns}
-            for c in comp.columns
-        }
-        finished = {
-            p: [r for r in self._finished(p) if r.get("status") == "ok"] for p in sorted(peers)
-        }
-        counted = set(self.lab.count_steps) or set(self.choices.get(label, {}))
-        loose = loose_steps(self.lab, label, counted & set(self.choices.get(label, {})), finished)
-        if not loose:
-            return self.lab.count_replays, None
-        return self.lab.count_replays_max, frozenset(loose)
+        records = self._finished_all()
+        return wanted_replays(
+            self.lab, label, set(self.choices.get(label, {})), lambda p: _of(records, p)
+        )
 
     def _missing(self) -> list[Replay]:
+        """The replays still to count: those _needed lists that no stored replay stands
+        for (_claim), asked again after each replay taken from the store (the replays
+        taken may leave a step loose: more are wanted)."""
+        while True:
+            todo = self._needed()
+            rest = self._claim(todo)
+            if len(rest) == len(todo):
+                return rest
+
+    def _needed(self) -> list[Replay]:
         """The replays still to run: up to the column's wanted number of ok ones
         (_wanted), each failed replay run again under a new number (at most
         RETRIES a column: an engine that crashed once under valgrind gets another
@@ -247,6 +260,7 @@ class Lane:
         self._plan()
         todo = self._missing()
         self._planned = len(todo)
+        self.reuse.tell()
         if todo:
             self.notify(
                 f"cost lane: {len(todo)} counting replay(s) of {len(self.choices)} column(s) "
@@ -255,6 +269,7 @@ class Lane:
         while todo:  # a second round adds replays where a column's disagree
             self._run_all(todo)
             todo = self._missing()
+            self.reuse.tell()
             if todo:
                 self._planned += len(todo)
                 self.notify(
@@ -267,6 +282,7 @@ class Lane:
             self.root.rmdir()
         took_s = round(time.monotonic() - started, 1)
         record = lane_record(self.lab, self.workers, took_s, self.skipped)
+        record["store"] = self.reuse.record()
         # what the replays changed, as the reports disclose it (explain/replay_changes.py),
         # from the columns as the replays ran them (a test hook's settings included)
         record["replay_changes"] = replay_changes(
@@ -321,16 +337,26 @@ class Lane:
         if record is not None:
             self._keep(replay, record)
 
-    def _keep(self, replay: Replay, record: ReplayRecord) -> None:
-        """A finished replay's record: stored, indexed, told."""
-        label = replay.column.label
-        replay_store.save_replay(self.run, label, replay.number, record)
+    def _index(self, record: ReplayRecord) -> None:
         index_into(
             self.run.parent,
             lambda h: h.index_replay(self.run, record),
             self.notify,
             existing_only=True,
         )
+
+    def _keep(self, replay: Replay, record: ReplayRecord) -> None:
+        """A finished replay's record: stored, indexed, told."""
+        label = replay.column.label
+        replay_store.save_replay(self.run, label, replay.number, record)
+        self.reuse.put(
+            replay.column.label,
+            str(replay.column.build),
+            replay.number,
+            record,
+            self.choices.get(replay.column.label),
+        )
+        self._index(record)
         with self._lock:
             self._done += 1
             done = self._done
@@ -340,6 +366,89 @@ class Lane:
             f"cost lane: {replay.name} {what}{where} in {record['took_s']:.0f} s "
             f"({done}/{self._planned})"
         )
+
+
+def counted_steps(
+    lab: Lab, comp: Comparison, results: list[StepResultJson], skipped: dict[str, str]
+) -> list[str]:
+    """The comparison's steps the lane counts or runs uncounted before one it counts:
+    its reported steps measured in every column (the others named in `skipped`), as
+    far as the lab's count_steps asks."""
+    reported = [p.name for p in benchmarks.plans(comp) if p.reported]
+    measured = {
+        s
+        for s in reported
+        if all(
+            any(r["column"] == c.label and r["step"] == s for r in results)
+            for c in (comp.base, *comp.columns)
+        )
+    }
+    for s in reported:
+        if s not in measured:
+            skipped[f"{comp.name}/{s}"] = "a column has no measured repeat to size its window from"
+    steps = [s for s in reported if s in measured]
+    if lab.count_steps:
+        unknown = [s for s in lab.count_steps if s not in reported]
+        if unknown and len(lab.comparisons) == 1:
+            raise LabError(
+                f"count_steps: {', '.join(unknown)} is not a reported step of "
+                f"{comp.name}; its steps are {', '.join(reported)}"
+            )
+        wanted = set(lab.count_steps)
+        # the steps before the last counted one run too, uncounted (Replay.steps)
+        steps = [s for s in steps if s in wanted or _before(reported, s, wanted)]
+        if not wanted & set(steps):
+            steps = []
+    return steps
+
+
+def count_key(
+    comp: Comparison,
+    column: Column,
+    build: Mapping[str, object] | None,
+    identity: MethodIdentity,
+) -> CountKey | None:
+    """The store's key of a column's replays (store/counted.py); None for a build whose
+    identity does not pin its code."""
+    build_key = method.build_key(build)
+    count = method.count_key(identity)
+    if build_key is None or count is None:
+        return None
+    col = replay_column(column)
+    steps = tuple(step_key(plan, col) for plan in benchmarks.plans(comp))
+    return CountKey(build_key, count, steps, PROFILE)
+
+
+def _of(records: list[ReplayRecord], label: str) -> list[ReplayRecord]:
+    return [r for r in records if r["column"] == label]
+
+
+def wanted_replays(
+    lab: Lab, label: str, chosen: set[str], finished: Callable[[str], list[ReplayRecord]]
+) -> tuple[int, frozenset[str] | None]:
+    """The replays wanted of a column (`chosen`: its steps with a window; `finished`:
+    a column's finished replays) and the steps the added ones count (None: every step):
+    count_replays; then, up to count_replays_max, replays counting the steps where the
+    replays of any column of its comparison split into clusters or disagree beyond the
+    cost band, or where a column against its base would be `undecided` once both have
+    count_replays (analysis/cost.py needs_more). Both sides of such a step get the
+    added replays: the verdict stays `undecided` until both have count_replays_max,
+    and with that many the measured floor carries the states."""
+    done = [r for r in finished(label) if r.get("status") == "ok"]
+    if len(done) < lab.count_replays:
+        return lab.count_replays, None
+    peers = {
+        c.label
+        for comp in lab.comparisons
+        if label in {c.label for c in comp.columns}
+        for c in comp.columns
+    }
+    ok = {p: [r for r in finished(p) if r.get("status") == "ok"] for p in sorted(peers)}
+    counted = set(lab.count_steps) or chosen
+    loose = loose_steps(lab, label, counted & chosen, ok)
+    if not loose:
+        return lab.count_replays, None
+    return lab.count_replays_max, frozenset(loose)
 
 
 def loose_steps(

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
+from dbregress import method
+from dbregress.collect import valgrind
 from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
 from dbregress.explain.jobs import Choice
@@ -29,6 +31,7 @@ from dbregress.fleet.ship import inside
 from dbregress.lab import Column, Lab, load_lab
 from dbregress.shapes.fleet import ReplayOutcome
 from dbregress.shapes.host import CountIdentity, Fingerprint
+from dbregress.shapes.method import MethodIdentity
 from dbregress.store import replays as replay_store
 from dbregress.store.files import write_atomic
 
@@ -80,6 +83,21 @@ class FleetLane(Lane):
 
     def _fetch(self, column: Column) -> None:
         return None  # each worker fetches the builds of its replays
+
+    def _count_method(self) -> MethodIdentity:
+        """The workers' method identity: this dbregress's constants (caches, cost model,
+        counting profile) with the chosen identity's loadgen, valgrind, libc and CPU
+        features; the count store takes replays of it only (cost/reuse.py)."""
+        return {
+            "dbregress": self.identity.get("dbregress") or "",
+            "loadgen_sha256": self.identity.get("loadgen_sha256"),
+            "valgrind": self.identity.get("valgrind_version"),
+            "libc": self.identity.get("libc") or "",
+            "caches": " ".join(valgrind.CACHES),
+            "cost_model": method.COST_MODEL,
+            "counting_profile": method.COUNTING_PROFILE,
+            "cpu_features": self.identity.get("cpu_features"),
+        }
 
     def _require(self) -> None:
         if not self.hosts:  # count_identity refuses this before; a lane never runs without

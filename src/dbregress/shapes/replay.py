@@ -58,6 +58,26 @@ class ReplayRecord(TypedDict):
     steps: dict[str, ReplayStep]
     took_s: float
     host: NotRequired[str]  # the fleet worker that counted it
+    reused: NotRequired[ReusedFrom]  # taken from the count store: where it was counted
+
+
+class ReusedFrom(TypedDict):
+    """Where a replay taken from the count store (store/counted.py) was counted."""
+
+    entry: str  # the store's entry: KEY/FILE
+    run: str | None
+    column: str | None
+    replay: int | None
+    stored_at: float
+
+
+class StoreUse(TypedDict):
+    """cost/lane.json `store`: the count store the lane used and what it took."""
+
+    path: str
+    recount: bool  # the lab or --recount said to take nothing from it
+    adopted: dict[str, int]  # comparison -> stored replays at the windows it adopted
+    refused: dict[str, str]  # comparison or column -> why stored replays were not taken
 
 
 class CyclesModel(TypedDict):
@@ -125,3 +145,4 @@ class CostLaneRecord(TypedDict, total=False):
     lockstep_steps: list[str]
     replay_changes: ReplayChanges  # what the replays changed, read by the reports
     skipped: dict[str, str]  # comparison/step -> why it was not counted
+    store: StoreUse

@@ -1,0 +1,290 @@
+"""When a stored counting replay (store/counted.py) may stand for one the cost lane
+would count now, and how it is taken.
+
+A replay's counts are a function of its build, the steps as it ran them, the counting
+method and the windows it counted (their place, length and the writers' pace): replays
+of one build agree to 0.0-0.3% whenever and wherever they ran. The store's key holds
+the first three; the windows come from the run's time lane (each window sits at the
+middle of the base's timed window, at the base's rate), which a new run measures anew
+and a little differently. So the lane first adopts windows, per comparison:
+
+- the windows it would choose now (`fresh`), and the window sets stored replays of the
+  comparison's columns were counted at;
+- a stored set is adopted when every step's window is one the lane could have chosen
+  now (`incompatible` says why not): the same steps; a timed step's window inside the
+  base's timed window at this run's rate (or within a window's length of the fresh
+  one); a fixed-work step's within a window's length of the fresh one; a length within
+  half to twice the fresh one; the writers' pace within PACE of this run's;
+- the set with the most stored replays wins (the newest on a tie); with none adopted,
+  the fresh windows are used and nothing stored is taken.
+
+Then, for each replay the lane is missing, it takes a stored one of the column's key at
+the adopted windows that counted every step the missing one would, that no other column
+of this run took and that this run did not count itself, whose engine state at each
+counted window meets this run's timed state (analysis/state.py, judged again against
+this run's time lane: `rejudged`). The taken replay is written to the run folder as a
+replay of this run, with `reused` naming where it was counted.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, cast
+
+from dbregress import method
+from dbregress.analysis import state
+from dbregress.errors import DbregressError
+from dbregress.explain.jobs import Choice
+from dbregress.shapes.replay import ReplayRecord, StoreUse
+from dbregress.store import counted
+from dbregress.store.counted import CountKey, CountStore, Stored
+
+Notify = Callable[[str], None]
+
+# How far the writers' pace (the base's Q calls per second in the time lane) of a stored
+# window may be from this run's: the time lane's throughput moves a few percent between
+# runs on one host.
+PACE = 0.10
+
+
+def window_of(choice: Choice) -> dict[str, Any]:
+    """A step's window as the store keeps it."""
+    return {
+        "index": choice.index,
+        "skip_ops": choice.skip_ops,
+        "ops": choice.ops,
+        "q_per_s": round(choice.q_per_s, 6),
+        "warm_ops": choice.warm_ops,
+        "until_hit_rate": round(choice.until_hit_rate, 6),
+    }
+
+
+def windows_of(choices: Mapping[str, Choice]) -> dict[str, dict[str, Any]]:
+    return {s: window_of(c) for s, c in sorted(choices.items())}
+
+
+def incompatible(
+    stored: Mapping[str, Mapping[str, Any]], fresh: Mapping[str, Choice], warmup_s: float
+) -> str | None:
+    """Why windows stored with a replay are not ones the lane could choose now (None:
+    they are); `fresh`: the windows it would choose from this run's time lane."""
+    if set(stored) != set(fresh):
+        return f"other steps counted ({', '.join(sorted(stored))})"
+    for step, now in fresh.items():
+        w = stored[step]
+        if w.get("index") != now.index:
+            return f"{step} is step {w.get('index')} there, {now.index} here"
+        ops, skip, pace = int(w["ops"]), int(w["skip_ops"]), float(w["q_per_s"])
+        if not now.ops / 2 <= ops <= now.ops * 2:
+            return f"{step}'s window of {ops} calls against {now.ops} now"
+        if now.q_per_s > 0 and abs(pace / now.q_per_s - 1) > PACE:
+            return f"{step}'s pace {pace:.0f}/s against {now.q_per_s:.0f}/s now"
+        near = abs(skip - now.skip_ops) <= max(ops, now.ops)
+        duration = now.plan.duration_s
+        inside = bool(duration) and (
+            warmup_s * now.q_per_s <= skip and skip + ops <= (warmup_s + duration) * now.q_per_s
+        )
+        if not (near or inside):
+            return f"{step}'s window after {skip} calls against {now.skip_ops} now"
+    return None
+
+
+def adopt(
+    fresh: Mapping[str, Choice], windows: Mapping[str, Mapping[str, Any]]
+) -> dict[str, Choice]:
+    """A column's choices at the stored `windows` (its own timed state kept)."""
+    out = {}
+    for step, c in fresh.items():
+        w = windows[step]
+        out[step] = dataclasses.replace(
+            c,
+            skip_ops=int(w["skip_ops"]),
+            ops=int(w["ops"]),
+            q_per_s=float(w["q_per_s"]),
+            warm_ops=int(w["warm_ops"]),
+            until_hit_rate=float(w["until_hit_rate"]),
+        )
+    return out
+
+
+def rejudged(
+    record: ReplayRecord, choices: Mapping[str, Choice]
+) -> tuple[ReplayRecord, str | None]:
+    """A stored replay's record with each counted window's state judged against this
+    run's timed state (the column's `choices`' `timed`), and why it cannot be used
+    (None: it can). A window whose timed state this run did not measure is judged as a
+    fresh count would be (its verdict withheld), not refused."""
+    out = copy.deepcopy(record)
+    for step, figures in out["steps"].items():
+        st = figures.get("engine_state")
+        choice = choices.get(step)
+        if st is None or choice is None:
+            continue
+        counted = state.CacheState.from_json(st["counted"])
+        timed = choice.timed
+        st["timed"] = timed.to_json() if timed is not None else None
+        tol = st.get("tolerance_misses_per_op")
+        why = (
+            state.mismatch(counted.kind, counted.misses_per_op, timed, tol)
+            if counted.looked_up
+            else None
+        )
+        figures["state_mismatch"] = why
+        if why is not None and timed is not None:
+            return out, f"{step}: {why}"
+    return out, None
+
+
+def taken(
+    stored: Stored, record: ReplayRecord, comparison: str, label: str, number: int
+) -> ReplayRecord:
+    """The stored replay as a replay of this run: its number and column here, and
+    where it was counted."""
+    out = cast(dict[str, Any], copy.deepcopy(record))
+    for k in ("schema_version", "kind"):
+        out.pop(k, None)
+    out |= {"comparison": comparison, "column": label, "replay": number}
+    out["reused"] = {
+        "entry": stored.entry,
+        "run": stored.origin.get("run"),
+        "column": stored.origin.get("column"),
+        "replay": stored.origin.get("replay"),
+        "stored_at": stored.stored_at,
+    }
+    return cast(ReplayRecord, out)
+
+
+def covers(stored: Stored, steps: frozenset[str] | None, chosen: set[str]) -> bool:
+    """Whether a stored replay counted every step a missing replay would count (`steps`,
+    None: every chosen step)."""
+    wanted = set(chosen) if steps is None else set(steps)
+    return wanted <= stored.counted_steps
+
+
+class Reuse:
+    """A cost lane's use of the count store: the key of each column's replays, the
+    windows adopted per comparison, the stored replays taken, and what it counted put
+    back. Nothing is taken under `recount`; everything counted is put."""
+
+    def __init__(self, run: Path, notify: Notify, recount: bool) -> None:
+        self.run, self.notify, self.recount = run, notify, recount
+        self.store = CountStore(counted.root_for(run), notify)
+        self.keys: dict[str, CountKey | None] = {}  # label -> its replays' key
+        self.claimed: set[str] = set()  # stored entries this run took or judged
+        self.adopted: dict[str, int] = {}  # comparison -> stored replays at its windows
+        self.refused: dict[str, str] = {}  # comparison or label -> why nothing was taken
+        self.taken: list[tuple[str, str]] = []  # (label, run) taken, not yet told
+
+    def claimed_in(self, records: list[ReplayRecord]) -> None:
+        """The entries a resumed run took before."""
+        self.claimed |= {r["reused"]["entry"] for r in records if "reused" in r}
+
+    def adopt(
+        self,
+        comparison: str,
+        labels: list[str],
+        choices: dict[str, dict[str, Choice]],
+        warmup_s: float,
+    ) -> None:
+        """Set the comparison's columns' `choices` to the windows of their stored
+        replays that this run could have chosen, the most replays first (the module's
+        text); unchanged when none can be."""
+        if self.recount or not labels:
+            return
+        groups: dict[str, tuple[dict[str, dict[str, Any]], int, float]] = {}
+        for label in labels:
+            key = self.keys.get(label)
+            for stored in self.store.get(key) if key is not None else []:
+                name = counted.digest(stored.windows)
+                _, n, newest = groups.get(name, (stored.windows, 0, 0.0))
+                groups[name] = (stored.windows, n + 1, max(newest, stored.stored_at))
+        fresh = choices[labels[0]]
+        for kept, n, _ in sorted(groups.values(), key=lambda g: (-g[1], -g[2])):
+            why = incompatible(kept, fresh, warmup_s)
+            if why is None:
+                for label in labels:
+                    choices[label] = adopt(choices[label], kept)
+                self.adopted[comparison] = n
+                return
+            self.refused.setdefault(comparison, f"stored windows not taken: {why}")
+
+    def take(
+        self,
+        comparison: str,
+        label: str,
+        number: int,
+        steps: frozenset[str] | None,
+        choices: dict[str, Choice] | None,
+    ) -> ReplayRecord | None:
+        """A stored replay standing for replay `number` of column `label` (counting
+        `steps`, None: every chosen one), as a replay of this run; None when none can."""
+        key = self.keys.get(label)
+        if self.recount or key is None or not choices:
+            return None
+        windows = counted.digest(windows_of(choices))
+        for stored in self.store.get(key):
+            if stored.entry in self.claimed or stored.origin.get("run") == self.run.name:
+                continue
+            if counted.digest(stored.windows) != windows or not covers(stored, steps, set(choices)):
+                continue
+            record, why = rejudged(stored.record, choices)
+            self.claimed.add(stored.entry)  # judged once a run
+            if why is not None:
+                self.refused.setdefault(label, f"engine state: {why}")
+                continue
+            if steps is not None:
+                record["steps"] = {s: f for s, f in record["steps"].items() if s in steps}
+                record["counts_only"] = sorted(steps)
+            else:
+                record.pop("counts_only", None)
+            self.taken.append((label, str(stored.origin.get("run"))))
+            return taken(stored, record, comparison, label, number)
+        return None
+
+    def put(
+        self,
+        label: str,
+        build: str,
+        number: int,
+        record: ReplayRecord,
+        choices: dict[str, Choice] | None,
+    ) -> None:
+        """A replay this run counted, into the store, keyed by the method it was
+        counted by (told, never raised, when it cannot be written: the run has it)."""
+        key = self.keys.get(label)
+        identity = record.get("method_identity")
+        count = method.count_key(identity) if identity is not None else None
+        if key is None or not choices or count is None or "reused" in record:
+            return
+        origin = {"run": self.run.name, "column": label, "replay": number}
+        origin["host"] = record.get("host")
+        try:
+            self.store.put(
+                dataclasses.replace(key, count=count), build, windows_of(choices), record, origin
+            )
+        except DbregressError as e:
+            self.notify(f"count store: replay {label}/c{number} not stored: {e}")
+
+    def tell(self) -> None:
+        """One line per column whose replays were taken since the last time."""
+        by: dict[str, list[str]] = {}
+        for label, run in self.taken:
+            by.setdefault(label, []).append(run)
+        for label, runs in sorted(by.items()):
+            self.notify(
+                f"cost lane: {label}: {len(runs)} replay(s) taken from the count store "
+                f"(counted in {', '.join(sorted(set(runs)))})"
+            )
+        self.taken = []
+
+    def record(self) -> StoreUse:
+        """cost/lane.json `store`."""
+        return {
+            "path": str(self.store.root),
+            "recount": self.recount,
+            "adopted": dict(self.adopted),
+            "refused": dict(self.refused),
+        }
