@@ -180,7 +180,7 @@ class Lab:
     count_replays_max: int = 5
     count_steps: tuple[str, ...] = ()  # the steps the lane counts; () = every reported step
     # count every replay anew: take none from the store of counting replays (each
-    # counted replay still goes into it; docs/verdicts.md "Counted once")
+    # counted replay still goes into it; docs/count-store.md)
     recount: bool = False
 
     def counts(self) -> bool:

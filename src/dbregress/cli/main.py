@@ -24,6 +24,7 @@ from dbregress.cli import (
     importcmd,
     report,
     run,
+    store,
     versions,
 )
 from dbregress.cli.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_UNJUDGED, epilog
@@ -41,6 +42,7 @@ VERBS = (
     bisect,
     history,
     fleet,
+    store,
 )
 EXIT_ERROR = EXIT_UNJUDGED  # an error dbregress names: whatever was asked is not judged
 

@@ -124,12 +124,21 @@ def write_report(
         data = only_columns(data, columns)
     stored_lane = load_lane(path)  # None: the cost lane did not finish (or never ran)
     verdicts = run_verdicts(path, data, stored_lane)
+    replays = load_replays(path)  # which of them were taken from the count store
     m = matrices(data.record, data.steps)
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
     explain = load_explain(path)
     full = markdown.render(
-        data.record, m, verdicts, _results(data), cal, data.damaged, explain, lane=stored_lane
+        data.record,
+        m,
+        verdicts,
+        _results(data),
+        cal,
+        data.damaged,
+        explain,
+        lane=stored_lane,
+        replays=replays,
     )
     moved = (
         [] if columns else history_moves.markdown(history_moves.against_history(path, data.record))
@@ -138,8 +147,12 @@ def write_report(
         full = full.rstrip("\n") + "\n\n" + "\n".join(moved)
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
-    as_json = json_report.render(data.record, verdicts, stored_lane)
-    page = html.render(data, m, verdicts, cal, stored_lane) if not columns or fmt == "html" else ""
+    as_json = json_report.render(data.record, verdicts, stored_lane, replays)
+    page = (
+        html.render(data, m, verdicts, cal, stored_lane, replays)
+        if not columns or fmt == "html"
+        else ""
+    )
     if not columns:
         write_atomic(path / "report.md", full)
         write_json(path / "verdicts.json", as_json)
@@ -151,8 +164,12 @@ def write_report(
     if fmt == "tsv":
         return exports.tsv(data.record, m, verdicts, stored_lane), verdicts
     if fmt == "csv":
-        return exports.csv_text(data.record, m, verdicts, stored_lane).rstrip("\n"), verdicts
-    shown = markdown.summary_tables(data.record, m, verdicts, stored_lane) if summary else full
+        return exports.csv_text(data.record, m, verdicts, stored_lane, replays).rstrip(
+            "\n"
+        ), verdicts
+    shown = (
+        markdown.summary_tables(data.record, m, verdicts, stored_lane, replays) if summary else full
+    )
     if summary and moved:
         shown = shown.rstrip("\n") + "\n\n" + "\n".join(moved)
     where = (

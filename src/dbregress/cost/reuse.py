@@ -16,7 +16,8 @@ and a little differently. So the lane first adopts windows, per comparison:
   one); a fixed-work step's within a window's length of the fresh one; a length within
   half to twice the fresh one; the writers' pace within PACE of this run's;
 - the set with the most stored replays wins (the newest on a tie); with none adopted,
-  the fresh windows are used and nothing stored is taken.
+  the fresh windows are used and nothing stored is taken. The pace matters only to a
+  step with paced writers (`paced`).
 
 Then, for each replay the lane is missing, it takes a stored one of the column's key at
 the adopted windows that counted every step the missing one would, that no other column
@@ -48,6 +49,8 @@ Notify = Callable[[str], None]
 # window may be from this run's: the time lane's throughput moves a few percent between
 # runs on one host.
 PACE = 0.10
+# The step fields that give it paced writers.
+PACED = ("insert_rate", "writer_mb_per_s")
 
 
 def window_of(choice: Choice) -> dict[str, Any]:
@@ -80,7 +83,7 @@ def incompatible(
         ops, skip, pace = int(w["ops"]), int(w["skip_ops"]), float(w["q_per_s"])
         if not now.ops / 2 <= ops <= now.ops * 2:
             return f"{step}'s window of {ops} calls against {now.ops} now"
-        if now.q_per_s > 0 and abs(pace / now.q_per_s - 1) > PACE:
+        if paced(now) and now.q_per_s > 0 and abs(pace / now.q_per_s - 1) > PACE:
             return f"{step}'s pace {pace:.0f}/s against {now.q_per_s:.0f}/s now"
         near = abs(skip - now.skip_ops) <= max(ops, now.ops)
         duration = now.plan.duration_s
@@ -90,6 +93,14 @@ def incompatible(
         if not (near or inside):
             return f"{step}'s window after {skip} calls against {now.skip_ops} now"
     return None
+
+
+def paced(choice: Choice) -> bool:
+    """Whether the step has paced writers, whose writes per Q call the window's pace
+    sets (the insert benchmark's q-steps, kv's *whilewriting steps); elsewhere the pace
+    moves nothing."""
+    section: Mapping[str, object] = choice.plan.section
+    return any(section.get(k) for k in PACED)
 
 
 def adopt(
@@ -195,9 +206,13 @@ class Reuse:
         if self.recount or not labels:
             return
         groups: dict[str, tuple[dict[str, dict[str, Any]], int, float]] = {}
+        seen: set[str] = set()  # columns of one build share their entries
         for label in labels:
             key = self.keys.get(label)
             for stored in self.store.get(key) if key is not None else []:
+                if stored.entry in seen:
+                    continue
+                seen.add(stored.entry)
                 name = counted.digest(stored.windows)
                 _, n, newest = groups.get(name, (stored.windows, 0, 0.0))
                 groups[name] = (stored.windows, n + 1, max(newest, stored.stored_at))

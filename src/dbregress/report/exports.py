@@ -12,7 +12,11 @@ its own ratio and verdict. The base column's rows carry its absolute values only
 
 Where a cost lane counted the run, TSV lists after each comparison's tables what its
 counting replays changed, and CSV's `cost_counting_changes` says it for each column and
-step (report/disclosure.py, from cost/lane.json).
+step (report/disclosure.py, from cost/lane.json). In a run whose cost lane used the
+count store, CSV ends with `cost_reused_base`, `cost_reused_column` and
+`cost_reused_from`: how many of the replays each side's verdict used were taken from the
+store, and the runs they were counted in (report/count_store.py); a run that did not use
+it has no such columns, as before the store existed.
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Sequence
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.cost import COST_METRICS, CostComparison
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.report import disclosure, io_tables
-from dbregress.shapes.replay import CostLaneRecord
+from dbregress.report import count_store, disclosure, io_tables
+from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.shapes.run import ColumnEntry, RunJson
 
 
@@ -139,11 +144,20 @@ CSV_HEADER = [
     # what the column's counting replays changed for the step (cost/lane.json)
     "cost_counting_changes",
 ]
+# Last, in a run that used the count store only: of the replays each side's cost verdict
+# used, how many were taken from the store, and the runs they were counted in.
+CSV_REUSED = ["cost_reused_base", "cost_reused_column", "cost_reused_from"]
 
 
 def csv_rows(
-    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+    record: RunJson,
+    ms: list[Matrix],
+    v: RunVerdicts,
+    lane: CostLaneRecord | None = None,
+    stored: count_store.StoreReport | None = None,
 ) -> list[list[str]]:
+    """One row per (comparison, column, step), CSV_HEADER's fields, then CSV_REUSED's
+    where `stored` says the run used the count store."""
     columns: dict[str, ColumnEntry] = {c["label"]: c for c in record["columns"]}
     rows = []
     for m in ms:
@@ -185,6 +199,8 @@ def csv_rows(
                 head = v.cost_for((m.comparison, lb, s)) if lb != m.base else None
                 row += [str(head.replays[0]), str(head.replays[1])] if head else ["", ""]
                 row.append(changed.for_cell(lb, s) if changed is not None else "")
+                if stored is not None:
+                    row += stored.csv_cells((m.comparison, lb, s) if lb != m.base else None)
                 rows.append(row)
     return rows
 
@@ -198,11 +214,17 @@ def _base_cost(v: RunVerdicts, m: Matrix, metric: str, step: str) -> CostCompari
 
 
 def csv_text(
-    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+    record: RunJson,
+    ms: list[Matrix],
+    v: RunVerdicts,
+    lane: CostLaneRecord | None = None,
+    replays: Sequence[ReplayRecord] | None = None,
 ) -> str:
-    """The CSV export (run.json and cost/lane.json typed or as read: store/)."""
+    """The CSV export (run.json, cost/lane.json and the counting replays typed or as
+    read: store/; replays None: which were taken from the count store is not told)."""
+    stored = count_store.summarize(record, v, lane, replays)
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(CSV_HEADER)
-    writer.writerows(csv_rows(record, ms, v, lane))
+    writer.writerow(CSV_HEADER + (CSV_REUSED if stored is not None else []))
+    writer.writerows(csv_rows(record, ms, v, lane, stored))
     return buf.getvalue()

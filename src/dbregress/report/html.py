@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypedDict, cast
 
@@ -26,13 +26,13 @@ from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.records import JobId
-from dbregress.report import changes, disclosure, io_tables, svg
+from dbregress.report import changes, count_store, disclosure, io_tables, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.changes import SeriesTable
 from dbregress.report.io_tables import IoHtml
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
 from dbregress.shapes.calibration import Calibration
-from dbregress.shapes.replay import CostLaneRecord
+from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData
@@ -108,6 +108,8 @@ class ComparisonPage(TypedDict):
     lanes_counts: str
     cost_band: float
     counting: list[str]  # what the counting replays changed: a sentence, then its items
+    # which replays were taken from the count store: a sentence, then its items
+    count_store: list[str]
     ratio_charts: list[Markup]
     series: list[SeriesTable]
     series_legend: str
@@ -412,7 +414,11 @@ def counting(record: RunJson, comparison: str, lane: CostLaneRecord | None) -> l
 
 
 def comparison(
-    data: RunData, m: Matrix, v: RunVerdicts, lane: CostLaneRecord | None = None
+    data: RunData,
+    m: Matrix,
+    v: RunVerdicts,
+    lane: CostLaneRecord | None = None,
+    stored: count_store.StoreReport | None = None,
 ) -> ComparisonPage:
     colours = svg.column_colours(m.labels)
     found = v.for_comparison(m.comparison)
@@ -429,6 +435,7 @@ def comparison(
         "lanes_counts": vt.lanes_counts(v, m.comparison),
         "cost_band": v.policy.cost_band,
         "counting": counting(_run(data), m.comparison, lane) if v.cost is not None else [],
+        "count_store": stored.lines(m.comparison) if stored is not None else [],
         "ratio_charts": ratio_charts(m, v),
         "series": changes.html_tables(m, v),
         "series_legend": changes.legend(m, v),
@@ -543,10 +550,13 @@ def render(
     v: RunVerdicts,
     calibration: Calibration | None = None,
     lane: CostLaneRecord | None = None,
+    replays: Sequence[ReplayRecord] | None = None,
 ) -> str:
-    """The page; `calibration`: the host's, `lane`: the run's cost/lane.json, typed or as
-    read (store/calibration.py, store/replays.py)."""
+    """The page; `calibration`: the host's, `lane`: the run's cost/lane.json, `replays`:
+    its counting replays (which were taken from the count store; None: not told), typed
+    or as read (store/calibration.py, store/replays.py)."""
     record = _run(data)
+    stored = count_store.summarize(record, v, lane, replays)
     host = record.get("host", {})
     p = record["placement"]
     results = [r for rs in data.steps.values() for r in rs]
@@ -565,7 +575,7 @@ def render(
             "`", ""
         ),
         "band": v.policy.band,
-        "comparisons": [comparison(data, m, v, lane) for m in ms],
+        "comparisons": [comparison(data, m, v, lane, stored) for m in ms],
         "failures": [
             [f["where"], f["type"], f["message"].splitlines()[0][:300] if f["message"] else ""]
             for f in record.get("failures", [])

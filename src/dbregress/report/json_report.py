@@ -3,6 +3,7 @@ described by schema/verdicts.schema.json."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final, Literal, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
@@ -10,10 +11,11 @@ from dbregress.analysis.cost import COST_METRICS, CostComparison, FloorSeen
 from dbregress.analysis.metrics import Metric
 from dbregress.analysis.state import SideState
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.report import disclosure, io_tables
+from dbregress.report import count_store, disclosure, io_tables
+from dbregress.report.count_store import CostLaneNoteJson, CostVerdictJson, StoreReport
 from dbregress.report.verdict_tables import reading
 from dbregress.shapes import verdicts as shapes
-from dbregress.shapes.replay import CostLaneRecord
+from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.shapes.run import ComparisonEntry, RunJson
 
 FORMAT_VERSION: Final = 1
@@ -35,7 +37,12 @@ def _metric(c: StepVerdict, m: Metric) -> shapes.MetricVerdict:
 
 
 def _step(
-    v: RunVerdicts, comparison: str, label: str, step: str, c: StepVerdict
+    v: RunVerdicts,
+    comparison: str,
+    label: str,
+    step: str,
+    c: StepVerdict,
+    stored: StoreReport | None = None,
 ) -> shapes.StepVerdictJson:
     metrics = {}
     for m in VERDICT_METRICS:
@@ -54,7 +61,7 @@ def _step(
         "more_repeats": c.more_repeats,
         "reason": c.reason,
         "metrics": metrics,
-        "cost": _cost(v, (comparison, label, step)),
+        "cost": _cost(v, (comparison, label, step), stored),
     }
 
 
@@ -105,9 +112,13 @@ def _state(s: SideState | None) -> shapes.BaseState | None:
     }
 
 
-def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | None:
+def _cost(
+    v: RunVerdicts, key: tuple[str, str, str], stored: StoreReport | None = None
+) -> shapes.CostVerdict | None:
     """The cost lane's verdict of a step: estimated cycles per operation, column over
-    base (above 1: more work), with every count metric beside it; None without a lane."""
+    base (above 1: more work), with every count metric beside it and, in a run that used
+    the count store, how many of each side's replays were taken from it and from which
+    runs (report/count_store.py); None without a lane."""
     head = v.cost_for(key)
     if head is None:
         return None
@@ -120,7 +131,7 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | Non
         "base": head.background[0],
         "column": head.background[1],
     }
-    return {
+    out: CostVerdictJson = {
         "metric": cast(Literal["estimated_cycles"], head.metric),  # the headline's
         "ratio": head.ratio,
         "ci": _ci(head.ci),
@@ -139,10 +150,18 @@ def _cost(v: RunVerdicts, key: tuple[str, str, str]) -> shapes.CostVerdict | Non
         # apart than its tolerance gets no verdict
         "state": {"base": _state(head.state[0]), "column": _state(head.state[1])},
     }
+    reused = stored.step_json(key) if stored is not None else None
+    if reused is not None:
+        out["reused"], out["reused_from"] = reused
+    return out
 
 
 def _comparison(
-    record: RunJson, v: RunVerdicts, comp: ComparisonEntry, lane: CostLaneRecord | None
+    record: RunJson,
+    v: RunVerdicts,
+    comp: ComparisonEntry,
+    lane: CostLaneRecord | None,
+    stored: StoreReport | None = None,
 ) -> shapes.VerdictComparison:
     """One comparison's verdicts, column by column, and what its counting replays
     changed (report/disclosure.py; None without a cost lane)."""
@@ -153,7 +172,9 @@ def _comparison(
         {
             "label": label,
             "steps": [
-                _step(v, name, label, s, found[(label, s)]) for s in steps if (label, s) in found
+                _step(v, name, label, s, found[(label, s)], stored)
+                for s in steps
+                if (label, s) in found
             ],
         }
         for label in others
@@ -168,10 +189,35 @@ def _comparison(
     }
 
 
-def render(record: RunJson, v: RunVerdicts, lane: CostLaneRecord | None = None) -> shapes.Verdicts:
-    """verdicts.json of a run (run.json and its cost/lane.json typed or as read:
-    store/run.py, store/replays.py)."""
-    comparisons = [_comparison(record, v, comp, lane) for comp in record["comparisons"]]
+def _cost_lane(v: RunVerdicts, stored: StoreReport | None) -> shapes.CostLaneNote | None:
+    """verdicts.json `cost_lane`: its band, replays and method, and where the run used
+    the count store, what cost/lane.json says of that use (`count_store`)."""
+    if v.cost is None:
+        return None
+    out: CostLaneNoteJson = {
+        "band": v.policy.cost_band,
+        "replays_per_column": v.cost.replays,
+        "method": "Welch t-test and interval on log counts per operation over counting "
+        "replays under valgrind (variance floored per step: its noise, at least 0.02%), "
+        "Benjamini-Hochberg across the lab, TOST equivalence; headline estimated cycles",
+    }
+    used = stored.to_json() if stored is not None else None
+    if used is not None:
+        out["count_store"] = used
+    return out
+
+
+def render(
+    record: RunJson,
+    v: RunVerdicts,
+    lane: CostLaneRecord | None = None,
+    replays: Sequence[ReplayRecord] | None = None,
+) -> shapes.Verdicts:
+    """verdicts.json of a run (run.json, its cost/lane.json and its counting replays
+    typed or as read: store/run.py, store/replays.py; replays None: which were taken
+    from the count store is not told)."""
+    stored = count_store.summarize(record, v, lane, replays)
+    comparisons = [_comparison(record, v, comp, lane, stored) for comp in record["comparisons"]]
     out: shapes.Verdicts = {
         "format_version": FORMAT_VERSION,
         "run_id": record["run_id"],
@@ -190,15 +236,7 @@ def render(record: RunJson, v: RunVerdicts, lane: CostLaneRecord | None = None) 
         "method_identity": record.get("method_identity"),
         "method": "Hodges-Lehmann ratio of log QPS over repeats, Moses interval, "
         "Mann-Whitney test with Benjamini-Hochberg across the lab, TOST equivalence",
-        "cost_lane": None
-        if v.cost is None
-        else {
-            "band": v.policy.cost_band,
-            "replays_per_column": v.cost.replays,
-            "method": "Welch t-test and interval on log counts per operation over counting "
-            "replays under valgrind (variance floored per step: its noise, at least 0.02%), "
-            "Benjamini-Hochberg across the lab, TOST equivalence; headline estimated cycles",
-        },
+        "cost_lane": _cost_lane(v, stored),
         "comparisons": comparisons,
         "disturbed": [
             {"column": d.column, "repeat": d.repeat, "step": d.step, "why": d.why}

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
 from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import COUNTERS, ENGINE, LATENCY, Metric
 from dbregress.analysis.summary import Cell, Matrix
-from dbregress.report import changes, disclosure, io_tables
+from dbregress.report import changes, count_store, disclosure, io_tables
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.explain import ExplainRecord
-from dbregress.shapes.replay import CostLaneRecord
+from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 
@@ -297,11 +298,14 @@ def render(
     damaged: list[str] | None = None,
     explain: ExplainRecord | None = None,
     lane: CostLaneRecord | None = None,
+    replays: Sequence[ReplayRecord] | None = None,
 ) -> str:
     """report.md: run.json, the step results, the host's calibration, the run's
-    explanations and its cost/lane.json (what the counting replays changed) come typed
+    explanations, its cost/lane.json (what the counting replays changed) and its
+    counting replays (which were taken from the count store; None: not told) come typed
     or as read (store/, explain/store.py)."""
     parts = [header(record), [vt.lanes_line(record, v), ""]]
+    stored = count_store.summarize(record, v, lane, replays)
     for m in ms:
         parts += [
             _title(m),
@@ -309,6 +313,7 @@ def render(
             vt.relative_qps(m, v),
             vt.both_lanes(m, v),
             _counting(record, m, v, lane),
+            _counted_before(m, stored),
             changes.markdown(m, v),
             vt.verdicts(m, v),
             vt.cost_details(m, v),
@@ -336,15 +341,29 @@ def _counting(record: RunJson, m: Matrix, v: RunVerdicts, lane: CostLaneRecord |
     return disclosure.markdown(disclosure.disclosure(lane, record, m.comparison))
 
 
+def _counted_before(m: Matrix, stored: count_store.StoreReport | None) -> list[str]:
+    """Which of the replays the comparison's cost verdicts used were taken from the
+    count store (report/count_store.py); nothing in a run that did not use it."""
+    if stored is None or len(m.labels) < 2:
+        return []
+    head, *items = stored.lines(m.comparison)
+    return [head, "", *(f"- {line}" for line in items), *([""] if items else [])]
+
+
 def summary_tables(
-    record: RunJson, ms: list[Matrix], v: RunVerdicts, lane: CostLaneRecord | None = None
+    record: RunJson,
+    ms: list[Matrix],
+    v: RunVerdicts,
+    lane: CostLaneRecord | None = None,
+    replays: Sequence[ReplayRecord] | None = None,
 ) -> str:
-    """The short version printed at the end of `dbregress run` (run.json and cost/
-    lane.json typed or as read)."""
+    """The short version printed at the end of `dbregress run` (run.json, cost/lane.json
+    and the counting replays typed or as read; replays None: not told)."""
     parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
+    stored = count_store.summarize(record, v, lane, replays)
     for m in ms:
         parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
-        parts += [_counting(record, m, v, lane)]
+        parts += [_counting(record, m, v, lane), _counted_before(m, stored)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]
     return _join([*parts, failures(record)])

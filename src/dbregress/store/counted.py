@@ -23,7 +23,9 @@ Layout: ROOT/<key[:2]>/<key>/<run>.<column>.r<N>.json, one file per replay, writ
 atomically under a name no other replay has, so concurrent runs and a fleet's
 coordinator need no lock. An entry that cannot be read, is of another schema, whose key
 does not match its folder or whose windows do not match their digest is ignored with
-one line and never used.
+one line and never used. `dbregress store` (cli/store.py, docs/count-store.md) lists,
+sizes and prunes the store: `survey` sees every file, usable or not, and `Prune` says
+which ones go.
 """
 
 from __future__ import annotations
@@ -103,12 +105,25 @@ class Stored:
         return set(self.record.get("steps") or {})
 
 
+def configured_root() -> Path | None:
+    """The store ENV names, None when it names none."""
+    if os.environ.get(ENV, "").strip():
+        return Path(os.environ[ENV]).expanduser()
+    return None
+
+
+def results_root(results: Path) -> Path:
+    """The store of a results folder, whatever ENV says (`dbregress store --results`)."""
+    return results / FOLDER
+
+
 def root_for(run: Path) -> Path:
     """The store a run's cost lane uses: ENV's folder, else FOLDER beside the run folder
     in its results folder (for a bisection's point, the folder holding the bisection,
     so that every bisection there shares it)."""
-    if os.environ.get(ENV, "").strip():
-        return Path(os.environ[ENV]).expanduser()
+    configured = configured_root()
+    if configured is not None:
+        return configured
     results = run.parent
     if results.name == "runs" and (results.parent / "bisect.json").is_file():
         results = results.parent.parent
@@ -180,13 +195,117 @@ class CountStore:
         files = [p for p in self.root.glob("*/*/*.json")] if self.root.is_dir() else []
         return len(files), sum(p.stat().st_size for p in files)
 
+    def survey(self) -> list[Found]:
+        """Every file of the store, usable or not, with what `dbregress store` lists and
+        prunes it by; quiet (an unusable file says why in `Found.why`, not in a line). A
+        file that goes while it is read (another prune) is left out."""
+        out = []
+        for path in sorted(self.root.glob("*/*/*.json")) if self.root.is_dir() else []:
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            try:
+                out.append(Found.usable_entry(_parse(path), size))
+            except StoreError as e:
+                out.append(Found.unusable_entry(path, size, str(e)))
+        return out
+
     def remove(self, stored: Stored) -> None:
-        stored.path.unlink(missing_ok=True)
-        for folder in (stored.path.parent, stored.path.parent.parent):
+        self.discard(stored.path)
+
+    def discard(self, path: Path) -> None:
+        """Remove an entry's file, usable or not, and its folders once they are empty."""
+        path.unlink(missing_ok=True)
+        for folder in (path.parent, path.parent.parent):
             try:
                 folder.rmdir()
             except OSError:
                 break
+
+
+@dataclass(frozen=True)
+class Found:
+    """A file of the store as `dbregress store` sees it: usable (`stored`) or not
+    (`why`), and what is known of its build, counting method and age. Of an unusable
+    file, whatever of that it still holds is read loosely (a truncated file holds
+    nothing); its age is then its modification time."""
+
+    path: Path
+    size: int
+    stored: Stored | None
+    why: str | None  # why the store ignores it; None: usable
+    build: str | None  # as the lab named it
+    build_key: str | None  # CountKey.build
+    count_key: str | None  # CountKey.count
+    stored_at: float
+
+    @classmethod
+    def usable_entry(cls, stored: Stored, size: int) -> Found:
+        build_key, count_key = stored.key.get("build"), stored.key.get("count")
+        return cls(
+            stored.path,
+            size,
+            stored,
+            None,
+            stored.build,
+            str(build_key) if build_key is not None else None,
+            str(count_key) if count_key is not None else None,
+            stored.stored_at or _mtime(stored.path),
+        )
+
+    @classmethod
+    def unusable_entry(cls, path: Path, size: int, why: str) -> Found:
+        value = _loose(path)
+        key, origin = _part(value, "key"), _part(value, "origin")
+        stored_at = origin.get("stored_at")
+        if not isinstance(stored_at, int | float) or not stored_at:
+            stored_at = _mtime(path)
+        return cls(
+            path,
+            size,
+            None,
+            why,
+            _text(value.get("build")),
+            _text(key.get("build")),
+            _text(key.get("count")),
+            float(stored_at),
+        )
+
+
+@dataclass(frozen=True)
+class Prune:
+    """Which entries `dbregress store prune` removes: every criterion given must hold
+    (AND); none given selects nothing, so that a slip never empties the store."""
+
+    older_than_s: float | None = None  # stored more than this many seconds ago
+    build: str | None = None  # the build as named (rocksdb@7.10.2), or its key's start
+    identity: str | None = None  # the start of the counting method's key (CountKey.count)
+    unusable: bool = False  # only entries the store ignores
+
+    def given(self) -> bool:
+        return (
+            self.older_than_s is not None
+            or self.build is not None
+            or self.identity is not None
+            or self.unusable
+        )
+
+    def matches(self, found: Found, now: float) -> bool:
+        if not self.given():
+            return False
+        if self.unusable and found.why is None:
+            return False
+        if self.older_than_s is not None and now - found.stored_at <= self.older_than_s:
+            return False
+        if self.build is not None and not (
+            found.build == self.build
+            or (found.build_key is not None and found.build_key.startswith(self.build))
+        ):
+            return False
+        return self.identity is None or (
+            found.count_key is not None and found.count_key.startswith(self.identity)
+        )
 
 
 def _parse(path: Path) -> Stored:
@@ -214,3 +333,29 @@ def _parse(path: Path) -> Stored:
     if record.get("status") != "ok" or not steps:
         raise StoreError("not an ok replay with counts")
     return Stored(path, key, build, windows, cast(ReplayRecord, record), origin)
+
+
+def _loose(path: Path) -> dict[str, Any]:
+    """What an unusable file still holds, as a JSON object ({} when it holds none)."""
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _part(value: dict[str, Any], name: str) -> dict[str, Any]:
+    part = value.get(name)
+    return part if isinstance(part, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _mtime(path: Path) -> float:
+    """A file's modification time; 0 (as old as can be) for one that went."""
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,106 @@
+"""The count store with real builds: a second run of a lab counts nothing and gives the
+same cost ratios; an A/A run whose base is taken from the store and whose column is
+counted anew finds no slower/faster; --recount counts everything again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import dbregress
+
+pytestmark = pytest.mark.engine
+
+SIZES = """\
+[kv]
+keys = 10000
+seconds = 0.3
+warmup_s = 0.1
+steps = ["fillseq", "readrandom"]
+"""
+
+
+def _lab(tmp_path: Path, name: str, columns: list[tuple[str, str]]) -> Path:
+    head = f"""\
+name = "{name}"
+placement = "same"
+benchmark = "kv"
+repeats = 1
+warmup_job = false
+count = true
+count_replays = 2
+count_replays_max = 4
+"""
+    blocks = "".join(f'[[column]]\nlabel = "{lb}"\nbuild = "{b}"\n' for lb, b in columns)
+    path = tmp_path / f"{name}.toml"
+    path.write_text(head + blocks + SIZES)
+    return path
+
+
+def _costs(tmp_path: Path, workdir: Path, run: Path) -> dict[str, tuple[str, float]]:
+    out = dbregress("report", str(run), "--format", "json", cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    found = {}
+    for column in json.loads(out.stdout)["comparisons"][0]["columns"]:
+        for step in column["steps"]:
+            cost = step["cost"]
+            found[f"{column['label']}/{step['step']}"] = (cost["verdict"], cost["ratio"])
+    return found
+
+
+def _runs(tmp_path: Path) -> list[Path]:
+    return sorted(p for p in (tmp_path / "results").iterdir() if (p / "run.json").is_file())
+
+
+def test_a_second_run_counts_nothing_and_gives_the_same_ratios(
+    tmp_path: Path, workdir: Path
+) -> None:
+    lab = _lab(tmp_path, "ab", [("old", "rocksdb@7.10.2"), ("new", "rocksdb@10.2.1")])
+    first = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert first.returncode == 0, first.stderr
+    assert "counting replay(s) of 2 column(s)" in first.stderr
+    second = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert second.returncode == 0, second.stderr
+    assert "under valgrind" not in second.stderr  # nothing counted
+    for label in ("old", "new"):
+        assert f"cost lane: {label}: 2 replay(s) taken from the count store" in second.stderr
+    one, two = _runs(tmp_path)
+    assert _costs(tmp_path, workdir, one) == _costs(tmp_path, workdir, two)
+    for path in (two / "cost").glob("*/r*.json"):
+        assert json.loads(path.read_text())["reused"]["run"] == one.name
+    lane = json.loads((two / "cost" / "lane.json").read_text())
+    assert lane["store"]["adopted"] == {"kv": 4} and not lane["store"]["recount"]
+
+    third = dbregress("run", str(lab), "--recount", cwd=tmp_path, workdir=workdir)
+    assert third.returncode == 0, third.stderr
+    assert "taken from the count store" not in third.stderr
+    assert "counting replay(s) of 2 column(s)" in third.stderr
+
+
+def test_aa_with_the_base_taken_from_the_store_finds_no_change(
+    tmp_path: Path, workdir: Path
+) -> None:
+    first = _lab(tmp_path, "one", [("x", "rocksdb@10.2.1"), ("y", "rocksdb@7.10.2")])
+    out = dbregress("run", str(first), cwd=tmp_path, workdir=workdir)
+    assert out.returncode == 0, out.stderr
+    aa = _lab(tmp_path, "aa", [("a", "rocksdb@10.2.1"), ("b", "rocksdb@10.2.1")])
+    out = dbregress(
+        "run",
+        str(aa),
+        "--fail-on",
+        "slower:cost",
+        "--allow-undecided",
+        cwd=tmp_path,
+        workdir=workdir,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "cost lane: a: 2 replay(s) taken from the count store" in out.stderr
+    assert "cost lane: 2 counting replay(s) of 2 column(s)" in out.stderr  # b's, anew
+    run = _runs(tmp_path)[-1]
+    for n in (1, 2):
+        assert "reused" in json.loads((run / "cost" / "a" / f"r{n}.json").read_text())
+        assert "reused" not in json.loads((run / "cost" / "b" / f"r{n}.json").read_text())
+    verdicts = [v for v, _ in _costs(tmp_path, workdir, run).values()]
+    assert "slower" not in verdicts and "faster" not in verdicts, verdicts
