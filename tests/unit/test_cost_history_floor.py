@@ -65,7 +65,11 @@ def test_a_version_2_history_gains_the_host_and_count_columns(tmp_path: Path) ->
     root = tmp_path / "results"
     root.mkdir()
     lines = history_module._SCHEMA.splitlines()
-    v2 = [line for line in lines if "v3:" not in line and "cost_by_spec" not in line]
+    v2 = [
+        line
+        for line in lines
+        if "v3:" not in line and "v4:" not in line and "cost_by_spec" not in line
+    ]
     identity = method.identity()
     old_key = "0123456789ab"  # as version 2 computed it, before cpu_features
     with sqlite3.connect(history_path(root)) as db:
@@ -91,7 +95,22 @@ def test_a_version_2_history_gains_the_host_and_count_columns(tmp_path: Path) ->
         assert point.method == method.key(identity)  # keys computed as now
         assert h.runs("l")[0].method == identity
     with sqlite3.connect(history_path(root)) as db:
-        assert db.execute("SELECT value FROM meta").fetchall() == [("3",)]
+        assert db.execute("SELECT value FROM meta").fetchall() == [("4",)]
         columns = {r[1] for r in db.execute("PRAGMA table_info(cost_samples)")}
         assert {"count_key", "scope", "build_key", "spec_key"} <= columns
     db.close()
+
+
+def test_a_replay_taken_from_the_count_store_is_pooled_once(tmp_path: Path) -> None:
+    """A run whose replays were taken from the store holds the same counts as the run
+    that counted them: the floor pools them where they were counted, once."""
+    root = tmp_path / "results"
+    _runs(root, tmp_path, 0.01, "aaaa", 0)
+    for path in (root / "run-2" / "cost").glob("*/r*.json"):
+        replay = json.loads(path.read_text())
+        replay["reused"] = {"entry": "k/e", "run": "run-0", "column": None, "replay": 1}
+        path.write_text(json.dumps(replay))
+    assert reindex(root) == []
+    with History(root) as h:
+        floor = h.cost_floors([cell("aaaa")], but="none")
+        assert floor.runs[cell("aaaa").name] == ("run-0", "run-1")

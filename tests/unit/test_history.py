@@ -511,7 +511,9 @@ def test_a_version_1_history_gains_the_method_columns_and_keeps_its_rows(tmp_pat
     root = tmp_path / "results"
     root.mkdir()
     lines = history_module._SCHEMA.splitlines()
-    v1 = [line for line in lines if "method" not in line and "v3:" not in line]
+    v1 = [
+        line for line in lines if "method" not in line and "v3:" not in line and "v4:" not in line
+    ]
     v1 = [line for line in v1 if "cost_by_spec" not in line]  # what version 1 created
     v1 = [re.sub(r"^(\s+path TEXT NOT NULL),", r"\1", line) for line in v1]
     with sqlite3.connect(history_path(root)) as db:
@@ -529,7 +531,7 @@ def test_a_version_1_history_gains_the_method_columns_and_keeps_its_rows(tmp_pat
         assert info.run_id == "old" and info.method is None
     with sqlite3.connect(history_path(root)) as db:
         version = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        assert version == ("3",)
+        assert version == ("4",)
         assert "method_key" in {r[1] for r in db.execute("PRAGMA table_info(time_samples)")}
     db.close()
 
@@ -541,7 +543,7 @@ def test_a_new_history_has_wal_and_its_version(tmp_path: Path) -> None:
     assert history_path(root).name == FILENAME
     db = sqlite3.connect(history_path(root))
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert db.execute("SELECT value FROM meta").fetchall() == [("3",)]
+    assert db.execute("SELECT value FROM meta").fetchall() == [("4",)]
     db.close()
 
 

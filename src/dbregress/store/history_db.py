@@ -24,7 +24,7 @@ FILENAME = "history.sqlite"
 # column changes; a dbregress opens only the version it was written for, after the
 # migrations below (the history can always be rebuilt from the run folders:
 # `dbregress history LAB --reindex`).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # How long a writer waits for another process's transaction before giving up.
 BUSY_TIMEOUT_S = 30.0
 
@@ -112,6 +112,7 @@ CREATE TABLE IF NOT EXISTS cost_samples(
     scope TEXT,              -- v3: engine-calls | sessions | engine (explain/jobs.py)
     build_key TEXT,          -- v3: method.build_key of the column's build identity
     spec_key TEXT,           -- v3: method.step_key of the step as counted (NULL: not recorded)
+    counted_in TEXT,         -- v4: the run that counted it, when taken from the count store
     PRIMARY KEY (run_id, column, step, replay)
 );
 CREATE INDEX IF NOT EXISTS cost_by_spec ON cost_samples(spec_key, build_key, count_key);
@@ -140,7 +141,9 @@ Step = str | Callable[[sqlite3.Connection], None]
 # in a version 1 file's rows). Version 3 added the host of each time sample (filled in
 # from its run's: a fleet's rows get their workers' at `--reindex`) and what each cost
 # sample was counted by and of (count_key, scope, build_key, spec_key: NULL until
-# `--reindex`, and NULL then for replays that did not record them).
+# `--reindex`, and NULL then for replays that did not record them). Version 4 added
+# counted_in: the run a replay taken from the count store was counted in (NULL: the
+# row's own run counted it), so the history floor pools each count once.
 MIGRATIONS: dict[str, tuple[str, tuple[Step, ...]]] = {
     "1": (
         "2",
@@ -167,6 +170,7 @@ MIGRATIONS: dict[str, tuple[str, tuple[Step, ...]]] = {
             _rekey,
         ),
     ),
+    "3": ("4", ("ALTER TABLE cost_samples ADD COLUMN counted_in TEXT",)),
 }
 
 

@@ -60,7 +60,9 @@ def cost_floors(
             f"SELECT s.run_id, s.column, {names} FROM cost_samples s "
             "JOIN runs r ON r.run_id = s.run_id "
             "WHERE s.spec_key = ? AND s.build_key = ? AND s.count_key = ? AND s.scope IS ? "
-            "AND s.run_id != ? ORDER BY r.started IS NULL, r.started DESC, s.run_id DESC",
+            # a replay taken from the count store is pooled once, where it was counted
+            "AND s.run_id != ? AND s.counted_in IS NULL "
+            "ORDER BY r.started IS NULL, r.started DESC, s.run_id DESC",
             (cell.spec_key, cell.build_key, cell.count_key, cell.scope, but),
         ).fetchall()
         chosen = list(dict.fromkeys(r[0] for r in rows))[:last]

@@ -213,6 +213,7 @@ def cost_rows(
                 figures.get("scope") or None,
                 build,
                 figures.get("spec") or None,
+                (replay.get("reused") or {}).get("run"),
             )
         )
     return rows
@@ -227,5 +228,6 @@ TIME_INSERT = (
 COST_INSERT = (
     "INSERT OR REPLACE INTO cost_samples(run_id, comparison, column, build, config, step, "
     f"step_no, replay, {', '.join(c for c, _ in COST_COLUMNS)}, method_key, count_key, "
-    f"scope, build_key, spec_key) VALUES ({', '.join('?' * (13 + len(COST_COLUMNS)))})"
+    f"scope, build_key, spec_key, counted_in) "
+    f"VALUES ({', '.join('?' * (14 + len(COST_COLUMNS)))})"
 )
