@@ -47,7 +47,8 @@ def dbregress(*args: str, results: Path) -> tuple[int, str, str, float]:
 
 
 def runs_of(results: Path) -> list[Path]:
-    return sorted(p.parent for p in results.glob("**/run.json") if "count-store" not in str(p))
+    found = results.glob("**/run.json")
+    return sorted(p.parent for p in found if "count-store" not in p.relative_to(results).parts)
 
 
 def lane_facts(run: Path) -> dict[str, object]:

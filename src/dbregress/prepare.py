@@ -28,7 +28,7 @@ from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.lab import Column, Comparison, Lab
 from dbregress.micro_names import WRITES
-from dbregress.shapes.spec import Slices, StepSpec, WindowSpec
+from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
 
 
 def host_memory() -> int:
@@ -132,9 +132,24 @@ def step_spec(
     `mode`: the same seed, warm-up and injected slowdown in every job and replay of the
     column; a counting replay's step counts `window` (None: it runs uncounted, as the
     mode runs it)."""
+    return spec_for(lab, comparison, column, engine.connection(), index, plan, mode, window)
+
+
+def spec_for(
+    lab: Lab,
+    comparison: Comparison,
+    column: Column,
+    connection: EngineSpec,
+    index: int,
+    plan: StepPlan,
+    mode: Mode = Mode.TIMED,
+    window: Window | None = None,
+) -> StepSpec:
+    """step_spec with the engine's `connection` given (the count store keys a replay's
+    steps by their specs with none: cost/lane.py count_key)."""
     if window is not None and mode is not Mode.COUNT:
         raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
-    spec = benchmarks.step_spec(comparison, engine.connection(), plan, lab.seed * 1000 + index)
+    spec = benchmarks.step_spec(comparison, connection, plan, lab.seed * 1000 + index)
     warmup = comparison.sizes.warmup() if plan.duration_s else 0.0
     spec["warmup_s"] = warmup
     spec["inject_slowdown"] = column.inject_slowdown

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, cast
@@ -19,7 +20,7 @@ import pytest
 from dbregress import benchmarks
 from dbregress.analysis.state import CacheState
 from dbregress.cost import reuse
-from dbregress.cost.lane import count_key
+from dbregress.cost.lane import count_key, same_windows
 from dbregress.explain.jobs import Choice
 from dbregress.lab import Lab, parse_lab
 from dbregress.shapes.method import MethodIdentity
@@ -40,10 +41,11 @@ IDENTITY: MethodIdentity = {
 BUILD = {"source": "registry", "version": "10.2.1", "sha256": "feed"}
 
 
-def _lab(tmp_path: Path, keys: int = 10000) -> Lab:
+def _lab(tmp_path: Path, keys: int = 10000, top: str = "", threads: str = "") -> Lab:
     text = f"""\
 name = "store"
 benchmark = "kv"
+{top}
 [[column]]
 label = "a"
 build = "rocksdb@10.2.1"
@@ -55,6 +57,7 @@ keys = {keys}
 seconds = 0.3
 warmup_s = 0.1
 steps = ["fillseq", "readrandom"]
+{threads}
 """
     return parse_lab(tomllib.loads(text), tmp_path / "lab.toml", text)
 
@@ -104,9 +107,9 @@ def _put(
     tmp_path: Path, lab: Lab, run: str = "run1", identity: MethodIdentity = IDENTITY
 ) -> reuse.Reuse:
     """A lane of `run` that counted one replay of column a, put into the store."""
-    lane = reuse.Reuse(tmp_path / "results" / run, print, recount=False)
+    lane = reuse.Reuse(tmp_path / "results" / run, print, recount=False, band=0.01)
     comp = lab.comparisons[0]
-    lane.keys["a"] = count_key(comp, comp.columns[0], BUILD, identity)
+    lane.keys["a"] = count_key(lab, comp, comp.columns[0], BUILD, identity)
     record = _record()
     record["method_identity"] = identity
     lane.put("a", "rocksdb@10.2.1", 1, record, _choices(lab))
@@ -120,10 +123,10 @@ def _taker(
     build: dict[str, str] = BUILD,
     run: str = "run2",
 ) -> reuse.Reuse:
-    lane = reuse.Reuse(tmp_path / "results" / run, print, recount=False)
+    lane = reuse.Reuse(tmp_path / "results" / run, print, recount=False, band=0.01)
     comp = lab.comparisons[0]
     for column in comp.columns:
-        lane.keys[column.label] = count_key(comp, column, build, identity)
+        lane.keys[column.label] = count_key(lab, comp, column, build, identity)
     return lane
 
 
@@ -145,7 +148,7 @@ def test_a_stored_replay_is_taken_once_as_a_replay_of_this_run(tmp_path: Path) -
 
 @pytest.mark.parametrize(
     "part",
-    ["caches", "loadgen", "valgrind", "cpu", "size", "flavor"],
+    ["caches", "loadgen", "valgrind", "cpu", "size", "flavor", "seed", "threads", "settings"],
 )
 def test_a_change_in_any_part_of_the_identity_takes_nothing(tmp_path: Path, part: str) -> None:
     lab = _lab(tmp_path)
@@ -164,7 +167,17 @@ def test_a_change_in_any_part_of_the_identity_takes_nothing(tmp_path: Path, part
         lab = _lab(tmp_path, keys=20000)
     elif part == "flavor":  # the same tree built in another flavor
         build = {"source": "src", "commit": "abc", "flavor": "rel_o2nofp"}
-    lane = _taker(tmp_path, lab, cast(MethodIdentity, identity), build)
+    elif part == "seed":  # other keys drawn
+        lab = _lab(tmp_path, top="seed = 7")
+    elif part == "threads":  # more clients
+        lab = _lab(tmp_path, threads="threads = 4")
+    elif part == "settings":  # the test hook's settings in every replay
+        lab = _lab(tmp_path)
+        os.environ["DBREGRESS_TEST_REPLAY_SETTINGS"] = "block_cache_mb=1"
+    try:
+        lane = _taker(tmp_path, lab, cast(MethodIdentity, identity), build)
+    finally:
+        os.environ.pop("DBREGRESS_TEST_REPLAY_SETTINGS", None)
     assert lane.take("store", "a", 1, None, _choices(lab)) is None
     # and the unchanged identity would have taken it
     assert _taker(tmp_path, _lab(tmp_path)).take("store", "a", 1, None, _choices(lab)) is not None
@@ -181,7 +194,7 @@ def test_an_unpinned_build_is_never_stored(tmp_path: Path) -> None:
     lab = _lab(tmp_path)
     comp = lab.comparisons[0]
     path_build = {"source": "path", "path": "/opt/rocksdb"}  # no digest of its library
-    assert count_key(comp, comp.columns[0], path_build, IDENTITY) is None
+    assert count_key(lab, comp, comp.columns[0], path_build, IDENTITY) is None
 
 
 def test_a_corrupt_or_partial_entry_is_ignored_with_one_line(tmp_path: Path) -> None:
@@ -244,7 +257,7 @@ def test_an_engine_state_that_misses_this_runs_timed_state_is_not_taken(
     # this run's timed window missed the cache on 5% of its gets; the stored replay's
     # counted window never did
     choices = _choices(lab, misses=50.0)
-    record, why = reuse.rejudged(entry.record, choices)
+    record, why = reuse.rejudged(entry.record, choices, 0.01)
     assert why is not None and "readrandom" in why
     taker = _taker(tmp_path, lab)
     assert taker.take("store", "a", 1, None, choices) is None
@@ -297,3 +310,51 @@ def test_a_failed_replay_is_not_stored(tmp_path: Path) -> None:
     assert key is not None
     assert len(lane.store.get(key)) == 1
     assert dataclasses.replace(key, build="other").name != key.name
+
+
+def test_what_does_not_pin_a_build_is_not_in_its_key() -> None:
+    fetched = dict(BUILD, fetched_at="2026-11-27T22:35:12Z")
+    again = dict(BUILD, fetched_at="2026-11-28T01:00:00Z")
+    assert reuse.build_key(fetched) == reuse.build_key(again)
+    built = {"source": "src", "cache_key": "k1", "cache_hit": "no", "build_s": "225.0"}
+    hit = dict(built, cache_hit="yes", build_s="", path="/elsewhere", tree="/checkout2")
+    assert reuse.build_key(built) == reuse.build_key(hit)
+    assert reuse.build_key(dict(built, cache_key="k2")) != reuse.build_key(built)
+
+
+def test_one_stored_replay_that_misses_the_timed_state_bars_them_all(tmp_path: Path) -> None:
+    """Taking only the replays that meet this run's state would pick a cluster."""
+    lab = _lab(tmp_path)
+    lane = _put(tmp_path, lab)
+    cold = _record(misses=50.0)  # a replay whose window missed the cache on 5% of gets
+    cold["replay"] = 2
+    lane.put("a", "rocksdb@10.2.1", 2, cold, _choices(lab))
+    taker = _taker(tmp_path, lab)
+    assert taker.take("store", "a", 1, None, _choices(lab)) is None
+    assert "a" in taker.refused and taker.taken == []
+
+
+def test_an_entry_of_another_shape_is_skipped_not_fatal(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    lane = _put(tmp_path, lab)
+    key = lane.keys["a"]
+    assert key is not None
+    (entry,) = lane.store.get(key)
+    value = json.loads(entry.path.read_text())
+    del value["record"]["steps"]["readrandom"]["engine_state"]["counted"]
+    entry.path.write_text(json.dumps(value))
+    lines: list[str] = []
+    taker = reuse.Reuse(tmp_path / "results" / "run2", lines.append, recount=False, band=0.01)
+    taker.keys["a"] = key
+    assert taker.take("store", "a", 1, None, _choices(lab)) is None
+    assert any("ignoring" in line and "KeyError" in line for line in lines)
+
+
+def test_a_resumed_run_counts_at_the_windows_its_first_session_chose(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    run = tmp_path / "results" / "run1"
+    first = {"a": _choices(lab, skip_ops=30_000)}
+    same_windows(run, first)
+    later = {"a": _choices(lab, skip_ops=31_000)}  # the store offered other windows since
+    same_windows(run, later)
+    assert later["a"]["readrandom"].skip_ops == 30_000

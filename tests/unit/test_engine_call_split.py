@@ -18,8 +18,11 @@ import pytest
 from dbregress.cost import lane as cost_lane
 from dbregress.explain import callgrind, jobs
 from dbregress.explain.jobs import embedded_split, server_split
+from dbregress.provision import Build, BuildSpec
 from dbregress.store.replays import save_replay
 from tests.unit.test_cost_lane_retry import lane, planned, replay
+
+BUILD = Build(BuildSpec.parse("rocksdb@10.2.1"), Path("."), "RocksDB 10.2.1")
 
 LOADGEN = "/x/dbregress-loadgen"
 ROCKSDB = "/c/librocksdbjni-linux64.so"
@@ -72,7 +75,7 @@ def test_a_failed_split_is_stored_as_a_failed_replay_and_run_again(
     record = cost_lane.count_replay(
         ln.lab,
         cost_lane.Replay(comparison, column, 1),
-        build=None,  # type: ignore[arg-type]  # the replay never gets to the build
+        build=BUILD,  # the replay never gets to run it
         choices={},
         work=tmp_path / "work",
         out=tmp_path / "out",
@@ -153,7 +156,7 @@ def test_a_failed_server_split_is_stored_as_a_failed_replay(
     record = cost_lane.count_replay(
         ln.lab,
         cost_lane.Replay(comparison, column, 1),
-        build=None,  # type: ignore[arg-type]  # the replay never gets to the build
+        build=BUILD,  # the replay never gets to run it
         choices={},
         work=tmp_path / "work",
         out=tmp_path / "out",

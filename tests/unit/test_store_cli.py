@@ -74,9 +74,9 @@ def _put(
 def store(tmp_path: Path) -> CountStore:
     """Two builds; rocksdb@7.10.2 under two counting methods, one of them 40 days old."""
     s = CountStore(tmp_path / "count-store")
-    _put(s, "rocksdb@7.10.2", "b7aaaa", "run-old", 40, OTHER)
-    _put(s, "rocksdb@7.10.2", "b7aaaa", "run-1", 2)
-    _put(s, "rocksdb@7.10.2", "b7aaaa", "run-2", 1, replay=2)
+    _put(s, "rocksdb@7.10.2", "b7aaaaaaaa", "run-old", 40, OTHER)
+    _put(s, "rocksdb@7.10.2", "b7aaaaaaaa", "run-1", 2)
+    _put(s, "rocksdb@7.10.2", "b7aaaaaaaa", "run-2", 1, replay=2)
     _put(s, "rocksdb@8.0.0", "b8bbbb", "run-2", 1)
     return s
 
@@ -160,7 +160,9 @@ def test_prune_older_than_removes_only_old_entries(
 def test_prune_by_build_name_or_build_key(store: CountStore) -> None:
     assert _store(store, "prune", "--build", "rocksdb@8.0.0") == 0
     assert {f.build for f in store.survey()} == {"rocksdb@7.10.2"}
-    assert _store(store, "prune", "--build", "b7a") == 0
+    assert _store(store, "prune", "--build", "b7a") == 0  # too short a start to match by
+    assert _files(store) == 3
+    assert _store(store, "prune", "--build", "b7aaaaaa") == 0
     assert _files(store) == 0
 
 

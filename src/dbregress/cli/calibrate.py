@@ -93,6 +93,9 @@ def aa_lab(lab: Lab, placement: str | None, inject: float | None) -> Lab:
         name=f"{lab.name}-calibrate-{where.mode}",
         comparisons=tuple(comparisons),
         placement=where,
+        # the A/A pair's spread is what it measures: replays counted anew, none taken
+        # from the count store (an earlier run's replays would measure that run's)
+        recount=True,
     )
 
 

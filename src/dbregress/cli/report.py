@@ -129,16 +129,9 @@ def write_report(
     host = data.record.get("host", {}).get("hostname", "")
     cal = load_calibration(path.parent, host) if host else None
     explain = load_explain(path)
+    results, damaged = _results(data), data.damaged
     full = markdown.render(
-        data.record,
-        m,
-        verdicts,
-        _results(data),
-        cal,
-        data.damaged,
-        explain,
-        lane=stored_lane,
-        replays=replays,
+        data.record, m, verdicts, results, cal, damaged, explain, lane=stored_lane, replays=replays
     )
     moved = (
         [] if columns else history_moves.markdown(history_moves.against_history(path, data.record))
@@ -148,11 +141,8 @@ def write_report(
     for d in data.damaged:
         print(f"warning: left out a damaged file: {d}", file=sys.stderr)
     as_json = json_report.render(data.record, verdicts, stored_lane, replays)
-    page = (
-        html.render(data, m, verdicts, cal, stored_lane, replays)
-        if not columns or fmt == "html"
-        else ""
-    )
+    shown_page = not columns or fmt == "html"
+    page = html.render(data, m, verdicts, cal, stored_lane, replays) if shown_page else ""
     if not columns:
         write_atomic(path / "report.md", full)
         write_json(path / "verdicts.json", as_json)

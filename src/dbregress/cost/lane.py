@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import threading
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from dbregress import benchmarks, interrupts, method, provision
+from dbregress import benchmarks, interrupts, method, prepare, provision
 from dbregress.analysis import state
 from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
 from dbregress.benchmarks import insert
@@ -58,10 +59,12 @@ from dbregress.shapes.replay import (
     ReplayRecord,
     ReplayStep,
 )
+from dbregress.shapes.spec import EngineSpec
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store import counted
 from dbregress.store import replays as replay_store
 from dbregress.store.counted import CountKey
+from dbregress.store.files import write_json
 from dbregress.store.history import index_into
 from dbregress.store.run import read_run
 
@@ -138,7 +141,7 @@ class Lane:
         self._done = 0
         self._planned = 0
         # the store of counting replays (store/counted.py, cost/reuse.py)
-        self.reuse = reuse.Reuse(run, notify, lab.recount)
+        self.reuse = reuse.Reuse(run, notify, lab.recount, lab.verdict.cost_band)
 
     # -- planning ---------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class Lane:
                 }
             self._adopt(comp, data.record.get("builds") or {})
         self.reuse.claimed_in(self._finished_all())
+        same_windows(self.run, self.choices)
 
     def _fetch(self, column: Column) -> None:
         """The column's build, here (a fleet's lane has its workers fetch it)."""
@@ -181,7 +185,8 @@ class Lane:
     def _adopt(self, comp: Comparison, builds: Mapping[str, object]) -> None:
         for column in comp.columns:
             build = cast(Mapping[str, object] | None, builds.get(column.label))
-            self.reuse.keys[column.label] = count_key(comp, column, build, self._count_method())
+            key = count_key(self.lab, comp, column, build, self._count_method())
+            self.reuse.keys[column.label] = key
         labels = [c.label for c in comp.columns if self.choices.get(c.label)]
         self.reuse.adopt(comp.name, labels, self.choices, comp.sizes.warmup())
 
@@ -368,6 +373,20 @@ class Lane:
         )
 
 
+def same_windows(run: Path, choices: dict[str, dict[str, Choice]]) -> None:
+    """Every session of a run counts at the same windows: the first stores them
+    (cost/windows.json), a resumed one takes them, whatever the store holds by then."""
+    path = run / replay_store.COST_DIR / "windows.json"
+    if path.is_file():
+        kept = json.loads(path.read_text())
+        for label, windows in kept.items():
+            mine = choices.get(label)
+            if mine and set(windows) == set(mine):
+                choices[label] = reuse.adopt(mine, windows)
+        return
+    write_json(path, {label: reuse.windows_of(c) for label, c in choices.items()})
+
+
 def counted_steps(
     lab: Lab, comp: Comparison, results: list[StepResultJson], skipped: dict[str, str]
 ) -> list[str]:
@@ -403,20 +422,34 @@ def counted_steps(
 
 
 def count_key(
+    lab: Lab,
     comp: Comparison,
     column: Column,
     build: Mapping[str, object] | None,
     identity: MethodIdentity,
 ) -> CountKey | None:
     """The store's key of a column's replays (store/counted.py); None for a build whose
-    identity does not pin its code."""
-    build_key = method.build_key(build)
+    identity does not pin its code. Each step is named by its spec as a counting replay
+    runs it, but for the engine's connection (the seed, clients, warm-up and injected
+    slowdown with it), with its name as the lane counts it (the column's config and
+    settings, a test hook's included) and the engine's sizes on this host (a cache
+    sized from the host's memory)."""
+    build_key = reuse.build_key(build)
     count = method.count_key(identity)
     if build_key is None or count is None:
         return None
     col = replay_column(column)
-    steps = tuple(step_key(plan, col) for plan in benchmarks.plans(comp))
-    return CountKey(build_key, count, steps, PROFILE)
+    sizes = dataclasses.asdict(prepare.engine_sizes(comp))
+    steps = []
+    for index, plan in enumerate(benchmarks.plans(comp), start=1):
+        spec = dict(prepare.spec_for(lab, comp, col, NO_ENGINE, index, plan, prepare.Mode.COUNT))
+        spec.pop("engine", None)
+        steps.append(counted.digest({"spec": spec, "name": step_key(plan, col), "sizes": sizes}))
+    return CountKey(build_key, count, tuple(steps), PROFILE)
+
+
+# The connection of a step spec the store's key is made of: none (paths and sockets)
+NO_ENGINE = cast(EngineSpec, {})
 
 
 def _of(records: list[ReplayRecord], label: str) -> list[ReplayRecord]:
@@ -562,6 +595,7 @@ def count_replay(
             "column": replay.column.label,
             "replay": replay.number,
             "build": str(replay.column.build),
+            "build_identity": dict(build.identity),  # the count store's key (a worker's own)
             # how this replay counted (the host's loadgen, valgrind, libc, ...): history
             # never sets counts of two methods against each other (dbregress/method.py)
             "method_identity": method.identity(),

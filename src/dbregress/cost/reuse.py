@@ -53,6 +53,23 @@ PACE = 0.10
 PACED = ("insert_rate", "writer_mb_per_s")
 
 
+# What a build's identity records that does not pin its code: when and where it was
+# fetched or built, how long it took, whether the cache had it, the name the lab gave
+# it. A key with them would change with every fetch, checkout folder or cache hit.
+VOLATILE = ("fetched_at", "cache_hit", "build_s", "ccache", "path", "tree", "ref", "spec")
+# How far the hit rate a stored window waited for may be from this run's (analysis/
+# state.py until_rate): the state check judges what the window met in the end.
+UNTIL = 0.02
+
+
+def build_key(identity: Mapping[str, object] | None) -> str | None:
+    """The store's name of a build: its identity but for what does not pin its code
+    (VOLATILE); None for a build whose identity does not pin it (method.build_key)."""
+    if identity is None or method.build_key(identity) is None:
+        return None
+    return counted.digest({k: v for k, v in identity.items() if k not in VOLATILE})
+
+
 def window_of(choice: Choice) -> dict[str, Any]:
     """A step's window as the store keeps it."""
     return {
@@ -85,6 +102,12 @@ def incompatible(
             return f"{step}'s window of {ops} calls against {now.ops} now"
         if paced(now) and now.q_per_s > 0 and abs(pace / now.q_per_s - 1) > PACE:
             return f"{step}'s pace {pace:.0f}/s against {now.q_per_s:.0f}/s now"
+        warm = int(w["warm_ops"])
+        if bool(warm) != bool(now.warm_ops) or not now.warm_ops / 2 <= warm <= now.warm_ops * 2:
+            return f"{step}'s {warm} instrumented calls before the window against {now.warm_ops}"
+        until = float(w["until_hit_rate"])
+        if bool(until) != bool(now.until_hit_rate) or abs(until - now.until_hit_rate) > UNTIL:
+            return f"{step}'s window waits for a hit rate of {until} against {now.until_hit_rate}"
         near = abs(skip - now.skip_ops) <= max(ops, now.ops)
         duration = now.plan.duration_s
         inside = bool(duration) and (
@@ -122,7 +145,7 @@ def adopt(
 
 
 def rejudged(
-    record: ReplayRecord, choices: Mapping[str, Choice]
+    record: ReplayRecord, choices: Mapping[str, Choice], band: float
 ) -> tuple[ReplayRecord, str | None]:
     """A stored replay's record with each counted window's state judged against this
     run's timed state (the column's `choices`' `timed`), and why it cannot be used
@@ -137,7 +160,9 @@ def rejudged(
         counted = state.CacheState.from_json(st["counted"])
         timed = choice.timed
         st["timed"] = timed.to_json() if timed is not None else None
-        tol = st.get("tolerance_misses_per_op")
+        # the tolerance at this run's cost band, as its verdict will judge the side
+        tol = state.tolerance(counted.kind, figures["per_op"], band)
+        st["tolerance_misses_per_op"] = None if tol is None else round(tol, 6)
         why = (
             state.mismatch(counted.kind, counted.misses_per_op, timed, tol)
             if counted.looked_up
@@ -180,13 +205,14 @@ class Reuse:
     windows adopted per comparison, the stored replays taken, and what it counted put
     back. Nothing is taken under `recount`; everything counted is put."""
 
-    def __init__(self, run: Path, notify: Notify, recount: bool) -> None:
-        self.run, self.notify, self.recount = run, notify, recount
+    def __init__(self, run: Path, notify: Notify, recount: bool, band: float) -> None:
+        self.run, self.notify, self.recount, self.band = run, notify, recount, band
         self.store = CountStore(counted.root_for(run), notify)
         self.keys: dict[str, CountKey | None] = {}  # label -> its replays' key
-        self.claimed: set[str] = set()  # stored entries this run took or judged
+        self.claimed: set[str] = set()  # stored entries this run took
         self.adopted: dict[str, int] = {}  # comparison -> stored replays at its windows
         self.refused: dict[str, str] = {}  # comparison or label -> why nothing was taken
+        self.barred: set[str] = set()  # columns that take nothing (`_usable`)
         self.taken: list[tuple[str, str]] = []  # (label, run) taken, not yet told
 
     def claimed_in(self, records: list[ReplayRecord]) -> None:
@@ -218,7 +244,10 @@ class Reuse:
                 groups[name] = (stored.windows, n + 1, max(newest, stored.stored_at))
         fresh = choices[labels[0]]
         for kept, n, _ in sorted(groups.values(), key=lambda g: (-g[1], -g[2])):
-            why = incompatible(kept, fresh, warmup_s)
+            try:
+                why = incompatible(kept, fresh, warmup_s)
+            except (KeyError, TypeError, ValueError) as e:  # an entry of another shape
+                why = f"stored windows unreadable ({type(e).__name__}: {e})"
             if why is None:
                 for label in labels:
                     choices[label] = adopt(choices[label], kept)
@@ -235,21 +264,19 @@ class Reuse:
         choices: dict[str, Choice] | None,
     ) -> ReplayRecord | None:
         """A stored replay standing for replay `number` of column `label` (counting
-        `steps`, None: every chosen one), as a replay of this run; None when none can."""
-        key = self.keys.get(label)
-        if self.recount or key is None or not choices:
+        `steps`, None: every chosen one), as a replay of this run; None when none can.
+        A column takes the stored replays of its key at its windows in the order they
+        were stored, or none of them: where one of them misses this run's timed state,
+        taking only the others would leave out what a fresh count of the build meets."""
+        if self.recount or label in self.barred or not choices:
             return None
-        windows = counted.digest(windows_of(choices))
-        for stored in self.store.get(key):
-            if stored.entry in self.claimed or stored.origin.get("run") == self.run.name:
+        found = self._usable(label, choices)
+        if found is None:
+            return None
+        for stored, record in found:
+            if stored.entry in self.claimed or not covers(stored, steps, set(choices)):
                 continue
-            if counted.digest(stored.windows) != windows or not covers(stored, steps, set(choices)):
-                continue
-            record, why = rejudged(stored.record, choices)
-            self.claimed.add(stored.entry)  # judged once a run
-            if why is not None:
-                self.refused.setdefault(label, f"engine state: {why}")
-                continue
+            self.claimed.add(stored.entry)
             if steps is not None:
                 record["steps"] = {s: f for s, f in record["steps"].items() if s in steps}
                 record["counts_only"] = sorted(steps)
@@ -258,6 +285,34 @@ class Reuse:
             self.taken.append((label, str(stored.origin.get("run"))))
             return taken(stored, record, comparison, label, number)
         return None
+
+    def _usable(
+        self, label: str, choices: dict[str, Choice]
+    ) -> list[tuple[Stored, ReplayRecord]] | None:
+        """The stored replays of the column's key at its windows (but the run's own),
+        each judged against this run's timed state; None, and the column refused, when
+        any of them does not meet it or cannot be read."""
+        key = self.keys.get(label)
+        if key is None:
+            return None
+        windows = counted.digest(windows_of(choices))
+        out = []
+        for stored in self.store.get(key):
+            if stored.origin.get("run") == self.run.name:
+                continue
+            if counted.digest(stored.windows) != windows:
+                continue
+            try:
+                record, why = rejudged(stored.record, choices, self.band)
+            except (KeyError, TypeError, ValueError) as e:
+                self.notify(f"count store: ignoring {stored.path}: {type(e).__name__}: {e}")
+                continue
+            if why is not None:
+                self.refused[label] = f"engine state: {why} (a stored replay of {stored.entry})"
+                self.barred.add(label)
+                return None
+            out.append((stored, record))
+        return out
 
     def put(
         self,
@@ -272,6 +327,9 @@ class Reuse:
         key = self.keys.get(label)
         identity = record.get("method_identity")
         count = method.count_key(identity) if identity is not None else None
+        if key is not None and "build_identity" in record:  # as the counting host had it
+            build_key_there = build_key(record["build_identity"])
+            key = dataclasses.replace(key, build=build_key_there) if build_key_there else None
         if key is None or not choices or count is None or "reused" in record:
             return
         origin = {"run": self.run.name, "column": label, "replay": number}

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from dbregress import method
+from dbregress import interrupts, method
 from dbregress.collect import valgrind
 from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
@@ -107,6 +107,7 @@ class FleetLane(Lane):
         from distributed import as_completed
 
         futures = {}
+        interrupts.check()  # a Ctrl-C lost before the replays are handed out
         for replay in todo:
             payload: ReplayRequest = {
                 "run": self.run.name,

@@ -51,6 +51,9 @@ class ReplayRecord(TypedDict):
     column: str
     replay: int
     build: str
+    # the counted build's identity where it was counted (absent in replays counted
+    # before dbregress kept it): the count store keys the replay by it
+    build_identity: NotRequired[dict[str, str]]
     method_identity: NotRequired[MethodIdentity]  # absent: the task itself failed
     counts_only: NotRequired[list[str]]  # an added replay: the steps it counts
     status: Literal["ok", "failed"]

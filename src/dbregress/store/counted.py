@@ -50,6 +50,9 @@ ENV = "DBREGRESS_COUNT_STORE"
 FOLDER = "count-store"
 
 Notify = Callable[[str], None]
+# The shortest start of a build's key `dbregress store prune --build` matches by (a digit
+# or two would match builds at random).
+MIN_PREFIX = 8
 
 
 def digest(value: object) -> str:
@@ -125,8 +128,11 @@ def root_for(run: Path) -> Path:
     if configured is not None:
         return configured
     results = run.parent
-    if results.name == "runs" and (results.parent / "bisect.json").is_file():
-        results = results.parent.parent
+    # a bisection's runs (and those of its commits phase, further in): the folder
+    # holding the outermost bisection
+    for folder in list(run.parents)[:4]:
+        if (folder / "bisect.json").is_file():
+            results = folder.parent
     return results / FOLDER
 
 
@@ -193,7 +199,13 @@ class CountStore:
     def size(self) -> tuple[int, int]:
         """(entries, bytes) of every file in the store, usable or not."""
         files = [p for p in self.root.glob("*/*/*.json")] if self.root.is_dir() else []
-        return len(files), sum(p.stat().st_size for p in files)
+        sizes = []
+        for path in files:
+            try:
+                sizes.append(path.stat().st_size)
+            except OSError:  # removed by a concurrent prune
+                continue
+        return len(sizes), sum(sizes)
 
     def survey(self) -> list[Found]:
         """Every file of the store, usable or not, with what `dbregress store` lists and
@@ -300,7 +312,11 @@ class Prune:
             return False
         if self.build is not None and not (
             found.build == self.build
-            or (found.build_key is not None and found.build_key.startswith(self.build))
+            or (
+                len(self.build) >= MIN_PREFIX
+                and found.build_key is not None
+                and found.build_key.startswith(self.build)
+            )
         ):
             return False
         return self.identity is None or (
