@@ -65,7 +65,7 @@ def cost_cells(report: str) -> list[str]:
     cells = []
     for line in report.splitlines():
         parts = [p.strip() for p in line.split("|")]
-        if len(parts) > 7 and re.search(r"\(-\)|\(\+\)|=|\?", parts[4] if len(parts) > 4 else ""):
+        if len(parts) > 7 and re.fullmatch(r"\d+/\d+", parts[6]):
             cells.append(" | ".join([parts[1], parts[2], parts[4], parts[5], parts[6]]))
     return cells
 
