@@ -2,6 +2,7 @@
 and without it.
 
     uv run python bench/count_store.py demo   [--lab labs/quickstart.toml] [--work DIR]
+    uv run python bench/count_store.py aa     [--lab labs/quickstart.toml] [--work DIR]
     uv run python bench/count_store.py column [--work DIR]
     uv run python bench/count_store.py bisect [--commits 16] [--bad-at 11] [--work DIR]
 
@@ -9,6 +10,9 @@ and without it.
   would) and prints, per run, the cost lane's time (cost/lane.json took_s), the replays
   it counted and took from the store, and whether every cost verdict and ratio of the
   second run's Markdown report equals the first's to the last digit printed.
+- aa: after demo, into its results folder: the lab with each comparison's base against
+  a copy of itself; the bases take their replays from the store, the copies are counted
+  anew, and no cost verdict may be slower or faster.
 - column: a RocksDB lab of two columns, then the same lab with a third column: the
   replays counted and the lane's time of each.
 - bisect: a PostgreSQL git history (bench/bisect_src.py's, Debian's source with
@@ -155,6 +159,50 @@ def column(args: argparse.Namespace) -> bool:
     return ok
 
 
+def aa(args: argparse.Namespace) -> bool:
+    """The lab with each comparison's base against a copy of itself, run into the demo's
+    results folder after `demo`: the bases take their replays from the store, the
+    copies are counted anew; no cost verdict may be slower or faster."""
+    results = args.work / "demo-results"
+    text = args.lab.read_text()
+    lab = args.work / "aa.toml"
+    out, seen = [], 0
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        out.append(line)
+        if line.strip() == "[[comparison.column]]":
+            seen += 1
+        # the second column of each comparison becomes a copy of the first
+        for field in ("label = ", "build = "):
+            if seen and seen % 2 == 0 and line.startswith(field):
+                first = [ln for ln in lines[:i] if ln.startswith(field)][-1]
+                out[-1] = first[:-1] + '-aa"' if field == "label = " else first
+    lab.write_text("\n".join(out).replace('name = "quickstart"', 'name = "quickstart-aa"') + "\n")
+    code, _, err, wall = dbregress(
+        "run",
+        str(lab),
+        "--results",
+        str(results),
+        "--fail-on",
+        "slower:cost",
+        "--allow-undecided",
+        results=results,
+    )
+    run = runs_of(results)[-1]
+    f = lane_facts(run)
+    report = (run / "report.md").read_text()
+    words = [c.split(" | ")[2] for c in cost_cells(report)]
+    moved = [w for w in words if "(-)" in w or "(+)" in w]
+    print(
+        f"A/A: exit {code}, wall {wall:.0f} s, cost lane {f['took_s']} s, {f['counted']} "
+        f"counted, {f['taken']} taken; cost verdicts: {len(words)}, slower/faster: {len(moved)}"
+    )
+    for line in err.splitlines():
+        if "taken from" in line:
+            print("  " + line)
+    return code == 0 and not moved and int(str(f["taken"])) > 0
+
+
 def _bisect_src() -> object:
     spec = importlib.util.spec_from_file_location("bisect_src", ROOT / "bench" / "bisect_src.py")
     assert spec and spec.loader
@@ -219,14 +267,14 @@ def bisect(args: argparse.Namespace) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("what", choices=("demo", "column", "bisect"))
+    ap.add_argument("what", choices=("demo", "aa", "column", "bisect"))
     ap.add_argument("--lab", type=Path, default=ROOT / "labs" / "quickstart.toml")
     ap.add_argument("--commits", type=int, default=16)
     ap.add_argument("--bad-at", type=int, default=11)
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/dbregress-count-store"))
     args = ap.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    ok = {"demo": demo, "column": column, "bisect": bisect}[args.what](args)
+    ok = {"demo": demo, "aa": aa, "column": column, "bisect": bisect}[args.what](args)
     return 0 if ok else 1
 
 

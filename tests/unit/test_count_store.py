@@ -77,13 +77,13 @@ def _paced(choice: Choice) -> Choice:
     return dataclasses.replace(choice, plan=plan)
 
 
-def _record(label: str = "a", misses: float = 0.0) -> ReplayRecord:
+def _record(label: str = "a", misses: float = 0.0, timed: float = 0.0) -> ReplayRecord:
     step = {
         "per_op": {"instructions": 10_000.0, "estimated_cycles": 15_000.0},
         "divisor": 1000.0,
         "engine_state": {
             "counted": CacheState(1000.0, misses, 1000.0).to_json(),
-            "timed": CacheState(1000.0, 0.0, 1000.0).to_json(),
+            "timed": CacheState(1000.0, timed, 1000.0).to_json(),
             "tolerance_misses_per_op": 0.003,
         },
         "state_mismatch": None,
@@ -322,11 +322,13 @@ def test_what_does_not_pin_a_build_is_not_in_its_key() -> None:
     assert reuse.build_key(dict(built, cache_key="k2")) != reuse.build_key(built)
 
 
-def test_one_stored_replay_that_misses_the_timed_state_bars_them_all(tmp_path: Path) -> None:
-    """Taking only the replays that meet this run's state would pick a cluster."""
+def test_one_stored_replay_of_another_timed_state_bars_them_all(tmp_path: Path) -> None:
+    """Taking only the replays whose runs met this run's timed state would pick a
+    cluster."""
     lab = _lab(tmp_path)
     lane = _put(tmp_path, lab)
-    cold = _record(misses=50.0)  # a replay whose window missed the cache on 5% of gets
+    # a replay of a run whose timed window missed the cache on 5% of its gets
+    cold = _record(misses=50.0, timed=50.0)
     cold["replay"] = 2
     lane.put("a", "rocksdb@10.2.1", 2, cold, _choices(lab))
     taker = _taker(tmp_path, lab)
@@ -358,3 +360,19 @@ def test_a_resumed_run_counts_at_the_windows_its_first_session_chose(tmp_path: P
     later = {"a": _choices(lab, skip_ops=31_000)}  # the store offered other windows since
     same_windows(run, later)
     assert later["a"]["readrandom"].skip_ops == 30_000
+
+
+def test_a_counted_state_that_missed_the_timed_one_is_taken_and_judged_again(
+    tmp_path: Path,
+) -> None:
+    """Where the stored replay's run timed the state this run timed, its counted window
+    is judged against this run's: a mismatch there withholds the verdict, as a fresh
+    count's would, rather than counting again what would miss again."""
+    lab = _lab(tmp_path)
+    lane = reuse.Reuse(tmp_path / "results" / "run1", print, recount=False, band=0.01)
+    comp = lab.comparisons[0]
+    lane.keys["a"] = count_key(lab, comp, comp.columns[0], BUILD, IDENTITY)
+    lane.put("a", "rocksdb@10.2.1", 1, _record(misses=500.0), _choices(lab))
+    got = _taker(tmp_path, lab).take("store", "a", 1, None, _choices(lab))
+    assert got is not None
+    assert "more than the timed window's" in str(got["steps"]["readrandom"]["state_mismatch"])

@@ -23,10 +23,11 @@ and a little differently. So the lane first adopts windows, per comparison:
 
 Then, for each replay the lane is missing, it takes a stored one of the column's key at
 the adopted windows that counted every step the missing one would, that no other column
-of this run took and that this run did not count itself, whose engine state at each
-counted window meets this run's timed state (analysis/state.py, judged again against
-this run's time lane: `rejudged`). The taken replay is written to the run folder as a
-replay of this run, with `reused` naming where it was counted.
+of this run took and that this run did not count itself. The timed state the stored
+replay's run measured at each counted step must be this run's (`rejudged`); a column
+takes its stored replays all or none. The taken replay is written to the run folder as
+a replay of this run, its counted state judged against this run's timed state, with
+`reused` naming where it was counted.
 """
 
 from __future__ import annotations
@@ -152,10 +153,13 @@ def adopt(
 def rejudged(
     record: ReplayRecord, choices: Mapping[str, Choice], band: float
 ) -> tuple[ReplayRecord, str | None]:
-    """A stored replay's record with each counted window's state judged against this
-    run's timed state (the column's `choices`' `timed`), and why it cannot be used
-    (None: it can). A window whose timed state this run did not measure is judged as a
-    fresh count would be (its verdict withheld), not refused."""
+    """A stored replay's record judged against this run, and why it cannot be used
+    (None: it can). The timed state its run measured at each counted step must be this
+    run's (the column's `choices`' `timed`), within the tolerance the count gives at
+    this run's cost band: the time lane then reached the state the replay was judged
+    against. Its counted state is then judged against this run's timed state, as a
+    fresh count's would be (a step whose counted and timed states differ gets its
+    verdict withheld, as it did where it was counted)."""
     out = copy.deepcopy(record)
     for step, figures in out["steps"].items():
         st = figures.get("engine_state")
@@ -163,19 +167,25 @@ def rejudged(
         if st is None or choice is None:
             continue
         counted = state.CacheState.from_json(st["counted"])
-        timed = choice.timed
-        st["timed"] = timed.to_json() if timed is not None else None
-        # the tolerance at this run's cost band, as its verdict will judge the side
         tol = state.tolerance(counted.kind, figures["per_op"], band)
+        stored_timed = st.get("timed")
+        then = state.CacheState.from_json(stored_timed) if stored_timed else None
+        timed = choice.timed
+        if (then is None) != (timed is None):
+            return out, f"{step}: the timed state was measured in one run only"
+        if then is not None and timed is not None and tol is not None:
+            a, b = then.misses_per_op, timed.misses_per_op
+            if a is not None and b is not None and abs(a - b) > tol:
+                return out, (
+                    f"{step}: this run's timed window missed {b:.4f} per operation, the "
+                    f"stored replay's run's {a:.4f}, more than {tol:.4f} apart"
+                )
+        st["timed"] = timed.to_json() if timed is not None else None
         st["tolerance_misses_per_op"] = None if tol is None else round(tol, 6)
-        why = (
-            state.mismatch(counted.kind, counted.misses_per_op, timed, tol)
-            if counted.looked_up
-            else None
+        looked = counted.looked_up
+        figures["state_mismatch"] = (
+            state.mismatch(counted.kind, counted.misses_per_op, timed, tol) if looked else None
         )
-        figures["state_mismatch"] = why
-        if why is not None and timed is not None:
-            return out, f"{step}: {why}"
     return out, None
 
 
