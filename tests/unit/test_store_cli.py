@@ -16,18 +16,9 @@ from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store import counted
 from dbregress.store.counted import CountKey, CountStore
+from tests.unit.test_count_store import IDENTITY
 
 DAY = 86_400.0
-IDENTITY: MethodIdentity = {
-    "dbregress": "v1",
-    "loadgen_sha256": "aaaa",
-    "valgrind": "valgrind-3.19.0",
-    "libc": "glibc 2.36",
-    "caches": "--I1=32768,8,64 --D1=32768,8,64 --LL=8388608,16,64",
-    "cost_model": "l1+5ll+35ram",
-    "counting_profile": "quiet-v4",
-    "cpu_features": "haswell, cpuid 1234",
-}
 OTHER: MethodIdentity = {**IDENTITY, "valgrind": "valgrind-3.22.0"}
 WINDOW = {"readrandom": {"index": 2, "skip_ops": 30_000, "ops": 1000, "q_per_s": 1e5}}
 
