@@ -224,10 +224,10 @@ def test_windows_the_run_could_not_have_chosen_are_not_adopted(tmp_path: Path) -
     stored = reuse.windows_of(_choices(lab))
     # readrandom has no paced writers: the pace moves nothing
     assert reuse.incompatible(stored, _choices(lab, q_per_s=150_000.0), warmup) is None
-    paced = {s: _paced(c) for s, c in _choices(lab, q_per_s=150_000.0).items()}
+    paced = {s: _paced(c) for s, c in _choices(lab, q_per_s=200_000.0).items()}
     why = reuse.incompatible(stored, paced, warmup)
     assert why is not None and "pace" in why
-    near = {s: _paced(c) for s, c in _choices(lab, q_per_s=104_000.0).items()}
+    near = {s: _paced(c) for s, c in _choices(lab, q_per_s=140_000.0).items()}
     assert reuse.incompatible(stored, near, warmup) is None
     why = reuse.incompatible(stored, _choices(lab, ops=5000), warmup)
     assert why is not None and "window of 1000 calls" in why
@@ -365,14 +365,16 @@ def test_a_resumed_run_counts_at_the_windows_its_first_session_chose(tmp_path: P
 def test_a_counted_state_that_missed_the_timed_one_is_taken_and_judged_again(
     tmp_path: Path,
 ) -> None:
-    """Where the stored replay's run timed the state this run timed, its counted window
-    is judged against this run's: a mismatch there withholds the verdict, as a fresh
-    count's would, rather than counting again what would miss again."""
+    """A counted window that missed its own run's timed state and misses this run's is
+    taken, judged against this run's: its verdict is withheld, as a fresh count's would
+    be, rather than counting again what would miss again."""
     lab = _lab(tmp_path)
     lane = reuse.Reuse(tmp_path / "results" / "run1", print, recount=False, band=0.01)
     comp = lab.comparisons[0]
     lane.keys["a"] = count_key(lab, comp, comp.columns[0], BUILD, IDENTITY)
-    lane.put("a", "rocksdb@10.2.1", 1, _record(misses=500.0), _choices(lab))
+    cold = _record(misses=500.0)
+    cold["steps"]["readrandom"]["state_mismatch"] = "counted windows missed 0.5 per operation"
+    lane.put("a", "rocksdb@10.2.1", 1, cold, _choices(lab))
     got = _taker(tmp_path, lab).take("store", "a", 1, None, _choices(lab))
     assert got is not None
     assert "more than the timed window's" in str(got["steps"]["readrandom"]["state_mismatch"])
