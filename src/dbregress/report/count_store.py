@@ -57,19 +57,8 @@ class CostVerdictJson(shapes.CostVerdict):
     reused_from: NotRequired[ReusedRuns]
 
 
-class CountStoreJson(TypedDict):
-    """cost/lane.json `store`: where the store is, whether the lane took nothing from
-    it, the stored replays at the windows it adopted per comparison, and why stored
-    replays were not taken (per comparison or column)."""
-
-    path: str
-    recount: bool
-    adopted: dict[str, int]
-    refused: dict[str, str]
-
-
 class CostLaneNoteJson(shapes.CostLaneNote):
-    count_store: NotRequired[CountStoreJson]
+    count_store: NotRequired[StoreUse]  # cost/lane.json `store`
 
 
 @dataclass(frozen=True)
@@ -171,7 +160,7 @@ class StoreReport:
         )
         return [head + (":" if items else "."), *items]
 
-    def to_json(self) -> CountStoreJson | None:
+    def to_json(self) -> StoreUse | None:
         """cost_lane.count_store of verdicts.json: the lane's use of the store, as
         lane.json records it (None: it records none, an interrupted lane)."""
         store = self.store

@@ -34,7 +34,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -186,15 +186,6 @@ class CountStore:
         except StoreError as e:
             self.notify(f"count store: ignoring {path}: {e}")
             return None
-
-    def entries(self) -> Iterator[tuple[Stored, int]]:
-        """Every usable entry and its size in bytes."""
-        if not self.root.is_dir():
-            return
-        for path in sorted(self.root.glob("*/*/*.json")):
-            stored = self.read(path)
-            if stored is not None:
-                yield stored, path.stat().st_size
 
     def size(self) -> tuple[int, int]:
         """(entries, bytes) of every file in the store, usable or not."""
