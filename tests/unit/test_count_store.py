@@ -378,3 +378,17 @@ def test_a_counted_state_that_missed_the_timed_one_is_taken_and_judged_again(
     got = _taker(tmp_path, lab).take("store", "a", 1, None, _choices(lab))
     assert got is not None
     assert "more than the timed window's" in str(got["steps"]["readrandom"]["state_mismatch"])
+
+
+def test_a_refusal_is_said_once(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    _put(tmp_path, lab)
+    lines: list[str] = []
+    taker = reuse.Reuse(tmp_path / "results" / "run2", lines.append, recount=False, band=0.01)
+    comp = lab.comparisons[0]
+    taker.keys["a"] = count_key(lab, comp, comp.columns[0], BUILD, IDENTITY)
+    assert taker.take("store", "a", 1, None, _choices(lab, misses=50.0)) is None
+    taker.tell()
+    taker.tell()
+    said = [line for line in lines if "not taken, counted anew" in line]
+    assert len(said) == 1 and said[0].startswith("cost lane: a: ")

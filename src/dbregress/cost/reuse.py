@@ -223,6 +223,7 @@ class Reuse:
         self.adopted: dict[str, int] = {}  # comparison -> stored replays at its windows
         self.refused: dict[str, str] = {}  # comparison or label -> why nothing was taken
         self.barred: set[str] = set()  # columns that take nothing (`_usable`)
+        self.told: set[str] = set()  # refusals said on stderr
         self.taken: list[tuple[str, str]] = []  # (label, run) taken, not yet told
 
     def claimed_in(self, records: list[ReplayRecord]) -> None:
@@ -352,7 +353,12 @@ class Reuse:
             self.notify(f"count store: replay {label}/c{number} not stored: {e}")
 
     def tell(self) -> None:
-        """One line per column whose replays were taken since the last time."""
+        """One line per column whose replays were taken since the last time, and one
+        per comparison or column whose stored replays were refused (never silent)."""
+        for who, why in sorted(self.refused.items()):
+            if who not in self.told:
+                self.told.add(who)
+                self.notify(f"cost lane: {who}: stored replays not taken, counted anew: {why}")
         by: dict[str, list[str]] = {}
         for label, run in self.taken:
             by.setdefault(label, []).append(run)
