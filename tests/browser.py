@@ -112,3 +112,53 @@ MARKS = re.compile(r"<(?:polyline|circle|rect|path)\b")
 def charts(dom: str) -> list[str]:
     """The inner markup of every <svg> in a DOM."""
     return SVG.findall(dom)
+
+
+def colours(png: Path) -> dict[tuple[int, int, int], list[tuple[int, int]]]:
+    """Where each colour is in a screenshot: (r, g, b) -> [(x, y), ...]. Reads the
+    8-bit RGB or RGBA, non-interlaced PNG that Chromium writes (no image library)."""
+    import struct
+    import zlib
+
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", png
+    pos, idat, head = 8, b"", b""
+    while pos < len(data):
+        (size,), kind = struct.unpack(">I", data[pos : pos + 4]), data[pos + 4 : pos + 8]
+        body = data[pos + 8 : pos + 8 + size]
+        if kind == b"IHDR":
+            head = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + size
+    width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", head)
+    assert depth == 8 and ctype in (2, 6) and interlace == 0, (depth, ctype, interlace)
+    bpp = 3 if ctype == 2 else 4
+    raw, stride = zlib.decompress(idat), width * bpp
+    prev = bytearray(stride)
+    out: dict[tuple[int, int, int], list[tuple[int, int]]] = {}
+    for y in range(height):
+        start = y * (stride + 1)
+        f, row = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            a = row[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                row[i] = (row[i] + a) & 255
+            elif f == 2:
+                row[i] = (row[i] + b) & 255
+            elif f == 3:
+                row[i] = (row[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                row[i] = (row[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        for x in range(width):
+            px = (row[x * bpp], row[x * bpp + 1], row[x * bpp + 2])
+            out.setdefault(px, []).append((x, y))
+        prev = row
+    return out
+
+
+def hex_rgb(colour: str) -> tuple[int, int, int]:
+    return (int(colour[1:3], 16), int(colour[3:5], 16), int(colour[5:7], 16))

@@ -30,7 +30,7 @@ Graph = dict[Path, set[Path]]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("cli",)),
     ("workflows", ("bisect", "workflow")),
-    ("lanes, fleet, reports", ("cost", "explain", "fleet", "report")),
+    ("lanes, fleet, reports", ("cost", "explain", "fleet", "report", "site")),
     (
         "execution, storage, analysis",
         (

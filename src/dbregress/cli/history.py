@@ -27,9 +27,9 @@ from typing import Any
 from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.analysis.cost import FLOOR_SD
 from dbregress.errors import DbregressError
 from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.report.history_moves import series_changes
 from dbregress.report.verdict_tables import table
 from dbregress.shapes.method import MethodIdentity
 from dbregress.store.history import (
@@ -38,7 +38,6 @@ from dbregress.store.history import (
     StepSeries,
     history_path,
     level,
-    method_segments,
     reindex,
 )
 
@@ -139,27 +138,6 @@ def _rows(group: Sequence[StepSeries]) -> list[tuple[str, SeriesPoint]]:
     return sorted(runs.items(), key=lambda kv: (kv[1].started is None, kv[1].started or "", kv[0]))
 
 
-def changes(
-    series: list[StepSeries], lane: str, policy: VerdictPolicy
-) -> dict[tuple[str, str, str, str | None], dict[str, Change]]:
-    """series key -> run id -> the decided change point whose new level starts there.
-    Each series is searched in pieces of one method identity (method_segments), all
-    pieces of all series in one call, so the false-alarm rate holds over all of them."""
-    pieces = {(s.key, i): piece for s in series for i, piece in enumerate(method_segments(s))}
-    samples = {k: piece.samples() for k, piece in pieces.items()}
-    if lane == "cost":
-        found = changepoints.find_all(
-            samples, better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
-        )
-    else:
-        found = changepoints.find_all(samples, better="higher", band=policy.band)
-    out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {s.key: {} for s in series}
-    for (key, _), piece in pieces.items():
-        for c in found[(key, _)].decided():
-            out[key][piece.points[c.index].run_id] = c
-    return out
-
-
 def _legend(group: Sequence[StepSeries]) -> str:
     """Each column's build and config, and the run where that changed."""
     parts = []
@@ -219,7 +197,7 @@ def render(
     hosts: dict[str, str],
     methods: dict[str, MethodIdentity | None] | None = None,
 ) -> str:
-    marks = changes(series, lane, policy)
+    marks = series_changes(series, lane, policy)
     lines = [
         f"# Run history of {lab}: {lane} lane",
         "",

@@ -24,6 +24,7 @@ from dbregress.cli import (
     importcmd,
     report,
     run,
+    site,
     store,
     versions,
 )
@@ -41,6 +42,7 @@ VERBS = (
     explain,
     bisect,
     history,
+    site,
     fleet,
     store,
 )

@@ -76,6 +76,27 @@ class HistoryMoves:
     error: str = ""  # the history could not be read: why
 
 
+def series_changes(
+    series: list[StepSeries], lane: str, policy: VerdictPolicy
+) -> dict[tuple[str, str, str, str | None], dict[str, Change]]:
+    """series key -> run id -> the decided change point whose new level starts there.
+    Each series is searched in pieces of one method identity (method_segments), all
+    pieces of all series in one call, so the false-alarm rate holds over all of them."""
+    pieces = {(s.key, i): piece for s in series for i, piece in enumerate(method_segments(s))}
+    samples = {k: piece.samples() for k, piece in pieces.items()}
+    if lane == "cost":
+        found = changepoints.find_all(
+            samples, better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
+        )
+    else:
+        found = changepoints.find_all(samples, better="higher", band=policy.band)
+    out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {s.key: {} for s in series}
+    for (key, _), piece in pieces.items():
+        for c in found[(key, _)].decided():
+            out[key][piece.points[c.index].run_id] = c
+    return out
+
+
 def _mine(series: list[StepSeries], run_id: str) -> list[StepSeries]:
     """The series that end at this run, cut to the runs of this run's method."""
     out = []

@@ -1,0 +1,211 @@
+"""The site's HTML pages from its data (site/model.py), with jinja2 templates
+(site/templates/): no script and nothing loaded from elsewhere, every value escaped.
+Pages hold no time of their own generation, so a page whose data did not change is
+the same bytes and is not written again (site/write.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from dbregress.analysis import changepoints
+from dbregress.report import svg
+from dbregress.site import charts
+from dbregress.site.gather import slug
+from dbregress.site.model import Chart, LabData, StepData, VersionSeries
+
+_ENV = Environment(
+    loader=PackageLoader("dbregress.site", "templates"),
+    autoescape=True,
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
+
+
+def _render(template: str, **values: Any) -> str:
+    return _ENV.get_template(template).render(**values)
+
+
+def _nav(depth: int, lab: str | None = None) -> list[tuple[str, str]]:
+    up = "../" * depth
+    nav = [(f"{up}index.html", "all labs")]
+    if lab is not None:
+        nav += [
+            (f"{up}{slug(lab)}/index.html", f"lab {lab}"),
+            (f"{up}{slug(lab)}/moved.html", "what moved"),
+        ]
+    return nav
+
+
+def _date(started: str | None) -> str:
+    return (started or "").replace("T", " ")[5:16] or "?"
+
+
+def _columns(data: StepData) -> list[str]:
+    return list(dict.fromkeys(line.column for c in data.charts for line in c.lines))
+
+
+def _legend(data: StepData, colours: dict[str, str]) -> list[tuple[str, str, str]]:
+    out = []
+    for column in _columns(data):
+        builds = list(
+            dict.fromkeys(
+                p.build + (f" ({p.commit[:12]})" if p.commit else "")
+                for c in data.charts
+                for line in c.lines
+                if line.column == column
+                for piece in line.pieces
+                for p in piece
+            )
+        )
+        shown = ", ".join(builds[:3]) + (f" and {len(builds) - 3} more" if len(builds) > 3 else "")
+        out.append((column, colours[column], shown))
+    return out
+
+
+def step_page(lab: LabData, data: StepData, runs: Sequence[tuple[int, str]]) -> str:
+    colours = svg.column_colours(_columns(data))
+    drawn = [charts.step_chart(c, colours, runs) for c in data.charts]
+    moved = [m for m in lab.moved if (m.comparison, m.step) == (data.comparison, data.step)]
+    return _render(
+        "step.html.j2",
+        title=f"{lab.name}: {data.comparison} / {data.step}",
+        nav=_nav(1, lab.name),
+        lab=lab.name,
+        comparison=data.comparison,
+        step=data.step,
+        alpha=f"{changepoints.ALPHA:.0%}",
+        change_slower=charts.CHANGE_COLOURS["slower"],
+        change_faster=charts.CHANGE_COLOURS["faster"],
+        break_colour=charts.BREAK_COLOUR,
+        legend=_legend(data, colours),
+        charts=drawn,
+        moved=moved,
+        data="data/" + data.page.rsplit("/", 1)[1].removesuffix(".html") + ".json",
+    )
+
+
+def run_axis(lab: LabData) -> list[tuple[int, str]]:
+    return [(i, _date(r.started)) for i, r in enumerate(lab.runs)]
+
+
+def moved_page(lab: LabData) -> str:
+    return _render(
+        "moved.html.j2",
+        title=f"What moved in {lab.name}",
+        nav=_nav(1, lab.name),
+        lab=lab.name,
+        moved=lab.moved,
+        bisections=lab.bisections,
+    )
+
+
+def lab_page(lab: LabData) -> str:
+    return _render(
+        "lab.html.j2",
+        title=f"Lab {lab.name}",
+        nav=_nav(1, lab.name),
+        lab=lab.name,
+        steps=lab.steps,
+        series=lab.series,
+        runs=list(reversed(lab.runs)),
+    )
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+@dataclass(frozen=True)
+class _Group:
+    name: str
+    rows: list[Any]
+    time_chart: str
+    cost_chart: str
+
+
+def series_page(lab: str, v: VersionSeries) -> str:
+    groups: dict[str, list[Any]] = {}
+    for r in v.rows:
+        groups.setdefault(r.group, []).append(r)
+    drawn = []
+    for name, rows in groups.items():
+        table = [
+            {"step": r.step, "time": list(zip(map(_fmt, r.time), r.time_words, strict=True)),
+             "cost": list(zip(map(_fmt, r.cost), r.cost_words, strict=True))}
+            for r in rows
+        ]  # fmt: skip
+        time = charts.series_chart(
+            f"{name}: QPS relative to {v.columns[0]}", v.columns,
+            [(r.step, r.time) for r in rows], "relative QPS",
+        )  # fmt: skip
+        cost = charts.series_chart(
+            f"{name}: est. cycles/op relative to {v.columns[0]}", v.columns,
+            [(r.step, r.cost) for r in rows], "relative est. cycles/op",
+        )  # fmt: skip
+        drawn.append(_Group(name, table, time, cost))
+    return _render(
+        "series.html.j2",
+        title=f"{lab}: version series {v.run_id}",
+        nav=_nav(1, lab),
+        lab=lab,
+        run_id=v.run_id,
+        comparison=v.comparison,
+        columns=v.columns,
+        legend=list(zip(v.columns, v.builds, strict=True)),
+        groups=drawn,
+        report=v.report,
+    )
+
+
+def _spark(chart: Chart | None, runs: int) -> tuple[str, str]:
+    """The newest column's sparkline of one lane, and that column."""
+    if chart is None or not chart.lines:
+        return '<span class="note">-</span>', ""
+    line = chart.lines[-1]
+    values: list[float | None] = []
+    for piece in line.pieces:
+        if values:
+            values.append(None)  # a method boundary: a gap
+        values += [p.level for p in piece]
+    name = f"{chart.lane} lane of {line.column}, {chart.step}, over {len(values)} runs"
+    colour = (
+        charts.CHANGE_COLOURS["slower"]
+        if chart.changes and chart.changes[-1].word == "slower"
+        else "#1f6fb2"
+    )
+    return charts.sparkline(values, colour, name), line.column
+
+
+def index_entry(lab: LabData) -> dict[str, Any]:
+    """What the index says of a lab."""
+    steps = []
+    for s in lab.steps:
+        time = next((c for c in s.charts if c.lane == "time"), None)
+        cost = next((c for c in s.charts if c.lane == "cost"), None)
+        t, column = _spark(time, len(lab.runs))
+        c, other = _spark(cost, len(lab.runs))
+        steps.append(
+            {"comparison": s.comparison, "step": s.step, "page": s.page, "column": column or other,
+             "time": t, "cost": c}
+        )  # fmt: skip
+    return {
+        "name": lab.name,
+        "slug": slug(lab.name),
+        "runs": len(lab.runs),
+        "last": lab.runs[-1],
+        "open": lab.open_regressions,
+        "steps": steps,
+        "problems": lab.problems,
+    }
+
+
+def index_page(entries: list[dict[str, Any]], bisections: list[Any]) -> str:
+    return _render(
+        "index.html.j2", title="dbregress: run history", nav=[], labs=entries, bisections=bisections
+    )

@@ -1,0 +1,207 @@
+"""`dbregress site`: the static site of a results folder, written incrementally.
+
+Layout under OUT (default RESULTS/site):
+    index.html                     the labs, each with its last run, open regressions
+                                   and a sparkline per step and lane
+    site.json                      what was written: the labs, their inputs' digests, files
+    LAB/index.html                 the lab's steps, version series and runs
+    LAB/moved.html                 what moved: change points, confirmed verdicts, bisections
+    LAB/step-COMP-STEP.html        both lanes of a step over the runs
+    LAB/series-RUN-COMP.html       a run of three or more columns, relative to the first
+    LAB/data/lab.json, LAB/data/step-COMP-STEP.json   the same figures, for other tools
+
+Incremental: a lab whose inputs (its runs in the history, their run.json, verdicts.json,
+report.html and explanations, the bisections) are as they were at the last write, and
+whose files are all still there, is not read again; any file whose bytes would be the
+same is not written again; a file the site wrote before and no longer makes is removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dbregress.lab import VerdictPolicy
+from dbregress.site import gather, moved, pages
+from dbregress.site.model import Bisection, LabData, as_json
+from dbregress.store.files import write_atomic
+from dbregress.store.history import History, RunInfo
+
+MANIFEST = "site.json"
+FORMAT = 1  # raise when the pages or data change for the same inputs
+
+
+@dataclass
+class Written:
+    written: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    labs_read: list[str] = field(default_factory=list)
+    labs_kept: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class Out:
+    """The site folder: writes a file only where its bytes change."""
+
+    def __init__(self, root: Path, done: Written) -> None:
+        self.root, self.done = root, done
+        self.files: list[str] = []
+
+    def put(self, name: str, text: str) -> None:
+        self.files.append(name)
+        path = self.root / name
+        data = text.encode()
+        try:
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                self.done.unchanged.append(name)
+                return
+        except OSError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+        self.done.written.append(name)
+
+
+def _stamp(path: Path) -> str:
+    try:
+        st = path.stat()
+    except OSError:
+        return "-"
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+def _inputs(root: Path, runs: list[RunInfo], bisects: Iterable[Path]) -> str:
+    """A digest of everything a lab's pages are made of."""
+    h = hashlib.sha256(f"format {FORMAT}".encode())
+    for r in runs:
+        folder = root / r.path
+        parts = [r.run_id, r.status, str(r.ended), r.path, json.dumps(r.method, sort_keys=True)]
+        for name in ("run.json", "verdicts.json", "report.html", "explain/explain.json"):
+            parts.append(_stamp(folder / name))
+        h.update("\0".join(parts).encode())
+    for b in bisects:
+        h.update(f"{b}:{_stamp(b)}".encode())
+    return h.hexdigest()[:32]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, indent=1, allow_nan=False, default=str) + "\n"
+
+
+def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bisection]) -> LabData:
+    problems: list[str] = []
+    runs = history.runs(lab)
+    folders = gather.read_runs(root, out, runs, problems)
+    policy = VerdictPolicy.of_record({"verdict_policy": runs[-1].policy})
+    drawn = gather.charts(history, lab, folders, policy)
+    steps = gather.steps(lab, drawn)
+    named = {f.info.run_id: c for f in folders if (c := moved.causes(f, problems))}
+    pages_of = {(s.comparison, s.step): s.page for s in steps}
+    lines = moved.change_lines(steps, folders, named) + moved.verdict_lines(
+        folders, pages_of, named
+    )
+    lines = moved.newest_first(lines)
+    mine = {s.step for s in steps}
+    data = LabData(
+        lab,
+        gather.summaries(folders),
+        steps,
+        lines,
+        [b for b in every if b.step in mine],
+        moved.version_series(lab, folders),
+        problems=problems,
+    )
+    data.open_regressions = moved.open_regressions(lines, folders, steps)
+    return data
+
+
+def _write_lab(o: Out, data: LabData) -> None:
+    base = gather.slug(data.name)
+    axis = pages.run_axis(data)
+    o.put(f"{base}/index.html", pages.lab_page(data))
+    o.put(f"{base}/moved.html", pages.moved_page(data))
+    for s in data.steps:
+        o.put(s.page, pages.step_page(data, s, axis))
+        name = s.page.rsplit("/", 1)[1].removesuffix(".html")
+        o.put(f"{base}/data/{name}.json", _dumps(as_json(s)))
+    for v in data.series:
+        o.put(v.page, pages.series_page(data.name, v))
+    summary = {
+        "lab": data.name,
+        "runs": as_json(data.runs),
+        "steps": [{"comparison": s.comparison, "step": s.step, "page": s.page} for s in data.steps],
+        "moved": as_json(data.moved),
+        "open_regressions": as_json(data.open_regressions),
+        "bisections": as_json(data.bisections),
+        "version_series": as_json(data.series),
+        "problems": data.problems,
+    }
+    o.put(f"{base}/data/lab.json", _dumps(summary))
+
+
+def _previous(out: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((out / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) and value.get("format") == FORMAT else {}
+
+
+def build_site(root: Path, out: Path) -> Written:
+    """Write the site of the results folder `root` into `out`."""
+    t0 = time.monotonic()
+    done = Written()
+    out.mkdir(parents=True, exist_ok=True)
+    before = _previous(out)
+    kept_labs: dict[str, Any] = before.get("labs", {})
+    bisect_files = sorted({*root.glob("*/bisect.json"), *root.glob("*/*/bisect.json")})
+    every = moved.bisections(root, done.problems)
+    o = Out(out, done)
+    labs: dict[str, Any] = {}
+    entries = []
+    with gather.open_history(root) as history:
+        for lab in history.labs():
+            runs = history.runs(lab)
+            if not runs:
+                continue
+            digest = _inputs(root, runs, bisect_files)
+            old = kept_labs.get(lab, {})
+            if old.get("inputs") == digest and all(
+                (out / f).is_file() for f in old.get("files", [])
+            ):
+                done.labs_kept.append(lab)
+                o.files += old["files"]
+                labs[lab] = old
+                entries.append(old["index"])
+                continue
+            data = _lab_data(root, out, history, lab, every)
+            start = len(o.files)
+            _write_lab(o, data)
+            entry = json.loads(json.dumps(pages.index_entry(data), default=_plain))
+            labs[lab] = {"inputs": digest, "files": o.files[start:], "index": entry}
+            entries.append(entry)
+            done.labs_read.append(lab)
+            done.problems += [f"{lab}: {p}" for p in data.problems]
+    o.put("index.html", pages.index_page(entries, every))
+    for name in before.get("files", []):
+        if name not in o.files and (out / name).is_file():
+            (out / name).unlink()
+            done.removed.append(name)
+    manifest = {"format": FORMAT, "results": os.path.relpath(root, out), "labs": labs}
+    manifest["files"] = sorted(set(o.files))
+    write_atomic(out / MANIFEST, _dumps(manifest).encode())
+    done.seconds = time.monotonic() - t0
+    return done
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass in the index entry (the last run, open regressions) as JSON."""
+    return as_json(value)

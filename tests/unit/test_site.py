@@ -1,0 +1,250 @@
+"""`dbregress site` (site/): a static site from a results folder's history, on run
+folders written as the runner and the cost lane write them (no engines): the change
+point and the method boundary on a step's page and in its data, what moved, version
+series, bisections, and incremental writing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dbregress.cli.main import main
+from dbregress.errors import DbregressError
+from dbregress.site import charts
+from dbregress.site.gather import RunFolder, verdict_cells
+from dbregress.site.moved import version_series
+from dbregress.site.write import build_site
+from dbregress.store.files import write_json
+from dbregress.store.history import RunInfo, reindex
+from dbregress.store.replays import save_replay
+from dbregress.store.run import read_record
+from tests.unit.test_history import make_run, replay
+
+CHANGE_AT = 5  # head's QPS and count move by 20% from this run on
+METHOD_AT = 2  # another loadgen binary from this run on
+
+
+def verdicts(head: float) -> dict[str, Any]:
+    """A verdicts.json of the lab's one comparison: head against base in both lanes."""
+    word = "slower" if head < 1 else "same"
+    step = {
+        "step": "qp100",
+        "ratio": head,
+        "ci": [head * 0.98, head * 1.02],
+        "verdict": word,
+        "reason": "test",
+        "cost": {"ratio": 1 / head, "ci": [0.99 / head, 1.01 / head], "verdict": word,
+                 "reading": "more work per operation"},
+    }  # fmt: skip
+    return {
+        "comparisons": [
+            {"name": "insert", "base": "base", "columns": [{"label": "head", "steps": [step]}]}
+        ]
+    }
+
+
+def history(root: Path, tmp: Path, runs: int = 8, lab_change: int = CHANGE_AT) -> list[Path]:
+    """`runs` runs of test_history's lab: head slows by 20% (QPS and count) from run
+    `lab_change` on; the loadgen binary changes at METHOD_AT."""
+    out = []
+    for i in range(runs):
+        head = 1000.0 if i < lab_change else 800.0
+        run = make_run(
+            root, tmp, f"run-{i}", f"2026-01-{i + 1:02d}T03:00:00+0000",
+            {"base": 1000.0, "head": head}, seed=i,
+        )  # fmt: skip
+        record = read_record(run)
+        record["method_identity"] = {
+            **record["method_identity"],
+            "loadgen_sha256": "aaaa" if i < METHOD_AT else "bbbb",
+        }
+        record["builds"] = {
+            "base": {"spec": "postgres@12.20.0"},
+            "head": {"spec": "postgres@src:/x#abc", "commit": f"{i:02d}" + "c" * 38,
+                     "subject": f"commit {i}"},
+        }  # fmt: skip
+        write_json(run / "run.json", record)
+        for n in (1, 2, 3):
+            cycles = 1e5 * (1 + 0.0003 * n)
+            save_replay(run, "base", n, replay("base", n, {"qp100": cycles}))
+            slow = 1.25 if i >= lab_change else 1.0
+            save_replay(run, "head", n, replay("head", n, {"qp100": cycles * slow}))
+        write_json(run / "verdicts.json", verdicts(head / 1000.0))
+        out.append(run)
+    assert reindex(root) == []
+    return out
+
+
+def test_a_step_page_marks_the_change_point_and_draws_the_method_break(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path)
+    done = build_site(root, root / "site")
+    assert done.labs_read == ["nightly"] and not done.problems
+    site = root / "site"
+    page = (site / "nightly" / "step-insert-qp100.html").read_text()
+    assert 'class="method-break"' in page and "loadgen binary aaaa -&gt; bbbb" in page
+    assert 'class="change"' in page and "from run run-5" in page
+    assert "commit 05cccccccccc commit 5" in page  # the hover of a source build's point
+    data = json.loads((site / "nightly" / "data" / "step-insert-qp100.json").read_text())
+    time = [c for c in data["charts"] if c["lane"] == "time"]
+    head = [m for c in time for m in c["changes"] if m["column"] == "head"]
+    assert [(m["run_id"], m["word"]) for m in head] == [("run-5", "slower")]
+    assert {b["run"] for c in time for b in c["breaks"]} == {METHOD_AT}
+    for c in time:  # no line joins across the boundary
+        for line in c["lines"]:
+            for piece in line["pieces"]:
+                runs = [p["run"] for p in piece]
+                assert all(r < METHOD_AT for r in runs) or all(r >= METHOD_AT for r in runs)
+    cost = [c for c in data["charts"] if c["lane"] == "cost"]
+    assert cost and any(m["run_id"] == "run-5" for c in cost for m in c["changes"])
+    moved = (site / "nightly" / "moved.html").read_text()
+    assert "change point" in moved and "run-5" in moved
+    index = (site / "index.html").read_text()
+    assert "Open regressions" in index and "step-insert-qp100.html" in index
+
+
+def test_what_moved_collapses_a_verdict_held_run_after_run(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path)
+    build_site(root, root / "site")
+    lab = json.loads((root / "site" / "nightly" / "data" / "lab.json").read_text())
+    verdict = [m for m in lab["moved"] if m["kind"] == "verdict" and m["lane"] == "time"]
+    # run-5 to run-7 say head is slower on the same pair of builds: one line, newest run
+    assert len(verdict) == 1 and verdict[0]["run_id"] == "run-7"
+    assert verdict[0]["cause"].startswith("in 3 consecutive runs, run-5 to run-7")
+    assert lab["open_regressions"]
+
+
+def test_only_what_changed_is_written_again(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=6)
+    site = root / "site"
+    first = build_site(root, site)
+    assert first.written and not first.unchanged
+    again = build_site(root, site)
+    assert again.labs_kept == ["nightly"] and again.written == []
+    make_run(root, tmp_path, "run-6", "2026-01-07T03:00:00+0000", {"base": 1000.0, "head": 800.0})
+    assert reindex(root) == []
+    third = build_site(root, site)
+    assert third.labs_read == ["nightly"]
+    assert "nightly/step-insert-qp100.html" in third.written
+    assert "nightly/moved.html" in third.unchanged or "nightly/moved.html" in third.written
+    (site / "nightly" / "moved.html").unlink()  # a file gone: the lab is read again
+    assert build_site(root, site).labs_read == ["nightly"]
+
+
+def test_a_removed_step_page_is_removed(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=3)
+    site = root / "site"
+    build_site(root, site)
+    stale = site / "nightly" / "step-insert-gone.html"
+    manifest = json.loads((site / "site.json").read_text())
+    manifest["files"].append("nightly/step-insert-gone.html")
+    manifest["labs"]["nightly"]["inputs"] = "other"
+    stale.write_text("old")
+    write_json(site / "site.json", manifest)
+    done = build_site(root, site)
+    assert "nightly/step-insert-gone.html" in done.removed and not stale.exists()
+
+
+def test_no_history_names_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(DbregressError, match=r"no run history at .*--reindex"):
+        build_site(tmp_path, tmp_path / "site")
+
+
+def test_the_command_prints_what_it_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=3)
+    assert main(["site", "--results", str(root), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "site: 1 lab(s) (1 read, 0 unchanged)" in out and (tmp_path / "out/index.html").is_file()
+
+
+def test_a_point_links_to_its_runs_report_relative_to_the_page(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=3)
+    (runs[1] / "report.html").write_text("<html>report</html>")
+    build_site(root, root / "site")
+    page = root / "site" / "nightly" / "step-insert-qp100.html"
+    hrefs = {h for h in _hrefs(page.read_text()) if h.endswith("report.html")}
+    assert hrefs and all((page.parent / h).resolve() == (runs[1] / "report.html") for h in hrefs)
+
+
+def _hrefs(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'href="([^"#]+)"', html)
+
+
+def test_a_version_series_is_relative_to_the_first_column(tmp_path: Path) -> None:
+    cells = {
+        "comparisons": [{"name": "kv", "columns": [
+            {"label": "v2", "steps": [{"step": "readrandom", "ratio": 0.9, "ci": [0.8, 0.95],
+                                       "verdict": "slower"}]},
+            {"label": "v3", "steps": [{"step": "readrandom", "ratio": 1.2, "ci": [1.1, 1.3],
+                                       "verdict": "faster"}]},
+        ]}]
+    }  # fmt: skip
+    info = RunInfo("r1", "lab", "2026-01-01T00:00:00Z", None, "ok", "native", None, "h", "r1", {})
+    rf = RunFolder(info, 0, tmp_path, None)
+    rf.columns = [
+        {"label": lb, "comparison": "kv", "build": f"rocksdb@{lb}"} for lb in ("v1", "v2", "v3")
+    ]
+    rf.verdicts, _ = verdict_cells(cells)
+    (series,) = version_series("lab", [rf])
+    (row,) = series.rows
+    assert series.columns == ("v1", "v2", "v3") and row.time == (1.0, 0.9, 1.2)
+    assert row.time_words == ("base", "slower", "faster") and row.cost == (1.0, None, None)
+
+
+def test_a_bisection_that_could_not_isolate_says_could_be_any_of(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=3)
+    spec = "postgres@src:/t#{}+rel"
+    write_json(
+        root / "bisect-1-qp100" / "bisect.json",
+        {
+            "request": {"step": "qp100", "lane": "cost", "builds": [spec.format("a" * 40)]},
+            "builds": [spec.format(c * 40) for c in "abcd"],
+            "first_bad": None,
+            "candidates": [spec.format("b" * 40), spec.format("c" * 40)],
+            "points": [{"lo": spec.format("a" * 40), "mid": spec.format("b" * 40),
+                        "mid_vs_lo": {"word": "slower"}}],
+            "took_s": 12.0,
+        },
+    )  # fmt: skip
+    build_site(root, root / "site")
+    moved = (root / "site" / "nightly" / "moved.html").read_text()
+    assert "could be any of these 2" in moved and "bbbbbbbbbbbb+rel" in moved
+    assert "first bad build:" not in moved
+
+
+def test_hover_names_the_verdict_and_the_base() -> None:
+    from dbregress.site.model import Point, Verdict
+
+    p = Point(0, "r", None, 1234.5, 3, 1, "b", "default", "h", None, "ab" * 20, "fix", None)
+    text = charts.hover(p, "time")
+    assert "the run's base column" in text and "1 repeat(s) left out" in text
+    q = Point(
+        0, "r", None, 1.0, 3, 0, "b", "c", "h", None, verdict=Verdict("slower", 0.8, (0.7, 0.9))
+    )
+    assert "against the run's base: slower 0.800 [0.700, 0.900]" in charts.hover(q, "cost")
+
+
+def test_site_paths_are_relative(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=2)
+    build_site(root, root / "site")
+    for page in (root / "site").rglob("*.html"):
+        for href in _hrefs(page.read_text()):
+            assert not href.startswith(("/", "file:", "http")), (page, href)
+            assert (page.parent / href).exists(), (page, href)
+    assert str(tmp_path) not in (root / "site" / "site.json").read_text()
+    assert os.sep not in json.loads((root / "site" / "site.json").read_text())["results"]
