@@ -47,7 +47,8 @@ from dbregress.records import JobId, StepError, StepResult
 from dbregress.session import EngineSession
 from dbregress.shapes.run import JobEntry
 from dbregress.shapes.step_result import Paired, StepResultJson
-from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
+from dbregress.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.step_interleaved import Side, collect_interleaved
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter
 
@@ -203,7 +204,7 @@ class LocalExecutor:
 
     def round(self, jobs: list[Job], builds: dict[str, Build]) -> None:
         """An interleaved round: every column's engine up at once, each step run on all
-        of them in turns (step.collect_interleaved). The first to run rotates with the
+        of them in turns (step_interleaved.collect_interleaved). The first to run rotates with the
         round's order, which the lab's seed draws."""
         for job in jobs:  # an interrupted attempt is run again from its start
             self.writer.forget_job(job)

@@ -146,7 +146,7 @@ def spec_for(
     window: Window | None = None,
 ) -> StepSpec:
     """step_spec with the engine's `connection` given (the count store keys a replay's
-    steps by their specs with none: cost/lane.py count_key)."""
+    steps by their specs with none: cost/planning.py count_key)."""
     if window is not None and mode is not Mode.COUNT:
         raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
     spec = benchmarks.step_spec(comparison, connection, plan, lab.seed * 1000 + index)

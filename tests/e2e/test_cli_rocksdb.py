@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dbregress.lab import KV_STEPS
-from dbregress.step import SLA_FRACTION
+from dbregress.step_figures import SLA_FRACTION
 from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,

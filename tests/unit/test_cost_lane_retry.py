@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
-from dbregress.cost.lane import RETRIES, Lane, Replay
+from dbregress.cost.lane import Lane
+from dbregress.cost.planning import RETRIES
+from dbregress.cost.replay import Replay
 from dbregress.errors import Interrupted
 from dbregress.lab import load_lab
 from dbregress.store.replays import save_replay

@@ -20,7 +20,7 @@ import pytest
 from dbregress import benchmarks
 from dbregress.analysis.state import CacheState
 from dbregress.cost import reuse
-from dbregress.cost.lane import count_key, same_windows
+from dbregress.cost.planning import count_key, same_windows
 from dbregress.explain.jobs import Choice
 from dbregress.lab import Lab, parse_lab
 from dbregress.shapes.method import MethodIdentity

@@ -20,7 +20,8 @@ from dbregress import benchmarks, method
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.summary import matrices
-from dbregress.cost.lane import LANE_SIZING, TEST_SETTINGS_ENV, replay_column
+from dbregress.cost.planning import LANE_SIZING
+from dbregress.cost.replay import TEST_SETTINGS_ENV, replay_column
 from dbregress.explain.jobs import Choice
 from dbregress.explain.replay_changes import HELD, HELD_WHERE, NOT_HELD, replay_changes
 from dbregress.lab import Lab, load_lab

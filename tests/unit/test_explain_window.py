@@ -8,7 +8,7 @@ from typing import Any
 
 from dbregress.explain import callgrind
 from dbregress.explain.explainer import MAX_FIXED_OPS, window_for
-from dbregress.explain.jobs import split_sessions, split_threads
+from dbregress.explain.window_split import split_sessions, split_threads
 from dbregress.prepare import count_spec
 
 

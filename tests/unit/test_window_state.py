@@ -13,7 +13,7 @@ import pytest
 
 from dbregress.analysis import state
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.cost.lane import LANE_SIZING
+from dbregress.cost.planning import LANE_SIZING
 from dbregress.explain.explainer import timed_middle, windows
 from dbregress.lab import Lab, load_lab
 

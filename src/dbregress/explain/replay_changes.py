@@ -51,7 +51,7 @@ def setting_changes(column: Column, ran: Column | None = None) -> dict[str, str]
 
 def held(column: Column, build: Build | None) -> str | None:
     """What the column's replays hold off their windows (the MySQL family's purge, held
-    by a read view where the build has a client: jobs._read_view_hold)."""
+    by a read view where the build has a client: counting._read_view_hold)."""
     if column.build.engine not in ("mariadb", "mysql"):
         return None
     if build is None:  # a fleet's workers fetch the builds: not seen here

@@ -44,7 +44,7 @@ from dbregress.fleet.host import (
 )
 from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
-from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
+from dbregress.fleet.unit import run_unit, unit_jobs, unit_name, worker_fingerprint
 from dbregress.interrupts import shielded
 from dbregress.lab import Comparison, Job, Lab
 from dbregress.records import StepResult
@@ -98,14 +98,6 @@ class Plan:
     finished: set[int] = field(default_factory=set)
     running: dict[str, Pending] = field(default_factory=dict)  # unit -> its future
     stopped: bool = False  # no more rounds
-
-
-def worker_fingerprint(dask_worker: Any) -> Fingerprint | None:
-    """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
-    from dbregress.fleet.unit import WORKERS
-
-    state = WORKERS.get(dask_worker.name)
-    return state["fingerprint"] if state else None
 
 
 class FleetRunner(Runner):

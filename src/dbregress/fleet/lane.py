@@ -24,7 +24,8 @@ from typing import Any, TypedDict
 
 from dbregress import interrupts, method
 from dbregress.collect import valgrind
-from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
+from dbregress.cost.lane import Lane
+from dbregress.cost.replay import Replay, count_replay, kill_below
 from dbregress.errors import Interrupted, LabError
 from dbregress.explain.jobs import Choice
 from dbregress.fleet.ship import inside

@@ -39,6 +39,12 @@ def worker_state(name: str, scratch: Path, fingerprint: Fingerprint) -> WorkerSt
     return state
 
 
+def worker_fingerprint(dask_worker: Any) -> Fingerprint | None:
+    """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
+    state = WORKERS.get(dask_worker.name)
+    return state["fingerprint"] if state else None
+
+
 def unit_jobs(lab: Lab, comparison: str, number: int) -> list[Job]:
     """The jobs of a unit: round `number` of the comparison, or its warm-up job (0)."""
     comp = next(c for c in lab.comparisons if c.name == comparison)
