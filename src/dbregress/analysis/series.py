@@ -17,9 +17,9 @@ from dbregress import method
 from dbregress.analysis import changepoints, state
 from dbregress.analysis.changepoints import RunChanges, SeriesKey
 from dbregress.analysis.compare import measured, usable
-from dbregress.analysis.cost import (
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.analysis.cost_methods import (
     COST_METRICS,
-    FLOOR_SD,
     HEADLINE,
     choose_group,
     group_of,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import cast
 
 from dbregress import benchmarks, method, prepare
-from dbregress.analysis.cost import COST_METRICS, needs_more, value_of
+from dbregress.analysis.cost import needs_more
+from dbregress.analysis.cost_methods import COST_METRICS, value_of
 from dbregress.cost import reuse
 from dbregress.cost.replay import KEPT, replay_column, step_key
 from dbregress.errors import LabError

@@ -28,7 +28,8 @@ from typing import TypedDict
 from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.analysis.cost import FLOOR_SD, Floors, group_of
+from dbregress.analysis.cost import FLOOR_SD, Floors
+from dbregress.analysis.cost_methods import group_of
 from dbregress.errors import StoreError
 from dbregress.lab import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord

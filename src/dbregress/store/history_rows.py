@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
-from dbregress.analysis.cost import COST_METRICS, value_of
+from dbregress.analysis.cost_methods import COST_METRICS, value_of
 from dbregress.records import JobId
 from dbregress.shapes.run import HostFacts
 from dbregress.shapes.step_result import StepResultJson
