@@ -30,7 +30,6 @@ from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.mysql import QUIET_MYSQL, MysqlEngine
-from dbregress.errors import LoadgenError
 from dbregress.explain import callgrind
 from dbregress.explain.stepper import Hooks, drive
 from dbregress.explain.threads import (
@@ -41,7 +40,8 @@ from dbregress.explain.threads import (
     split_connection_threads,
 )
 from dbregress.explain.window_split import window_files
-from dbregress.loadgen import Loadgen, find_binary
+from dbregress.loadgen.client import Loadgen, find_binary
+from dbregress.model.errors import LoadgenError
 from dbregress.provision import BuildSpec
 
 pytestmark = pytest.mark.engine

@@ -15,7 +15,7 @@ from dbregress.analysis.compare import RunVerdicts
 from dbregress.analysis.cost import MIN_SD, compare_counts, cost_verdicts, needs_more, replay_noise
 from dbregress.analysis.cost_stats import cluster_gap, pooled_log_sd, spread
 from dbregress.cli.report import gate
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 
 STEPS = [f"s{i}" for i in range(10)]
 RECORD = {"comparisons": [{"name": "c", "labels": ["a", "b"]}]}

@@ -22,7 +22,7 @@ from dbregress.analysis.state import CacheState
 from dbregress.cost import reuse
 from dbregress.cost.planning import count_key, same_windows
 from dbregress.explain.jobs import Choice
-from dbregress.lab import Lab, parse_lab
+from dbregress.lab.file import Lab, parse_lab
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store import counted

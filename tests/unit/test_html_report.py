@@ -16,7 +16,7 @@ from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import Matrix, matrices
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.cli.report import write_report
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 from dbregress.report import exports, html, ratio_svg, svg
 from dbregress.store.run import read_run
 from dbregress.store.series import (

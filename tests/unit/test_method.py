@@ -7,7 +7,6 @@ import hashlib
 import json
 from pathlib import Path
 
-from dbregress import method
 from dbregress.analysis import state
 from dbregress.benchmarks import insert, kv
 from dbregress.collect.valgrind import CACHES
@@ -15,7 +14,8 @@ from dbregress.cost.planning import LANE_SIZING
 from dbregress.engines.mysql import QUIET_MYSQL
 from dbregress.engines.postgres import QUIET_POSTGRES
 from dbregress.explain import count_figures
-from dbregress.micro_names import WRITES
+from dbregress.lab.micro_names import WRITES
+from dbregress.method import identity as method
 from dbregress.store.files import write_json
 from dbregress.store.history import History, reindex
 from dbregress.store.run import read_record

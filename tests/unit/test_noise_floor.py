@@ -14,9 +14,9 @@ from typing import Any
 
 import jsonschema
 
-from dbregress import method
 from dbregress.analysis.cost import Floors, cost_verdicts
 from dbregress.cli.report import write_report
+from dbregress.method import identity as method
 from dbregress.report import history_moves
 from dbregress.report.history_moves import (
     against_history,

@@ -12,8 +12,8 @@ import pytest
 from dbregress.analysis import state
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.cost import replay as cost_replay
-from dbregress.errors import LabError
-from dbregress.lab_columns import Column
+from dbregress.lab.columns import Column
+from dbregress.model.errors import LabError
 from dbregress.provision import BuildSpec
 from dbregress.report import verdict_tables
 

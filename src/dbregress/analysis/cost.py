@@ -52,7 +52,6 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dbregress import method
 from dbregress.analysis import state, stats
 from dbregress.analysis.cost_methods import (
     COST_METRICS,
@@ -75,7 +74,8 @@ from dbregress.analysis.cost_stats import (
     welch,
 )
 from dbregress.analysis.state import SideState
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from dbregress import method
 from dbregress.analysis import state
+from dbregress.method import identity as method
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
 

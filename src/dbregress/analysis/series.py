@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-from dbregress import method
 from dbregress.analysis import changepoints, state
 from dbregress.analysis.changepoints import RunChanges, SeriesKey
 from dbregress.analysis.compare import measured, usable
@@ -26,7 +25,8 @@ from dbregress.analysis.cost_methods import (
     groups_seen,
     value_of,
 )
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ComparisonEntry, RunJson
 from dbregress.shapes.step_result import StepResultJson

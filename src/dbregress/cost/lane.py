@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import cast
 
-from dbregress import interrupts, method, provision
+from dbregress import provision
 from dbregress.benchmarks import insert
 from dbregress.collect import valgrind
 from dbregress.cost import reuse
@@ -53,14 +53,16 @@ from dbregress.cost.replay import (
     replay_column,
 )
 from dbregress.engines.registry import engine_class
-from dbregress.errors import Interrupted
-from dbregress.execute import run_work_dir
+from dbregress.execution.execute import run_work_dir
 from dbregress.explain import count_figures
 from dbregress.explain.explainer import sizing_results, windows
 from dbregress.explain.jobs import Choice
 from dbregress.explain.replay_changes import replay_changes
-from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import Column, Comparison, Lab
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.method import identity as method
+from dbregress.model import interrupts
+from dbregress.model.errors import Interrupted
+from dbregress.model.interrupts import hurrying, shielded
 from dbregress.provision import Build
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord

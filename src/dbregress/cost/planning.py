@@ -14,15 +14,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import cast
 
-from dbregress import benchmarks, method, prepare
+from dbregress import benchmarks
 from dbregress.analysis.cost import needs_more
 from dbregress.analysis.cost_methods import COST_METRICS, value_of
 from dbregress.cost import reuse
 from dbregress.cost.replay import KEPT, replay_column, step_key
-from dbregress.errors import LabError
+from dbregress.execution import prepare
 from dbregress.explain.explainer import Sizing
 from dbregress.explain.jobs import Choice
-from dbregress.lab import Column, Comparison, Lab
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.method import identity as method
+from dbregress.model.errors import LabError
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.spec import EngineSpec

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from dbregress import method
 from dbregress.analysis import state
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines import process
-from dbregress.errors import DbregressError, LabError
 from dbregress.explain import counting
 from dbregress.explain.jobs import Choice, ColumnJob
-from dbregress.lab import Column, Comparison, Lab, VerdictPolicy
+from dbregress.lab.file import Column, Comparison, Lab, VerdictPolicy
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError, LabError
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
 from dbregress.shapes.replay import ReplayError, ReplayRecord, ReplayStep
@@ -109,7 +109,7 @@ def count_replay(
             "build": str(replay.column.build),
             "build_identity": dict(build.identity),  # the count store's key (a worker's own)
             # how this replay counted (the host's loadgen, valgrind, libc, ...): history
-            # never sets counts of two methods against each other (dbregress/method.py)
+            # never sets counts of two methods against each other (dbregress/method/identity.py)
             "method_identity": method.identity(),
         },
     )

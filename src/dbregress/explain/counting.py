@@ -13,12 +13,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from dbregress import prepare
 from dbregress.analysis import state
 from dbregress.collect.proc import tree_pids
 from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import Engine
+from dbregress.execution import prepare
 from dbregress.explain import callgrind
 from dbregress.explain.count_figures import figures, per_op_of
 from dbregress.explain.jobs import SLOWDOWN, Choice, ColumnJob, Notify, replay, replay_engine
@@ -31,7 +31,7 @@ from dbregress.explain.window_split import (
     server_split,
     window_files,
 )
-from dbregress.loadgen import Loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.provision import mysql as mysql_family
 from dbregress.shapes.events import Event
 from dbregress.shapes.explain import CountFigures, WindowEvent

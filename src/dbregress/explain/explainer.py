@@ -18,12 +18,12 @@ from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.benchmarks import insert
 from dbregress.collect import pmu, valgrind
 from dbregress.engines.registry import engine_class
-from dbregress.errors import DbregressError
-from dbregress.execute import run_work_dir, short_name
+from dbregress.execution.execute import run_work_dir, short_name
 from dbregress.explain import counting, flame, profiling
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
-from dbregress.lab import Comparison, Lab, load_lab
+from dbregress.lab.file import Comparison, Lab, load_lab
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.explain import ExplainEntry, ExplainRecord, Profiled, ProfileEntry
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData, read_run

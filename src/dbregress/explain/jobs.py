@@ -22,17 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbregress import benchmarks, prepare
+from dbregress import benchmarks
 from dbregress.analysis.state import CacheState
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine
 from dbregress.engines.registry import engine_class
-from dbregress.execute import make_engine
+from dbregress.execution import prepare
+from dbregress.execution.execute import make_engine
+from dbregress.execution.prepare import COUNT, PROFILE
+from dbregress.execution.session import EngineSession
 from dbregress.explain.stepper import Stepped, drive
-from dbregress.lab import Column, Comparison, Lab
-from dbregress.prepare import COUNT, PROFILE
+from dbregress.lab.file import Column, Comparison, Lab
 from dbregress.provision import Build
-from dbregress.session import EngineSession
 from dbregress.shapes.spec import StepSpec
 
 Notify = Callable[[str], None]

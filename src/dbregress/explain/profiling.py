@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from dbregress import prepare
 from dbregress.collect import pmu
 from dbregress.collect.perfctl import PerfControl, PerfError
 from dbregress.collect.proc import tree_pids
+from dbregress.execution import prepare
 from dbregress.explain import flame
 from dbregress.explain.flame import FlameError
 from dbregress.explain.jobs import Choice, ColumnJob, Notify, replay, replay_engine
 from dbregress.explain.stepper import Hooks, Stepped, drive
-from dbregress.loadgen import Loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes.events import Event
 from dbregress.shapes.explain import Profiled
 from dbregress.shapes.spec import StepSpec

@@ -18,12 +18,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import cast
 
-from dbregress import benchmarks, method, prepare
+from dbregress import benchmarks
 from dbregress.engines.registry import engine_class
+from dbregress.execution import prepare
 from dbregress.explain.explainer import Sizing
 from dbregress.explain.jobs import Choice
 from dbregress.explain.threads import client_binary
-from dbregress.lab import Column, Comparison, Lab
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.method import identity as method
 from dbregress.provision import Build
 from dbregress.shapes.replay import ComparisonChanges, ReplayChanges, ReplayWindow, StepChanges
 from dbregress.shapes.spec import EngineSpec, StepSpec

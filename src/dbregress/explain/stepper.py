@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import cast
 
 from dbregress.engines.base import Engine
-from dbregress.loadgen import Loadgen
+from dbregress.execution.step_loadgen import StepHandler, run_loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes.events import Event, Summary
 from dbregress.shapes.explain import WindowEvent
 from dbregress.shapes.spec import StepSpec
-from dbregress.step_loadgen import StepHandler, run_loadgen
 
 
 class Hooks:

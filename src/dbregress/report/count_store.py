@@ -20,7 +20,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from dbregress import method
 from dbregress.analysis.compare import RunVerdicts
 from dbregress.analysis.cost_methods import (
     COST_METRICS,
@@ -30,6 +29,7 @@ from dbregress.analysis.cost_methods import (
     groups_seen,
     value_of,
 )
+from dbregress.method import identity as method
 from dbregress.shapes import verdicts as shapes
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord, StoreUse
 from dbregress.shapes.run import RunJson

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import TypedDict, cast
 
-from dbregress.records import JobId
+from dbregress.model.records import JobId
 from dbregress.store.run import RunData
 
 

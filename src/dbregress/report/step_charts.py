@@ -14,7 +14,7 @@ from typing import TypeAlias
 from markupsafe import Markup
 
 from dbregress.analysis.summary import Matrix
-from dbregress.records import JobId
+from dbregress.model.records import JobId
 from dbregress.report import svg
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import DbregressError
-from dbregress.micro_names import group_of
+from dbregress.lab.micro_names import group_of
+from dbregress.model.errors import DbregressError
 from dbregress.site.gather import RunFolder, read_json, slug
 from dbregress.site.model import (
     Bisection,

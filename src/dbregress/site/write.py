@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 from dbregress.site import gather, moved, pages
 from dbregress.site.model import Bisection, LabData, as_json
 from dbregress.store.files import write_atomic

@@ -17,7 +17,7 @@ from typing import Any, cast
 from dbregress.analysis.cost import Floors, replay_noise
 from dbregress.analysis.cost_methods import Group, group_of
 from dbregress.collect.host import host_facts
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson

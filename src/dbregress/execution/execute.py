@@ -26,13 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from dbregress import benchmarks, prepare, provision
+from dbregress import benchmarks, provision
 from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.engines.registry import engine_class
-from dbregress.errors import (
+from dbregress.execution import prepare
+from dbregress.execution.session import EngineSession
+from dbregress.execution.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.execution.step_interleaved import Side, collect_interleaved
+from dbregress.lab.file import STORAGE_BOUND_CONFIGS, Column, Job, Lab
+from dbregress.model.errors import (
     DbregressError,
     EngineError,
     Interrupted,
@@ -40,15 +45,11 @@ from dbregress.errors import (
     StepTimeout,
     StoreError,
 )
-from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
+from dbregress.model.interrupts import hurrying, shielded
+from dbregress.model.records import JobId, StepError, StepResult
 from dbregress.provision import Build
-from dbregress.records import JobId, StepError, StepResult
-from dbregress.session import EngineSession
 from dbregress.shapes.run import JobEntry
 from dbregress.shapes.step_result import Paired, StepResultJson
-from dbregress.step import LiveRate, Report, StepOutcome, collect_step
-from dbregress.step_interleaved import Side, collect_interleaved
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine
-from dbregress.errors import LoadgenError
-from dbregress.lab import Placement
-from dbregress.loadgen import Loadgen
+from dbregress.execution.step import Report, StepOutcome, Turns, collect_step
+from dbregress.lab.file import Placement
+from dbregress.loadgen.client import Loadgen
+from dbregress.model.errors import LoadgenError
 from dbregress.shapes import step_result as shapes
 from dbregress.shapes.spec import StepSpec
-from dbregress.step import Report, StepOutcome, Turns, collect_step
 
 
 @dataclass

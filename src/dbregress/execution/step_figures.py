@@ -12,7 +12,7 @@ from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import pmu
 from dbregress.collect.proc import Usage
-from dbregress.errors import LoadgenError
+from dbregress.model.errors import LoadgenError
 from dbregress.shapes import step_result as shapes
 from dbregress.shapes.events import OpSummary, Summary
 

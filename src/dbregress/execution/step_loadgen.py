@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from dbregress.engines.base import Engine
-from dbregress.follow import Handler, follow
-from dbregress.loadgen import Loadgen
+from dbregress.execution.follow import Handler, follow
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes.events import Summary
 from dbregress.shapes.spec import StepSpec
 from dbregress.store.files import sibling

@@ -29,13 +29,13 @@ from dbregress.collect.perfctl import PerfError
 from dbregress.collect.proc import tree_pids
 from dbregress.engines.base import Engine
 from dbregress.engines.process import freeze_tree, thaw
-from dbregress.lab import Placement
-from dbregress.loadgen import Loadgen
+from dbregress.execution.step_figures import counter_metrics, q_count, step_result
+from dbregress.execution.step_loadgen import StepHandler, run_loadgen
+from dbregress.lab.file import Placement
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes import step_result as shapes
 from dbregress.shapes.events import Event, ProcessUsage, SeriesRow, Summary
 from dbregress.shapes.spec import StepSpec
-from dbregress.step_figures import counter_metrics, q_count, step_result
-from dbregress.step_loadgen import StepHandler, run_loadgen
 
 MAX_ERROR_MESSAGES = 20
 # The live display's QPS: the first of these an interval counts is the step's main

@@ -11,8 +11,8 @@ import time
 from typing import cast
 
 from dbregress.engines.base import Engine
-from dbregress.errors import LoadgenError, StepTimeout
-from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
+from dbregress.loadgen.client import BINARY, EVENT_VERSION, Loadgen
+from dbregress.model.errors import LoadgenError, StepTimeout
 from dbregress.shapes.events import Event, Summary
 
 CHECK_EVERY_S = 1.0  # how often the engine is checked while its step runs

@@ -26,8 +26,8 @@ from dbregress.analysis.state import PROBE_EVERY
 from dbregress.benchmarks import insert, kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
-from dbregress.lab import Column, Comparison, Lab
-from dbregress.micro_names import WRITES
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.lab.micro_names import WRITES
 from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
 
 
