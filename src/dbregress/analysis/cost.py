@@ -13,7 +13,7 @@ step's spread is measured, never assumed:
   run's own pooled within-build spread of that step (both sides' deviations from their
   own means, n + m - 2 degrees of freedom), the lab's A/A calibration spread of the step
   and the step's spread in the history of the same counting method, build and step,
-  when the caller gives them (`calibration`, `history`: `Floors`, see `replay_noise`),
+  when the caller gives them (`calibration`, `history`: `Floors`, see cost_floors.py),
   half the gap between clusters when a side's replays split in two (a two-state count's
   standard deviation is at most half its gap), and MIN_SD; each verdict keeps which it
   was and what the calibration and history gave (`CostComparison.floors`);
@@ -49,10 +49,19 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from dbregress.analysis import state, stats
+from dbregress.analysis.cost_floors import (
+    Floors,
+    FloorSeen,
+    Noise,
+    as_floors,
+    floor_seen,
+    known_floors,
+    side_builds,
+)
 from dbregress.analysis.cost_methods import (
     COST_METRICS,
     HEADLINE,
@@ -68,14 +77,12 @@ from dbregress.analysis.cost_stats import (
     cluster_gap,
     interval,
     log_values,
-    pooled_log_sd,
     spread,
     sum_squares,
     welch,
 )
 from dbregress.analysis.state import SideState
 from dbregress.lab.file import VerdictPolicy
-from dbregress.method import identity as method
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
 
@@ -87,34 +94,6 @@ MIN_SD = 0.0002
 # History's change-point detection (analysis/series.py) floors a cost series' spread
 # here; the verdicts of a run use the measured floor above.
 FLOOR_SD = 0.001
-
-# Per count metric, per step ("comparison/step", or a bare step name for every
-# comparison): a standard deviation of log counts per replay, measured elsewhere.
-Noise = Mapping[str, Mapping[str, float]]
-
-
-@dataclass(frozen=True)
-class Floors:
-    """One source of measured floors (the lab's A/A calibration, or the history): per
-    metric and step key a standard deviation of log counts, the runs that measured each
-    step key, and a note when there are none (why) or reading them failed. Step keys:
-    "comparison/step", a bare step name (every comparison), or "comparison/step@BUILD"
-    for one build (method.build_key): the history's are per build."""
-
-    noise: Noise = field(default_factory=dict)
-    runs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class FloorSeen:
-    """What one floor source gave a step: its sd (None: none for this step), the runs
-    that measured it, and the source's note."""
-
-    source: str  # "calibration" | "history"
-    sd: float | None
-    runs: tuple[str, ...] = ()
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -202,49 +181,6 @@ def _test(
         candidates.append(("half the clusters' gap", gap / 2))
     source, noise = max(candidates, key=lambda c: c[1])
     return _Test(welch(lx, ly, noise), noise, source, gap)
-
-
-SOURCES = {"calibration": "the A/A calibration", "history": "history"}
-
-
-def _floors(given: Floors | Noise | None) -> Floors:
-    if given is None:
-        return Floors(note="not looked up: the caller gave none")
-    return given if isinstance(given, Floors) else Floors(given)
-
-
-def _seen(
-    metric: str, key: Key, builds: tuple[str | None, str | None], source: str, floors: Floors
-) -> FloorSeen:
-    """What one floor source holds for a step: the larger of its sides' builds' spreads
-    ("comparison/step@BUILD"), else the step's ("comparison/step", or the bare step)."""
-    by_step = floors.noise.get(metric) or {}
-    names = [f"{key[0]}/{key[2]}@{b}" for b in builds if b]
-    found = [(by_step[n], n) for n in names if _usable(by_step.get(n))]
-    if not found:
-        names = [f"{key[0]}/{key[2]}", key[2]]
-        found = [(by_step[n], n) for n in names[:1] if _usable(by_step.get(n))]
-        found = found or [(by_step[n], n) for n in names[1:] if _usable(by_step.get(n))]
-    if not found:
-        return FloorSeen(source, None, (), floors.note or "none for this step and its builds")
-    sd, name = max(found)
-    return FloorSeen(source, float(sd), tuple(floors.runs.get(name, ())), floors.note)
-
-
-def _usable(sd: float | None) -> bool:
-    return sd is not None and math.isfinite(sd) and sd > 0
-
-
-def _known(seen: Sequence[FloorSeen]) -> list[tuple[str, float]]:
-    return [(SOURCES[s.source], s.sd) for s in seen if s.sd is not None]
-
-
-def _builds(record: RunJson, key: Key) -> tuple[str | None, str | None]:
-    """The build keys (method.build_key) of a key's base and column."""
-    comp = next((c for c in record["comparisons"] if c["name"] == key[0]), None)
-    base = comp["labels"][0] if comp else ""
-    builds = record.get("builds") or {}
-    return method.build_key(builds.get(base)), method.build_key(builds.get(key[1]))
 
 
 def _judge(
@@ -381,15 +317,15 @@ def cost_verdicts(
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
     run has no counting replays. `settled` is the lab's count_replays_max; `calibration`
     and `history` are measured spreads of the steps (`Floors`, or their bare noise:
-    metric -> step key -> sd of log counts, `replay_noise` computes them), each a floor
-    of the step's noise when given. A step's replays counted by two methods or scopes
+    metric -> step key -> sd of log counts, cost_floors.replay_noise computes them),
+    each a floor of the step's noise when given. A step's replays counted by two methods or scopes
     are not pooled (`pooled_methods`). run.json and the replays come typed or as read
     (store/run.py, store/replays.py)."""
     if not replays:
         return None
     if policy is None:
         policy = VerdictPolicy.of_record(record)
-    sources = {"calibration": _floors(calibration), "history": _floors(history)}
+    sources = {"calibration": as_floors(calibration), "history": as_floors(history)}
     metrics: dict[str, dict[Key, CostComparison]] = {}
     methods = pooled_methods(record, replays)
     # each side's state over the replays its verdict pools, not over those left out
@@ -397,11 +333,13 @@ def cost_verdicts(
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric, methods)
         seen = {
-            k: tuple(_seen(metric.key, k, _builds(record, k), n, f) for n, f in sources.items())
+            k: tuple(
+                floor_seen(metric.key, k, side_builds(record, k), n, f) for n, f in sources.items()
+            )
             for k in samples
         }
         tests = {
-            k: _test(x, y, policy.cost_band, _known(seen[k]))
+            k: _test(x, y, policy.cost_band, known_floors(seen[k]))
             for k, (x, y, _) in samples.items()
             if len(x) >= 2 and len(y) >= 2
         }
@@ -426,31 +364,3 @@ def cost_verdicts(
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)
-
-
-def replay_noise(
-    runs: Iterable[tuple[RunJson, list[ReplayRecord]]],
-) -> dict[str, dict[str, float]]:
-    """Measured spread of every step for `cost_verdicts`' calibration or history floors,
-    from earlier runs' (record, replays): per metric and "comparison/step", the pooled
-    within-build standard deviation of log counts, each run's column one group (one
-    build, one run; replays of one column counted by two methods or scopes are two
-    groups). Give it an A/A calibration run of the lab, or earlier runs of the same
-    counting method (method.count_key) whose steps match."""
-    given = list(runs)
-    out: dict[str, dict[str, float]] = {}
-    for metric in COST_METRICS:
-        groups: dict[str, list[list[float]]] = {}
-        for record, replays in given:
-            cells: dict[tuple[str, str, Group], list[float]] = {}
-            for (column, step), values in counts_by_group(replays, metric).items():
-                for v, g in values:
-                    cells.setdefault((column, step, g), []).append(v)
-            for comp in record["comparisons"]:
-                for (column, step, _), vs in cells.items():
-                    if column in comp["labels"]:
-                        groups.setdefault(f"{comp['name']}/{step}", []).append(vs)
-        found = {k: sd for k, g in groups.items() if (sd := pooled_log_sd(g)) is not None}
-        if found:
-            out[metric.key] = found
-    return out
