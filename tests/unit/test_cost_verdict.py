@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from dbregress.analysis.compare import RunVerdicts
-from dbregress.analysis.cost import MIN_SD, compare_counts, cost_verdicts, needs_more, replay_noise
+from dbregress.analysis.cost import MIN_SD, compare_counts, cost_verdicts, needs_more
+from dbregress.analysis.cost_floors import replay_noise
 from dbregress.analysis.cost_stats import cluster_gap, pooled_log_sd, spread
 from dbregress.cli.report import gate
 from dbregress.lab.file import VerdictPolicy

@@ -27,7 +27,8 @@ from typing import TypedDict
 
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.analysis.cost import FLOOR_SD, Floors
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.analysis.cost_floors import Floors
 from dbregress.analysis.cost_methods import group_of
 from dbregress.lab.file import VerdictPolicy
 from dbregress.method import identity as method

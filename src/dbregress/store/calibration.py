@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress.analysis.cost import Floors, replay_noise
+from dbregress.analysis.cost_floors import Floors, replay_noise
 from dbregress.analysis.cost_methods import Group, group_of
 from dbregress.collect.host import host_facts
 from dbregress.model.errors import StoreError

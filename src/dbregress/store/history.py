@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from dbregress.analysis.cost import Floors
+from dbregress.analysis.cost_floors import Floors
 from dbregress.model.errors import StoreError
 from dbregress.shapes.method import MethodIdentity
 from dbregress.store.history_db import (

@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dbregress.analysis.cost import Floors
+from dbregress.analysis.cost_floors import Floors
 from dbregress.analysis.cost_stats import pooled_log_sd
 from dbregress.store.history_db import COST_COLUMNS
 
@@ -38,7 +38,7 @@ class FloorCell:
 
     @property
     def name(self) -> str:
-        """Its key in Floors.noise (analysis/cost.py): per build."""
+        """Its key in Floors.noise (analysis/cost_floors.py): per build."""
         return f"{self.comparison}/{self.step}@{self.build_key}"
 
 
