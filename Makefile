@@ -149,6 +149,7 @@ lint: python
 	$(UV) run ruff format --check src tests bench tools
 	$(UV) run mypy --strict src
 	$(UV) run python tools/import_graph.py
+	$(UV) run python tools/sizes.py
 
 rust-check:
 	cargo fmt --all --check

@@ -32,7 +32,7 @@ from functools import cache
 from scipy import stats as sps
 
 from dbregress.analysis.cost import compare_counts, needs_more
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 
 WITHIN = 0.0002  # sd of log counts within one state (0.02%, overwritesome's replays)
 Draw = Callable[[random.Random], float]

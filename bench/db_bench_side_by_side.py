@@ -28,10 +28,10 @@ from dbregress import provision
 from dbregress.benchmarks import kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import EngineOptions
-from dbregress.execute import make_engine
-from dbregress.lab import KvSizes, Placement
+from dbregress.execution.execute import make_engine
+from dbregress.execution.step import collect_step
+from dbregress.lab.file import KvSizes, Placement
 from dbregress.provision import BuildSpec
-from dbregress.step import collect_step
 
 STEPS = ("fillseq", "readrandom", "readwhilewriting", "overwrite")
 SETTLE = "flush_mt_l0"  # between steps, on both sides: the same LSM shape to start from

@@ -28,10 +28,10 @@ from dbregress.benchmarks.insert import step_spec
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.proc import snapshot_tree
 from dbregress.engines.base import EngineOptions, Sizes
-from dbregress.execute import make_engine, work_root
-from dbregress.lab import Placement
+from dbregress.execution.execute import make_engine, work_root
+from dbregress.execution.step import collect_step
+from dbregress.lab.file import Placement
 from dbregress.provision import BuildSpec
-from dbregress.step import collect_step
 
 POINT_QUERY = "SELECT transactionid, productid, data FROM pi1 WHERE transactionid = ANY(%s)"
 

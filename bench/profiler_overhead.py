@@ -25,10 +25,10 @@ from typing import Any
 
 from dbregress import provision
 from dbregress.engines.base import EngineOptions, Sizes
-from dbregress.execute import make_engine
-from dbregress.explain.jobs import PERF_CALL_GRAPH, PERF_HZ, PerfHooks
+from dbregress.execution.execute import make_engine
+from dbregress.explain.profiling import PERF_CALL_GRAPH, PERF_HZ, PerfHooks
 from dbregress.explain.stepper import Hooks, drive
-from dbregress.loadgen import Loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.provision import BuildSpec
 
 

@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import browser
 
-from dbregress.lab import load_lab
-from dbregress.micro_names import PRE, READS, WRITES
+from dbregress.lab.file import load_lab
+from dbregress.lab.micro_names import PRE, READS, WRITES
 from dbregress.store.run import RunWriter
 from dbregress.store.series import encode_histogram
 

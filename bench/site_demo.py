@@ -58,7 +58,7 @@ def cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProce
 
 
 def other_loadgen(work: Path) -> Path:
-    from dbregress.loadgen import find_binary
+    from dbregress.loadgen.client import find_binary
 
     # the same file name: the cost lane tells the loadgen's code from the engine's by it
     other = work / "loadgen-b" / "dbregress-loadgen"

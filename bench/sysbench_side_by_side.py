@@ -34,10 +34,10 @@ from dbregress import provision
 from dbregress.benchmarks import micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import EngineOptions, Sizes
-from dbregress.execute import make_engine, work_root
-from dbregress.lab import Placement
+from dbregress.execution.execute import make_engine, work_root
+from dbregress.execution.step import collect_step
+from dbregress.lab.file import Placement
 from dbregress.provision import BuildSpec
-from dbregress.step import collect_step
 
 # sysbench's "    queries:                             123456 (6172.50 per sec.)"
 QUERIES_LINE = re.compile(r"^\s*queries:\s+(\d+)\s+\(([\d.]+) per sec\.\)", re.MULTILINE)

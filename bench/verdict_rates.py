@@ -29,8 +29,8 @@ from typing import Any
 from dbregress.analysis.calibration import AA_SUFFIX, SLOW_SUFFIX
 from dbregress.analysis.compare import compare_run
 from dbregress.cli.calibrate import aa_lab
-from dbregress.lab import Repeats, load_lab
-from dbregress.runner import Runner
+from dbregress.execution.runner import Runner
+from dbregress.lab.file import Repeats, load_lab
 from dbregress.store.run import RunData, read_run
 
 

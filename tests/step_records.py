@@ -8,7 +8,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from dbregress.records import JobId, StepResult
+from dbregress.model.records import JobId, StepResult
 
 QUIET: dict[str, Any] = {
     "reported": True,

@@ -6,8 +6,8 @@ and replaced from the bottom up.
 
     python3 tools/import_graph.py     # prints each cycle and upward import; exit 1 if any
 
-The layers of src/dbregress are LAYERS below, top first. A package or a top-level
-module is one unit; a unit may import its own files, units of lower layers, and units
+The layers of src/dbregress are LAYERS below, top first. src/dbregress holds packages
+only, each one unit; a unit may import its own files, units of lower layers, and units
 of its own layer as long as no cycle forms between units. docs/architecture.md draws
 them.
 
@@ -31,34 +31,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("cli",)),
     ("workflows", ("bisect", "workflow")),
     ("lanes, fleet, reports", ("cost", "explain", "fleet", "report", "site")),
-    (
-        "execution, storage, analysis",
-        (
-            "runner",
-            "execute",
-            "rounds",
-            "io_baseline",
-            "prepare",
-            "step",
-            "loadgen",
-            "method",
-            "store",
-            "analysis",
-            "imports",
-            "follow",
-            "session",
-        ),
-    ),
+    ("execution, storage, analysis", ("execution", "store", "analysis", "imports")),
     ("benchmarks", ("benchmarks",)),
-    ("the lab", ("lab", "lab_columns", "lab_flavors", "benchmark_sizes", "micro_names")),
+    ("the lab", ("lab",)),
     (
         "engines, builds, collectors, configs",
-        ("engines", "provision", "collect", "configs", "spec_schema"),
+        ("engines", "provision", "collect", "configs", "loadgen", "method"),
     ),
-    (
-        "model",
-        ("errors", "records", "run_record", "shapes", "tomlreader", "interrupts", "__init__"),
-    ),
+    ("model", ("model", "shapes", "__init__")),
 )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from dbregress.lab import INSERT_STEPS
+from dbregress.lab.file import INSERT_STEPS
 from tests.e2e.conftest import (
     dbregress,
     run_record,

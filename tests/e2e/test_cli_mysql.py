@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dbregress.benchmarks.micro import plan
-from dbregress.lab import MicroSizes
+from dbregress.lab.file import MicroSizes
 from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from dbregress.lab import KV_STEPS
-from dbregress.step import SLA_FRACTION
+from dbregress.execution.step_figures import SLA_FRACTION
+from dbregress.lab.file import KV_STEPS
 from tests.e2e.conftest import (
     assert_no_process_mentions,
     dbregress,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dbregress.analysis import state
-from dbregress.cost.lane import TEST_SETTINGS_ENV
+from dbregress.cost.replay import TEST_SETTINGS_ENV
 from tests.e2e.conftest import cli_env, run_record, step_results
 
 pytestmark = pytest.mark.engine

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from dbregress import step
 from dbregress.cli.main import main
+from dbregress.execution import step
 
 # quiet: it judges timed figures, so it runs with the host to itself (Makefile, pytest)
 pytestmark = [pytest.mark.engine, pytest.mark.quiet]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.loadgen import find_binary
+from dbregress.loadgen.client import find_binary
 from tests.e2e.conftest import cli_env
 
 pytestmark = pytest.mark.engine

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dbregress.benchmarks.micro import plan
-from dbregress.lab import MicroSizes
+from dbregress.lab.file import MicroSizes
 from tests.e2e.conftest import dbregress, run_record, step_results
 
 pytestmark = pytest.mark.engine

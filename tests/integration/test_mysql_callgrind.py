@@ -30,9 +30,7 @@ from dbregress.collect.valgrind import Callgrind
 from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.mysql import QUIET_MYSQL, MysqlEngine
-from dbregress.errors import LoadgenError
 from dbregress.explain import callgrind
-from dbregress.explain.jobs import window_files
 from dbregress.explain.stepper import Hooks, drive
 from dbregress.explain.threads import (
     HoldError,
@@ -41,7 +39,9 @@ from dbregress.explain.threads import (
     function_name,
     split_connection_threads,
 )
-from dbregress.loadgen import Loadgen, find_binary
+from dbregress.explain.window_split import window_files
+from dbregress.loadgen.client import Loadgen, find_binary
+from dbregress.model.errors import LoadgenError
 from dbregress.provision import BuildSpec
 
 pytestmark = pytest.mark.engine

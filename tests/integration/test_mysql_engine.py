@@ -19,7 +19,7 @@ from dbregress.collect.proc import tree_pids
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.mysql import MysqlEngine
 from dbregress.engines.process import processes_in
-from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.model.errors import ConfigRejected, EngineCrashed, EngineError
 from dbregress.provision import Build, BuildSpec
 from tests.integration.spies import server_waits
 

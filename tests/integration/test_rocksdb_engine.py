@@ -20,12 +20,12 @@ from dbregress import provision
 from dbregress.benchmarks import kv
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.rocksdb import RocksdbEngine
-from dbregress.errors import ConfigRejected
-from dbregress.lab import KvSizes, Placement
-from dbregress.loadgen import SPEC_VERSION, find_binary
+from dbregress.execution.step import collect_step
+from dbregress.lab.file import KvSizes, Placement
+from dbregress.loadgen.client import SPEC_VERSION, find_binary
+from dbregress.model.errors import ConfigRejected
 from dbregress.provision import Build, BuildSpec
 from dbregress.provision.versioning import version_key
-from dbregress.step import collect_step
 
 pytestmark = pytest.mark.engine
 

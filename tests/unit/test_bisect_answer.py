@@ -17,8 +17,8 @@ from dbregress.bisect.builds import check_flavor, spec_of
 from dbregress.bisect.points import failures_only_of
 from dbregress.cli import bisect as cli
 from dbregress.cli.main import main
-from dbregress.errors import BuildNotFound, LabError
-from dbregress.lab import parse_lab
+from dbregress.lab.file import parse_lab
+from dbregress.model.errors import BuildNotFound, LabError
 
 ENV = {
     "GIT_AUTHOR_NAME": "t",

@@ -18,7 +18,7 @@ from dbregress.bisect import (
     BisectRequest,
     load_state,
 )
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from tests.unit.test_bisect_rule import Fake, build_error, name, step_at
 
 LEVELS = [100.0] * 11 + [110.0] * 6  # the first bad build is the 12th of 17

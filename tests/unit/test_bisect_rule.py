@@ -25,7 +25,7 @@ from dbregress.bisect import (
     cause_of,
     probe_order,
 )
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 
 
 def word(a: float, b: float) -> str:

@@ -1,7 +1,7 @@
 """An embedded engine's cost from callgrind's call graph: a hand-written file of one
 client thread (the loadgen calling RocksDB's C API, its own busy-wait, a library calling
 back into RocksDB) read, and its call arcs summed into the engine's work and nothing
-else (explain/callgrind.py engine_calls, explain/jobs.py figures)."""
+else (explain/callgrind.py engine_calls, explain/count_figures.py figures)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 
 from dbregress.benchmarks.plan import StepPlan
-from dbregress.cost.lane import _kept
+from dbregress.cost.replay import _kept
 from dbregress.explain import callgrind
-from dbregress.explain.jobs import (
-    ENGINE_CALLS,
-    LOADGEN_OBJECT,
-    Choice,
-    estimated_cycles,
-    figures,
-    per_op,
-)
+from dbregress.explain.count_figures import estimated_cycles, figures, per_op
+from dbregress.explain.jobs import Choice
+from dbregress.explain.window_split import ENGINE_CALLS, LOADGEN_OBJECT
 
 DATA = Path(__file__).parents[1] / "data" / "callgrind" / "client-thread.out"
 LOADGEN = "/x/target/release/dbregress-loadgen"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dbregress.cli import run as cli_run
-from dbregress.errors import DbregressError, EngineError, LabError
+from dbregress.model.errors import DbregressError, EngineError, LabError
 
 LAB = 'name = "t"\nplacement = "same"\n[[column]]\nlabel = "a"\nbuild = "postgres@17.2.0"\n'
 

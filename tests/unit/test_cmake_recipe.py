@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.errors import BuildNotFound
+from dbregress.model.errors import BuildNotFound
 from dbregress.provision.source import cmake as cmake_recipe
 from dbregress.provision.source.cmake import (
     FIXED_OPTIONS,

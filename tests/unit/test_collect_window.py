@@ -81,7 +81,7 @@ def test_unreadable_host_counters_give_nulls() -> None:
 
 def test_per_op_figures_have_every_metric_and_counts_divide_by_q() -> None:
     from dbregress.analysis.metrics import PER_OP
-    from dbregress.step import counter_metrics, per_op_metrics
+    from dbregress.execution.step_figures import counter_metrics, per_op_metrics
 
     server = proc.Usage(2.0, 1.0, 500, 4000 * 1024, 0, 10.0, True, True)
     client = proc.Usage(0.5, 0.5, 0, 0, 0, 10.0, True, True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from dbregress.analysis.calibration import step_noise
 from dbregress.analysis.compare import compare_run
-from dbregress.lab import Job, load_lab
-from dbregress.runner import Runner
+from dbregress.execution.runner import Runner
+from dbregress.lab.file import Job, load_lab
 from dbregress.store.run import RunWriter, read_run
 from tests.step_records import native
 

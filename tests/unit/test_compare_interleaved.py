@@ -16,7 +16,7 @@ import pytest
 
 from dbregress.cli import compare
 from dbregress.cli.exits import EXIT_SLOWER, EXIT_UNJUDGED
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
 from dbregress.store.files import write_json
 from dbregress.store.run import RunWriter, read_record, read_run
 from tests.step_records import native

@@ -19,10 +19,10 @@ from dbregress.benchmarks.insert import engine_sizes, plan, step_spec
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import hostcpu
 from dbregress.engines.base import Engine, EngineOptions
-from dbregress.errors import LoadgenError
-from dbregress.lab import InsertSizes, Placement
-from dbregress.loadgen import EVENT_VERSION, SPEC_VERSION, Loadgen, find_binary
-from dbregress.step import collect_step
+from dbregress.execution.step import collect_step
+from dbregress.lab.file import InsertSizes, Placement
+from dbregress.loadgen.client import EVENT_VERSION, SPEC_VERSION, Loadgen, find_binary
+from dbregress.model.errors import LoadgenError
 
 SCHEMAS = Path(__file__).parents[2] / "schema"
 SCHEMA = json.loads((SCHEMAS / "step-spec.schema.json").read_text())
@@ -75,7 +75,7 @@ def test_engine_sizes_fit_the_data_and_the_host() -> None:
 
 def test_every_micro_step_spec_is_valid() -> None:
     from dbregress.benchmarks import micro
-    from dbregress.lab import MicroSizes
+    from dbregress.lab.file import MicroSizes
 
     mysql = {"driver": "mysql", "socket": "/tmp/s", "user": "root", "database": "test"}
     plans = micro.plan(MicroSizes(tables=2, rows=1000, seconds=1))

@@ -11,7 +11,7 @@ import random
 import sqlite3
 from pathlib import Path
 
-from dbregress import method
+from dbregress.method import identity as method
 from dbregress.store import history as history_module
 from dbregress.store.history import FloorCell, History, history_path, reindex
 from tests.unit.test_noise_floor import BUILDS, SPEC, a_run

@@ -12,9 +12,11 @@ from typing import Any
 
 import pytest
 
-from dbregress.cost.lane import RETRIES, Lane, Replay
-from dbregress.errors import Interrupted
-from dbregress.lab import load_lab
+from dbregress.cost.lane import Lane
+from dbregress.cost.planning import RETRIES
+from dbregress.cost.replay import Replay
+from dbregress.lab.file import load_lab
+from dbregress.model.errors import Interrupted
 from dbregress.store.replays import save_replay
 
 STEPS = ("fillseq", "readrandom")

@@ -20,9 +20,9 @@ import pytest
 from dbregress import benchmarks
 from dbregress.analysis.state import CacheState
 from dbregress.cost import reuse
-from dbregress.cost.lane import count_key, same_windows
+from dbregress.cost.planning import count_key, same_windows
 from dbregress.explain.jobs import Choice
-from dbregress.lab import Lab, parse_lab
+from dbregress.lab.file import Lab, parse_lab
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store import counted

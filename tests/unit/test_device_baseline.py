@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from dbregress import io_baseline
 from dbregress.collect import diskstats, fio
 from dbregress.engines.base import ReadPattern
-from dbregress.lab import load_lab
+from dbregress.execution import io_baseline
+from dbregress.lab.file import load_lab
 from dbregress.store.run import RunWriter
 
 TMPFS = Path("/dev/shm")

@@ -16,14 +16,16 @@ from typing import Any
 import jsonschema
 import pytest
 
-from dbregress import benchmarks, method
+from dbregress import benchmarks
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.summary import matrices
-from dbregress.cost.lane import LANE_SIZING, TEST_SETTINGS_ENV, replay_column
+from dbregress.cost.planning import LANE_SIZING
+from dbregress.cost.replay import TEST_SETTINGS_ENV, replay_column
 from dbregress.explain.jobs import Choice
 from dbregress.explain.replay_changes import HELD, HELD_WHERE, NOT_HELD, replay_changes
-from dbregress.lab import Lab, load_lab
+from dbregress.lab.file import Lab, load_lab
+from dbregress.method import identity as method
 from dbregress.provision import Build
 from dbregress.report import disclosure, exports, html, json_report, markdown
 from dbregress.store.replays import load_lane, load_replays, save_lane, save_replay

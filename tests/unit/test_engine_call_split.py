@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from dbregress.cost import lane as cost_lane
-from dbregress.explain import callgrind, jobs
-from dbregress.explain.jobs import embedded_split, server_split
+from dbregress.cost import replay as cost_replay
+from dbregress.explain import callgrind, counting
+from dbregress.explain.window_split import embedded_split, server_split
 from dbregress.provision import Build, BuildSpec
 from dbregress.store.replays import save_replay
 from tests.unit.test_cost_lane_retry import lane, planned, replay
@@ -71,10 +71,10 @@ def test_a_failed_split_is_stored_as_a_failed_replay_and_run_again(
         embedded_split(_files(_profile(LOADGEN, ROCKSDB)), "readrandom")
         raise AssertionError("embedded_split returned")
 
-    monkeypatch.setattr(jobs, "count", count)
-    record = cost_lane.count_replay(
+    monkeypatch.setattr(counting, "count", count)
+    record = cost_replay.count_replay(
         ln.lab,
-        cost_lane.Replay(comparison, column, 1),
+        cost_replay.Replay(comparison, column, 1),
         build=BUILD,  # the replay never gets to run it
         choices={},
         work=tmp_path / "work",
@@ -152,10 +152,10 @@ def test_a_failed_server_split_is_stored_as_a_failed_replay(
         server_split(_files(_server_profile("0x1"), _server_profile("0x2")), set(), True, "q")
         raise AssertionError("server_split returned")
 
-    monkeypatch.setattr(jobs, "count", count)
-    record = cost_lane.count_replay(
+    monkeypatch.setattr(counting, "count", count)
+    record = cost_replay.count_replay(
         ln.lab,
-        cost_lane.Replay(comparison, column, 1),
+        cost_replay.Replay(comparison, column, 1),
         build=BUILD,  # the replay never gets to run it
         choices={},
         work=tmp_path / "work",

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dbregress.execution.prepare import count_spec
 from dbregress.explain import callgrind
 from dbregress.explain.explainer import MAX_FIXED_OPS, window_for
-from dbregress.explain.jobs import split_sessions, split_threads
-from dbregress.prepare import count_spec
+from dbregress.explain.window_split import split_sessions, split_threads
 
 
 def result(calls: int, per_s: float) -> dict[str, Any]:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from dbregress import method
-from dbregress.errors import StoreError
 from dbregress.fleet.host import identity_group, noisy_hosts, unlike
 from dbregress.fleet.ship import Receiver, ShippingWriter
-from dbregress.lab import load_lab
-from dbregress.records import StepResult
+from dbregress.lab.file import load_lab
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
+from dbregress.model.records import StepResult
 from dbregress.store.run import RunWriter
 from tests.step_records import native
 

@@ -13,8 +13,6 @@ from typing import Any, cast
 
 import pytest
 
-from dbregress import method
-from dbregress.errors import LabError
 from dbregress.fleet.host import (
     COUNT_IDENTITY,
     fingerprint,
@@ -25,7 +23,9 @@ from dbregress.fleet.host import (
 from dbregress.fleet.host import count_identity as choose
 from dbregress.fleet.lane import FleetLane, replay_resources
 from dbregress.fleet.worker import resources
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.method import identity as method
+from dbregress.model.errors import LabError
 from dbregress.store.files import write_json
 from dbregress.store.history import History, host_fingerprint, reindex
 from dbregress.store.history_rows import fingerprint_of

@@ -12,9 +12,9 @@ import pytest
 from cryptography import x509
 
 from dbregress.cli.main import main
-from dbregress.errors import LabError
 from dbregress.fleet import tls
 from dbregress.fleet.worker import dashboard_address, one_per_host, serve_scheduler
+from dbregress.model.errors import LabError
 from tests.unit.test_fleet import LAB
 
 

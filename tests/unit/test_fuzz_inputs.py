@@ -30,12 +30,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dbregress import configs
-from dbregress.benchmark_sizes import INSERT_STEPS, KV_STEPS
 from dbregress.engines.base import Sizes
-from dbregress.errors import DbregressError
-from dbregress.lab import Lab, load_lab
-from dbregress.lab_columns import LABEL_RE
-from dbregress.micro_names import GROUPS
+from dbregress.lab.columns import LABEL_RE
+from dbregress.lab.file import Lab, load_lab
+from dbregress.lab.micro_names import GROUPS
+from dbregress.lab.sizes import INSERT_STEPS, KV_STEPS
+from dbregress.model.errors import DbregressError
 
 MICRO_NAMES = [name for names in GROUPS.values() for name in names]
 SQL_BUILDS = [

@@ -21,7 +21,7 @@ from dbregress.cli import report as report_cli
 from dbregress.cli.exits import EXIT_CRASH, EXIT_SLOWER, EXIT_UNJUDGED, TABLE
 from dbregress.cli.main import main
 from dbregress.cli.report import gate, planned_steps
-from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.lab.file import VerdictPolicy, load_lab
 from dbregress.store.run import RunData, RunWriter, read_record
 from tests.unit.test_cost_verdict import RECORD, replays
 

@@ -6,7 +6,7 @@ import pytest
 
 from dbregress.analysis.groups import group_summaries, summarize
 from dbregress.analysis.summary import Cell, Matrix
-from dbregress.micro_names import GROUPS, group_of, loadgen_step
+from dbregress.lab.micro_names import GROUPS, group_of, loadgen_step
 
 
 def test_every_name_is_in_exactly_one_group() -> None:

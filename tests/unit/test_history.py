@@ -24,9 +24,9 @@ import jsonschema
 import pytest
 
 from dbregress.cli import history as cli
-from dbregress.errors import DbregressError, StoreError
 from dbregress.imports.common import Measured, Repeat, write_run
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.model.errors import DbregressError, StoreError
 from dbregress.store import history as history_module
 from dbregress.store.files import write_json
 from dbregress.store.history import (

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from dbregress.cli.report import write_report
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
 from dbregress.report.history_moves import against_history
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter

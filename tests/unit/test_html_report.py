@@ -16,8 +16,8 @@ from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import Matrix, matrices
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.cli.report import write_report
-from dbregress.lab import VerdictPolicy
-from dbregress.report import exports, html, svg
+from dbregress.lab.file import VerdictPolicy
+from dbregress.report import exports, html, ratio_svg, svg
 from dbregress.store.run import read_run
 from dbregress.store.series import (
     PERCENTILES,
@@ -163,11 +163,11 @@ def test_many_columns_get_distinct_colours() -> None:
 
 def test_ratio_chart_shows_values_off_the_axis_at_its_edge() -> None:
     points = [
-        svg.RatioPoint("a", 1.0, (0.98, 1.02), "same"),
-        svg.RatioPoint("b", math.inf, None, "faster"),
-        svg.RatioPoint("c", None, None, "undecided"),
+        ratio_svg.RatioPoint("a", 1.0, (0.98, 1.02), "same"),
+        ratio_svg.RatioPoint("b", math.inf, None, "faster"),
+        ratio_svg.RatioPoint("c", None, None, "undecided"),
     ]
-    chart = svg.ratio_chart(points, "x vs base", 0.05)
+    chart = ratio_svg.ratio_chart(points, "x vs base", 0.05)
     root = ET.fromstring(chart)
     assert root.tag == f"{SVG_NS}svg"
     assert len(root.findall(f"{SVG_NS}g")) == 2  # no mark for the missing ratio

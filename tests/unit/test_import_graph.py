@@ -62,3 +62,41 @@ def test_an_upward_import_and_a_cycle_between_packages_are_found(tmp_path: Path)
     assert up == ["src/dbregress/low/b.py -> src/dbregress/top/a.py"]
     assert unknown == ["stray"]
     assert sorted(between) == [["left", "right"], ["low", "top"]]  # the upward one too
+
+
+def test_the_package_holds_packages_only_each_in_one_layer() -> None:
+    """`ls src/dbregress` lists packages only (and __init__.py, py.typed), and LAYERS
+    names each of them once."""
+    src = ROOT / "src" / "dbregress"
+    loose = sorted(
+        p.name for p in src.iterdir() if p.is_file() and p.name not in ("__init__.py", "py.typed")
+    )
+    assert loose == [], f"modules outside a package: {loose}"
+    packages = {p.name for p in src.iterdir() if (p / "__init__.py").is_file()}
+    named = [u for _, units in import_graph.LAYERS for u in units if u != "__init__"]
+    assert sorted(named) == sorted(packages) and len(named) == len(set(named))
+
+
+def test_the_architecture_doc_draws_the_tree_one_to_one() -> None:
+    """docs/architecture.md: its layer table is LAYERS, and its drawing of src/dbregress
+    names every package once, top layer first."""
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    table = doc[doc.index("| layer | packages |") :].split("\n\n")[0].splitlines()[2:]
+    rows = [
+        (cells[1].strip(), tuple(x.strip(" `") for x in cells[2].split(",")))
+        for cells in (r.split("|") for r in table)
+    ]
+    layers = [
+        (name, tuple(u for u in units if u != "__init__")) for name, units in import_graph.LAYERS
+    ]
+    assert [(n, sorted(u)) for n, u in rows] == [(n, sorted(u)) for n, u in layers]
+    drawing = doc[doc.index("src/dbregress/   (packages only") : doc.index("loadgen/src/ ")]
+    drawn = [
+        line.split("/")[0].strip()
+        for line in drawing.splitlines()
+        if line.startswith("  ") and not line.startswith("   ") and "/" in line.split()[0]
+    ]
+    order = [u for _, units in layers for u in units]
+    assert sorted(drawn) == sorted(order)
+    layer_of = {u: i for i, (_, units) in enumerate(layers) for u in units}
+    assert [layer_of[d] for d in drawn] == sorted(layer_of[d] for d in drawn)

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from dbregress.analysis.compare import compare_run
 from dbregress.cli import compare as compare_cli
 from dbregress.cli.main import parser
-from dbregress.errors import DbregressError, StoreError
 from dbregress.imports import db_bench, iibench, sysbench, tsv
 from dbregress.imports.common import Measured, Repeat, UnparseableFile, write_run
+from dbregress.model.errors import DbregressError, StoreError
 from dbregress.store.run import read_run
 
 DATA = Path(__file__).parents[1] / "data" / "imports"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dbregress import interrupts
+from dbregress.model import interrupts
 
 
 @pytest.fixture

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from dbregress import io_baseline
 from dbregress.analysis import fio_baseline as fb
 from dbregress.analysis import io_efficiency as io
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.rocksdb import RocksdbEngine
-from dbregress.lab import load_lab
+from dbregress.execution import io_baseline
+from dbregress.lab.file import load_lab
 from dbregress.provision import Build, BuildSpec
 from dbregress.report import io_tables
 from dbregress.store.run import RunWriter

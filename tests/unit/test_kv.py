@@ -10,10 +10,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from dbregress import spec_schema
 from dbregress.benchmarks import kv
-from dbregress.lab import KV_STEPS, KvSizes
-from dbregress.loadgen import SPEC_VERSION
+from dbregress.lab.file import KV_STEPS, KvSizes
+from dbregress.loadgen.client import SPEC_VERSION
+from dbregress.model import spec_schema
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema/step-spec.schema.json").read_text())
 CONN: dict[str, Any] = {

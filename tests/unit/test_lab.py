@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.errors import LabError
-from dbregress.lab import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, Lab, load_lab
+from dbregress.lab.file import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, Lab, load_lab
+from dbregress.model.errors import LabError
 
 GOOD = """\
 name = "t"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from dbregress.collect import layout
-from dbregress.errors import LabError
-from dbregress.lab import parse_lab
+from dbregress.lab.file import parse_lab
+from dbregress.model.errors import LabError
 
 
 def _heap() -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.loadgen import Loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes.spec import StepSpec
 
 # Stands in for the loadgen (the wrapper execs it): prints events as fast as it can.

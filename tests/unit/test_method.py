@@ -7,15 +7,15 @@ import hashlib
 import json
 from pathlib import Path
 
-from dbregress import method
 from dbregress.analysis import state
 from dbregress.benchmarks import insert, kv
 from dbregress.collect.valgrind import CACHES
-from dbregress.cost.lane import LANE_SIZING
+from dbregress.cost.planning import LANE_SIZING
 from dbregress.engines.mysql import QUIET_MYSQL
 from dbregress.engines.postgres import QUIET_POSTGRES
-from dbregress.explain import jobs
-from dbregress.micro_names import WRITES
+from dbregress.explain import count_figures
+from dbregress.lab.micro_names import WRITES
+from dbregress.method import identity as method
 from dbregress.store.files import write_json
 from dbregress.store.history import History, reindex
 from dbregress.store.run import read_record
@@ -48,7 +48,7 @@ def test_the_counting_profile_is_versioned() -> None:
 
 
 def test_the_cost_model_and_caches_are_the_counters() -> None:
-    assert f"l1+{jobs.CYCLES_LL}ll+{jobs.CYCLES_RAM}ram" == method.COST_MODEL
+    assert f"l1+{count_figures.CYCLES_LL}ll+{count_figures.CYCLES_RAM}ram" == method.COST_MODEL
     assert method.identity()["caches"] == " ".join(CACHES)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dbregress import __version__, method
+from dbregress import __version__
+from dbregress.method import identity as method
 
 GIT = {
     **os.environ,

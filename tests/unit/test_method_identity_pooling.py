@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dbregress import method
 from dbregress.analysis.cost import cost_verdicts
+from dbregress.method import identity as method
 from dbregress.store.history import History, method_segments, reindex
 from dbregress.store.replays import save_replay
 from tests.unit.test_noise_floor import a_run, counted

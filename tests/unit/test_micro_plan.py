@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from dbregress.benchmarks.micro import plan
-from dbregress.errors import LabError
-from dbregress.lab import MicroSizes, load_lab
-from dbregress.micro_names import GROUPS, READS
+from dbregress.lab.file import MicroSizes, load_lab
+from dbregress.lab.micro_names import GROUPS, READS
+from dbregress.model.errors import LabError
 
 
 def test_order_reads_writes_cleanup_reads_delete_insert() -> None:

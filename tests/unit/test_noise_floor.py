@@ -14,9 +14,10 @@ from typing import Any
 
 import jsonschema
 
-from dbregress import method
-from dbregress.analysis.cost import Floors, cost_verdicts
+from dbregress.analysis.cost import cost_verdicts
+from dbregress.analysis.cost_floors import Floors
 from dbregress.cli.report import write_report
+from dbregress.method import identity as method
 from dbregress.report import history_moves
 from dbregress.report.history_moves import (
     against_history,

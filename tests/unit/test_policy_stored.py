@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 
 from dbregress.cli.report import write_report
-from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.lab.file import VerdictPolicy, load_lab
 from dbregress.store.replays import save_lane, save_replay
 from dbregress.store.run import RunWriter, read_record
 from tests.step_records import native

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dbregress import prepare
-from dbregress.lab import load_lab
+from dbregress.execution import prepare
+from dbregress.lab.file import load_lab
 from tests.unit.test_gate import LAB  # a PostgreSQL insert lab of two columns
 
 

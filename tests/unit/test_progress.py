@@ -12,8 +12,8 @@ from rich.console import Console
 
 from dbregress.cli import progress
 from dbregress.cli.progress import LiveDisplay, PlainLines, clock_text
-from dbregress.execute import Progress
-from dbregress.step import LiveRate, live_rate
+from dbregress.execution.execute import Progress
+from dbregress.execution.step import LiveRate, live_rate
 
 SHOW_CURSOR, HIDE_CURSOR = "\x1b[?25h", "\x1b[?25l"
 

@@ -6,7 +6,7 @@ import pytest
 
 from dbregress import configs
 from dbregress.engines.base import Sizes
-from dbregress.errors import ConfigRejected
+from dbregress.model.errors import ConfigRejected
 
 SIZES = Sizes(cache_mb=256, wal_mb=2048)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dbregress import provision
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec, local, maven, mysql
 from dbregress.provision.mysql import ServerVersion
 from dbregress.provision.versioning import newest_in_series

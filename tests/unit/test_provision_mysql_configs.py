@@ -10,7 +10,7 @@ from dbregress import configs
 from dbregress.configs import mysql as mysql_configs
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.mysql import MysqlEngine
-from dbregress.errors import ConfigRejected
+from dbregress.model.errors import ConfigRejected
 from dbregress.provision import Build, BuildSpec
 from dbregress.provision.mysql import ServerVersion
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from dbregress import provision
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec, maven, rocksdb
 from dbregress.provision.versioning import closest
 

@@ -17,7 +17,7 @@ import pytest
 from dbregress import configs
 from dbregress.engines.base import EngineOptions, Sizes
 from dbregress.engines.rocksdb import OPTIONS, RocksdbEngine
-from dbregress.errors import ConfigRejected, EngineError
+from dbregress.model.errors import ConfigRejected, EngineError
 from dbregress.provision import Build, BuildSpec
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema/step-spec.schema.json").read_text())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from dbregress import provision
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec, libenv, local, maven
 from dbregress.provision.versioning import closest, normalize, sort_versions, version_key
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.errors import StoreError
 from dbregress.imports.common import Measured, step_result
-from dbregress.records import JobId, NotAStepResult, StepError, StepResult
+from dbregress.model.errors import StoreError
+from dbregress.model.records import JobId, NotAStepResult, StepError, StepResult
 from dbregress.store.run import read_run
 from tests.step_records import QUIET, native
 from tests.unit.test_report import fixture_run

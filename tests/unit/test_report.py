@@ -12,8 +12,8 @@ import pytest
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.relative import relative
 from dbregress.analysis.summary import matrices
-from dbregress.errors import StoreError
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.model.errors import StoreError
 from dbregress.report import markdown
 from dbregress.store.run import RunWriter, read_run, resolve_run
 from tests.step_records import native

@@ -20,10 +20,10 @@ from dbregress import benchmarks
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.analysis.summary import Matrix, matrices
-from dbregress.cost.lane import LANE_SIZING
+from dbregress.cost.planning import LANE_SIZING
 from dbregress.explain.jobs import Choice
 from dbregress.explain.replay_changes import replay_changes
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
 from dbregress.report import count_store, exports, html, json_report, markdown
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.store.replays import load_lane, load_replays, replay_path, save_lane, save_replay

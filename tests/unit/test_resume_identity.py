@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from dbregress import method
 from dbregress.cli.main import main
-from dbregress.errors import StoreError
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
 from dbregress.store.files import write_json
 from dbregress.store.run import RunWriter, read_record
 

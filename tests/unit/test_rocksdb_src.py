@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision.source import rocksdb_build as rocksdb_src
 from dbregress.provision.source.rocksdb_build import build_steps, installed_library, tree_version
 

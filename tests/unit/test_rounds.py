@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from dbregress import rounds
-from dbregress.lab import Repeats
+from dbregress.execution import rounds
+from dbregress.lab.file import Repeats
 from tests.unit.test_compare import SyntheticRunner
 
 

@@ -11,10 +11,10 @@ import pytest
 
 from dbregress.analysis.compare import compare_run
 from dbregress.analysis.summary import matrices
-from dbregress.errors import StoreError
 from dbregress.imports.common import Repeat, run_record
+from dbregress.model.errors import StoreError
+from dbregress.model.run_record import ADDED_LATER, NotARunRecord, RunRecord, check_run
 from dbregress.report import markdown
-from dbregress.run_record import ADDED_LATER, NotARunRecord, RunRecord, check_run
 from dbregress.store.run import read_record, read_run
 from tests.unit.test_report import fixture_run, render
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from dbregress.analysis.compare import compare_run
-from dbregress.errors import Interrupted
-from dbregress.lab import Job, load_lab
+from dbregress.execution.runner import Runner
+from dbregress.lab.file import Job, load_lab
+from dbregress.model.errors import Interrupted
 from dbregress.provision import Build
-from dbregress.runner import Runner
 from dbregress.store.run import RunWriter, read_run
 from tests.step_records import native
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dbregress.analysis.series import run_changes
 from dbregress.cli.report import write_report
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
 from dbregress.store.run import RunWriter, read_run
 from tests.step_records import native
 from tests.unit.test_report import step

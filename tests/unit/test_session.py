@@ -10,8 +10,8 @@ from typing import cast
 import pytest
 
 from dbregress.engines.base import Engine
-from dbregress.errors import EngineCrashed
-from dbregress.session import EngineSession
+from dbregress.execution.session import EngineSession
+from dbregress.model.errors import EngineCrashed
 
 
 class FakeEngine:

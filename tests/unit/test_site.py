@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dbregress.cli.main import main
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 from dbregress.site import charts
 from dbregress.site.gather import RunFolder, verdict_cells
 from dbregress.site.moved import version_series

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from dbregress import bisect
-from dbregress.errors import BuildNotFound, LabError, ProvisionError
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.model.errors import BuildNotFound, LabError, ProvisionError
 from dbregress.provision import BuildSpec, fetch, source
 from dbregress.provision.source import cmake
 

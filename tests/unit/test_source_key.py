@@ -181,7 +181,7 @@ def test_native_is_found_anywhere_in_the_recipe_or_the_environment(
 def test_a_checkout_with_a_submodule_not_checked_out_is_refused_before_building(
     tmp_path: Path,
 ) -> None:
-    from dbregress.errors import BuildNotFound
+    from dbregress.model.errors import BuildNotFound
     from tests.unit.test_source_build import git
 
     lib = tmp_path / "lib"

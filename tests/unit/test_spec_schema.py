@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dbregress import spec_schema
-from dbregress.benchmark_sizes import KvSizes
 from dbregress.engines.rocksdb import OPTIONS, parse_options
-from dbregress.errors import ConfigRejected, DbregressError
+from dbregress.lab.sizes import KvSizes
+from dbregress.model import spec_schema
+from dbregress.model.errors import ConfigRejected, DbregressError
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "step-spec.schema.json").read_text())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision.source import tree as src_tree
 from dbregress.provision.source.tree import Submodule
 from tests.gitrepo import git

@@ -1,7 +1,7 @@
 """Every engine's state, counted against timed with a tolerance derived from the band:
 PostgreSQL's blocks read by the sessions, InnoDB's buffer pool and RocksDB's block
 cache (analysis/state.py), the cost lane's test hook that makes a replay colder on
-purpose (cost/lane.py), and what the verdicts and the report say of it."""
+purpose (cost/replay.py), and what the verdicts and the report say of it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 
 from dbregress.analysis import state
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.cost import lane
-from dbregress.errors import LabError
-from dbregress.lab_columns import Column
+from dbregress.cost import replay as cost_replay
+from dbregress.lab.columns import Column
+from dbregress.model.errors import LabError
 from dbregress.provision import BuildSpec
 from dbregress.report import verdict_tables
 
@@ -230,18 +230,20 @@ def test_the_lanes_test_hook_sets_replay_settings_and_refuses_bad_input(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     column = Column("pg17", BuildSpec.parse("postgres@17.2.0"), "ci", {"work_mem": "4MB"})
-    monkeypatch.delenv(lane.TEST_SETTINGS_ENV, raising=False)
-    assert lane.hook_settings() == {}
-    assert lane.replay_column(column) is column
-    monkeypatch.setenv(lane.TEST_SETTINGS_ENV, " shared_buffers=1MB , work_mem=1MB")
-    assert lane.hook_settings() == {"shared_buffers": "1MB", "work_mem": "1MB"}
-    hooked = lane.replay_column(column)
+    monkeypatch.delenv(cost_replay.TEST_SETTINGS_ENV, raising=False)
+    assert cost_replay.hook_settings() == {}
+    assert cost_replay.replay_column(column) is column
+    monkeypatch.setenv(cost_replay.TEST_SETTINGS_ENV, " shared_buffers=1MB , work_mem=1MB")
+    assert cost_replay.hook_settings() == {"shared_buffers": "1MB", "work_mem": "1MB"}
+    hooked = cost_replay.replay_column(column)
     assert hooked.settings == {"work_mem": "1MB", "shared_buffers": "1MB"}
     assert column.settings == {"work_mem": "4MB"}  # the lab's column is left alone
     for bad in ("shared_buffers", "=1MB", "shared_buffers="):
-        monkeypatch.setenv(lane.TEST_SETTINGS_ENV, bad)
-        with pytest.raises(LabError, match=f"{lane.TEST_SETTINGS_ENV}: .* is not name=value"):
-            lane.hook_settings()
+        monkeypatch.setenv(cost_replay.TEST_SETTINGS_ENV, bad)
+        with pytest.raises(
+            LabError, match=f"{cost_replay.TEST_SETTINGS_ENV}: .* is not name=value"
+        ):
+            cost_replay.hook_settings()
 
 
 def test_a_window_that_asked_the_cache_nothing_is_not_judged_on_global_counters() -> None:

@@ -12,12 +12,13 @@ from typing import Any
 import jsonschema
 import pytest
 
-from dbregress import benchmarks, prepare
+from dbregress import benchmarks
 from dbregress.benchmarks import insert
 from dbregress.engines.null import NullEngine
-from dbregress.lab import Lab, load_lab
-from dbregress.loadgen import SPEC_VERSION
-from dbregress.prepare import COUNT, INTERLEAVED, PROFILE, TIMED, Window
+from dbregress.execution import prepare
+from dbregress.execution.prepare import COUNT, INTERLEAVED, PROFILE, TIMED, Window
+from dbregress.lab.file import Lab, load_lab
+from dbregress.loadgen.client import SPEC_VERSION
 from tests.unit.test_contracts import CONN
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "schema" / "step-spec.schema.json").read_text())

@@ -9,9 +9,9 @@ from typing import cast
 
 import pytest
 
-from dbregress import method
 from dbregress.cli.main import main
 from dbregress.cli.store import age_text, root, size_text
+from dbregress.method import identity as method
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store import counted

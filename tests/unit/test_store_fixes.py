@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from dbregress import method, provision
-from dbregress.errors import StoreError
+from dbregress import provision
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
 from dbregress.provision import BuildSpec
 from dbregress.report.history_moves import against_history, floor_cells, history_floor
 from dbregress.store.calibration import calibration_floor

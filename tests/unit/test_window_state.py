@@ -13,9 +13,9 @@ import pytest
 
 from dbregress.analysis import state
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.cost.lane import LANE_SIZING
+from dbregress.cost.planning import LANE_SIZING
 from dbregress.explain.explainer import timed_middle, windows
-from dbregress.lab import Lab, load_lab
+from dbregress.lab.file import Lab, load_lab
 
 
 def stats(hits: float, misses: float) -> dict[str, Any]:

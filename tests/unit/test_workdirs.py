@@ -11,8 +11,8 @@ import pytest
 
 from dbregress.cost.lane import Lane
 from dbregress.engines.mysql import MAX_SOCKET_PATH
-from dbregress.execute import job_work_dir, run_work_dir
-from dbregress.lab import parse_lab
+from dbregress.execution.execute import job_work_dir, run_work_dir
+from dbregress.lab.file import parse_lab
 
 LONG = "a-lab-name-chosen-by-a-user-who-likes-to-say-what-it-is-for"
 

@@ -1,5 +1,5 @@
 """One path runs a lab: the time lane, then the cost lane here or on the fleet's workers
-(workflow.py), for `run`, `bisect` and `calibrate` alike."""
+(workflow/lab_run.py), for `run`, `bisect` and `calibrate` alike."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from dbregress import workflow
+from dbregress.execution.runner import Runner
 from dbregress.fleet.coordinator import FleetRunner
-from dbregress.runner import Runner
-from dbregress.workflow import CountsOnFleet, run_lab
+from dbregress.workflow import lab_run as workflow
+from dbregress.workflow.lab_run import CountsOnFleet, run_lab
 
 
 def test_only_a_fleets_coordinator_counts_on_the_fleet() -> None:

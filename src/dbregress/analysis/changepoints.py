@@ -48,7 +48,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from dbregress.analysis import distributions, stats
+from dbregress.analysis import distributions, pelt, stats
 
 Key = TypeVar("Key", bound=Hashable)
 Better = Literal["higher", "lower"]
@@ -172,13 +172,19 @@ def _fit(columns: Sequence[Sequence[float]], floor_sd: float) -> _Fit | None:
     return _Fit(means, 1 / v, positions, max(df, 1.0), math.sqrt(var_w), math.sqrt(tau2))
 
 
-def _pelt(m: np.ndarray, w: np.ndarray) -> list[int]:
-    """Usable-column indices where PELT starts a new segment."""
-    # Imported here, not at the top: ruptures loads scipy.stats, scipy.spatial and
-    # scipy.signal as it is imported (about 2.5 s), and most commands never segment.
-    from dbregress.analysis import pelt
+_LAST: dict[tuple[bytes, bytes], list[int]] = {}
 
-    return pelt.segment_starts(m, w)
+
+def _pelt(m: np.ndarray, w: np.ndarray) -> list[int]:
+    """Usable-column indices where PELT starts a new segment. The last search is kept:
+    `_candidates` asks again for the one `_fit` ended on (a third of the site's time)."""
+    key = (m.tobytes(), w.tobytes())
+    cuts = _LAST.get(key)
+    if cuts is None:  # (another thread's search may replace it: then it is searched again)
+        cuts = pelt.segment_starts(m, w)
+        _LAST.clear()
+        _LAST[key] = cuts
+    return list(cuts)
 
 
 def _between(m: np.ndarray, v: np.ndarray, cuts: list[int]) -> float:

@@ -19,8 +19,8 @@ from dbregress.analysis.io_efficiency import IoSection, sections
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.paired import paired_all
 from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
-from dbregress.lab import VerdictPolicy
-from dbregress.records import JobId
+from dbregress.lab.file import VerdictPolicy
+from dbregress.model.records import JobId
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 

@@ -13,13 +13,13 @@ step's spread is measured, never assumed:
   run's own pooled within-build spread of that step (both sides' deviations from their
   own means, n + m - 2 degrees of freedom), the lab's A/A calibration spread of the step
   and the step's spread in the history of the same counting method, build and step,
-  when the caller gives them (`calibration`, `history`: `Floors`, see `replay_noise`),
+  when the caller gives them (`calibration`, `history`: `Floors`, see cost_floors.py),
   half the gap between clusters when a side's replays split in two (a two-state count's
   standard deviation is at most half its gap), and MIN_SD; each verdict keeps which it
   was and what the calibration and history gave (`CostComparison.floors`);
 - one method per figure: replays of one step counted by different methods
   (method.count_key of their identities) or scopes (engine-calls, sessions, engine) are
-  never pooled: the step keeps the replays of one (`_methods`) and says how many it left
+  never pooled: the step keeps the replays of one (`pooled_methods`) and says how many it left
   out and why (`CostComparison.left_out`);
 - clusters: a side whose sorted log counts have a gap of at least half the band and
   SPLIT_RATIO times the larger cluster's own range counts two states. Below `settled`
@@ -49,96 +49,51 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from dbregress import method
-from dbregress.analysis import distributions, state, stats
+from dbregress.analysis import state, stats
+from dbregress.analysis.cost_floors import (
+    Floors,
+    FloorSeen,
+    Noise,
+    as_floors,
+    floor_seen,
+    known_floors,
+    side_builds,
+)
+from dbregress.analysis.cost_methods import (
+    COST_METRICS,
+    HEADLINE,
+    CostMetric,
+    Group,
+    Key,
+    counts_by_group,
+    keeps,
+    pooled_methods,
+)
+from dbregress.analysis.cost_stats import (
+    Welch,
+    cluster_gap,
+    interval,
+    log_values,
+    spread,
+    sum_squares,
+    welch,
+)
 from dbregress.analysis.state import SideState
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
-
-Key = tuple[str, str, str]  # (comparison, column, step)
 
 # The smallest spread the verdict takes (standard deviation of log counts, 0.02%): the
 # steadiest steps' replays agree within 0.002-0.03% (PostgreSQL's loads, docs/verdicts.md),
 # so three replays that agree exactly are no evidence of more precision than that, and a
 # change this small is a fiftieth of the default band. Every other floor is measured.
 MIN_SD = 0.0002
-# Clusters: a gap between a side's sorted log counts at least this many times the larger
-# cluster's own range (and at least half the band) says the count took two states.
-SPLIT_RATIO = 4.0
 # History's change-point detection (analysis/series.py) floors a cost series' spread
 # here; the verdicts of a run use the measured floor above.
 FLOOR_SD = 0.001
-
-# Per count metric, per step ("comparison/step", or a bare step name for every
-# comparison): a standard deviation of log counts per replay, measured elsewhere.
-Noise = Mapping[str, Mapping[str, float]]
-# What a replay of a step was counted by: (method.count_key of its identity, its scope).
-Group = tuple[str | None, str | None]
-# The scopes a count can have, the most specific first (explain/jobs.py): the engine's
-# calls only, the sessions' processes or threads, the whole engine.
-SCOPES = ("engine-calls", "sessions", "engine")
-
-
-@dataclass(frozen=True)
-class Floors:
-    """One source of measured floors (the lab's A/A calibration, or the history): per
-    metric and step key a standard deviation of log counts, the runs that measured each
-    step key, and a note when there are none (why) or reading them failed. Step keys:
-    "comparison/step", a bare step name (every comparison), or "comparison/step@BUILD"
-    for one build (method.build_key): the history's are per build."""
-
-    noise: Noise = field(default_factory=dict)
-    runs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class FloorSeen:
-    """What one floor source gave a step: its sd (None: none for this step), the runs
-    that measured it, and the source's note."""
-
-    source: str  # "calibration" | "history"
-    sd: float | None
-    runs: tuple[str, ...] = ()
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class CostMetric:
-    key: str
-    label: str  # short, for tables
-    unit: str
-    parts: tuple[str, ...]  # explain's per-op figures summed into this one
-
-
-# The lane's metrics, the headline first. All per operation of the step's Q unit.
-COST_METRICS: tuple[CostMetric, ...] = (
-    CostMetric("estimated_cycles", "est. cycles/op", "cycles/op", ("estimated_cycles",)),
-    CostMetric("instructions", "instr/op", "instr/op", ("instructions",)),
-    CostMetric(
-        "l1_misses",
-        "L1 miss/op",
-        "misses/op",
-        ("i1_misses", "d1_read_misses", "d1_write_misses"),
-    ),
-    CostMetric("ll_misses", "LL miss/op", "misses/op", ("ll_read_misses", "ll_write_misses")),
-    CostMetric(
-        "branch_mispredictions", "mispred/op", "mispredictions/op", ("branch_mispredictions",)
-    ),
-    CostMetric("system_calls", "syscalls/op", "syscalls/op", ("system_calls",)),
-)
-HEADLINE = COST_METRICS[0].key
-
-
-def value_of(per_op: Mapping[str, float], metric: CostMetric) -> float | None:
-    if not all(p in per_op for p in metric.parts):
-        return None
-    return float(sum(per_op[p] for p in metric.parts))
 
 
 @dataclass(frozen=True)
@@ -178,50 +133,6 @@ class CostVerdicts:
         return [k for k, c in self.headline().items() if c.verdict == "slower"]
 
 
-@dataclass(frozen=True)
-class _Welch:
-    d: float
-    se: float
-    df: float
-    p: float
-
-
-def _logs(values: Sequence[float]) -> list[float]:
-    return [math.log(v) for v in values]
-
-
-def _ss(logs: Sequence[float]) -> float:
-    mean = statistics.fmean(logs)
-    return sum((v - mean) ** 2 for v in logs)
-
-
-def pooled_log_sd(groups: Iterable[Sequence[float]]) -> float | None:
-    """The pooled within-group standard deviation of log counts: each group (the replays
-    of one build in one run) deviates from its own mean, sum of squares over sum of
-    (n - 1). None without a group of two."""
-    ss = df = 0.0
-    for g in groups:
-        values = [v for v in g if v > 0 and math.isfinite(v)]
-        if len(values) >= 2:
-            ss += _ss(_logs(values))
-            df += len(values) - 1
-    return math.sqrt(ss / df) if df else None
-
-
-def cluster_gap(values: Sequence[float], band: float) -> float:
-    """The gap (in log) between two clusters of one build's replays, 0 when they do not
-    split: a gap between sorted log counts of at least band / 2 and at least SPLIT_RATIO
-    times the larger of the two clusters' ranges (two states of the count)."""
-    logs = sorted(_logs([v for v in values if v > 0 and math.isfinite(v)]))
-    best = 0.0
-    for k in range(len(logs) - 1):
-        gap = logs[k + 1] - logs[k]
-        within = max(logs[k] - logs[0], logs[-1] - logs[k + 1])
-        if gap >= band / 2 and gap > SPLIT_RATIO * within:
-            best = max(best, gap)
-    return best
-
-
 def needs_more(
     sides: Sequence[Sequence[float]],
     band: float,
@@ -245,26 +156,6 @@ def needs_more(
     )
 
 
-def _welch(lx: Sequence[float], ly: Sequence[float], floor: float) -> _Welch:
-    vx = max(statistics.variance(lx), floor**2)
-    vy = max(statistics.variance(ly), floor**2)
-    ax, ay = vx / len(lx), vy / len(ly)
-    se = math.sqrt(ax + ay)
-    df = (ax + ay) ** 2 / (ax**2 / (len(lx) - 1) + ay**2 / (len(ly) - 1))
-    d = statistics.fmean(ly) - statistics.fmean(lx)
-    p = 2 * distributions.t_sf(abs(d) / se, df)
-    return _Welch(d, se, df, p)
-
-
-def _interval(w: _Welch, confidence: float) -> tuple[float, float]:
-    half = distributions.t_ppf(0.5 + confidence / 2, w.df) * w.se
-    return math.exp(w.d - half), math.exp(w.d + half)
-
-
-def spread(values: Sequence[float]) -> float:
-    return max(values) / min(values) - 1 if len(values) >= 2 else 0.0
-
-
 def _mean(values: Sequence[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
@@ -273,7 +164,7 @@ def _mean(values: Sequence[float]) -> float | None:
 class _Test:
     """One step's test before the lab-wide correction."""
 
-    welch: _Welch
+    welch: Welch
     noise: float
     noise_from: str
     gap: float  # the larger side's cluster gap (log), 0 without clusters
@@ -282,57 +173,14 @@ class _Test:
 def _test(
     x: Sequence[float], y: Sequence[float], band: float, known: Sequence[tuple[str, float]]
 ) -> _Test:
-    lx, ly = _logs(x), _logs(y)
+    lx, ly = log_values(x), log_values(y)
     gap = max(cluster_gap(x, band), cluster_gap(y, band))
-    pooled = math.sqrt((_ss(lx) + _ss(ly)) / (len(lx) + len(ly) - 2))
+    pooled = math.sqrt((sum_squares(lx) + sum_squares(ly)) / (len(lx) + len(ly) - 2))
     candidates = [("minimum", MIN_SD), ("this run's replays", pooled), *known]
     if gap > 0:
         candidates.append(("half the clusters' gap", gap / 2))
     source, noise = max(candidates, key=lambda c: c[1])
-    return _Test(_welch(lx, ly, noise), noise, source, gap)
-
-
-SOURCES = {"calibration": "the A/A calibration", "history": "history"}
-
-
-def _floors(given: Floors | Noise | None) -> Floors:
-    if given is None:
-        return Floors(note="not looked up: the caller gave none")
-    return given if isinstance(given, Floors) else Floors(given)
-
-
-def _seen(
-    metric: str, key: Key, builds: tuple[str | None, str | None], source: str, floors: Floors
-) -> FloorSeen:
-    """What one floor source holds for a step: the larger of its sides' builds' spreads
-    ("comparison/step@BUILD"), else the step's ("comparison/step", or the bare step)."""
-    by_step = floors.noise.get(metric) or {}
-    names = [f"{key[0]}/{key[2]}@{b}" for b in builds if b]
-    found = [(by_step[n], n) for n in names if _usable(by_step.get(n))]
-    if not found:
-        names = [f"{key[0]}/{key[2]}", key[2]]
-        found = [(by_step[n], n) for n in names[:1] if _usable(by_step.get(n))]
-        found = found or [(by_step[n], n) for n in names[1:] if _usable(by_step.get(n))]
-    if not found:
-        return FloorSeen(source, None, (), floors.note or "none for this step and its builds")
-    sd, name = max(found)
-    return FloorSeen(source, float(sd), tuple(floors.runs.get(name, ())), floors.note)
-
-
-def _usable(sd: float | None) -> bool:
-    return sd is not None and math.isfinite(sd) and sd > 0
-
-
-def _known(seen: Sequence[FloorSeen]) -> list[tuple[str, float]]:
-    return [(SOURCES[s.source], s.sd) for s in seen if s.sd is not None]
-
-
-def _builds(record: RunJson, key: Key) -> tuple[str | None, str | None]:
-    """The build keys (method.build_key) of a key's base and column."""
-    comp = next((c for c in record["comparisons"] if c["name"] == key[0]), None)
-    base = comp["labels"][0] if comp else ""
-    builds = record.get("builds") or {}
-    return method.build_key(builds.get(base)), method.build_key(builds.get(key[1]))
+    return _Test(welch(lx, ly, noise), noise, source, gap)
 
 
 def _judge(
@@ -358,8 +206,8 @@ def _judge(
         why = f"fewer than 2 ok replays of {'the base' if len(x) < 2 else 'the column'}"
     else:
         w = t.welch
-        ratio, ci = math.exp(w.d), _interval(w, 1 - alpha)
-        lo, hi = _interval(w, 1 - 2 * alpha)
+        ratio, ci = math.exp(w.d), interval(w, 1 - alpha)
+        lo, hi = interval(w, 1 - 2 * alpha)
         test = f"Welch t p={w.p:.2g} (BH-adjusted {adjusted:.2g}), df {w.df:.1f}"
         tost = f"{1 - 2 * alpha:.0%} CI {lo:.4f}-{hi:.4f}"
         floor = f"noise sd {t.noise:.3%} from {t.noise_from}"
@@ -417,106 +265,6 @@ def compare_counts(
     return _judge(metric, xs, ys, adjusted, t, policy, (None, None), settled)
 
 
-def group_of(replay: ReplayRecord, step: str) -> Group:
-    """What a replay's count of a step was made by: its method's count key and its
-    scope (None where the replay recorded none)."""
-    figures = replay["steps"].get(step)
-    scope = figures.get("scope") if figures else None
-    return method.count_key(replay.get("method_identity")), scope if scope else None
-
-
-def _grouped(
-    replays: Iterable[ReplayRecord], metric: CostMetric
-) -> dict[tuple[str, str], list[tuple[float, Group]]]:
-    """(column, step) -> the metric per operation of each ok replay with what counted
-    it, in replay order."""
-    cells: dict[tuple[str, str], list[tuple[float, Group]]] = {}
-    for r in replays:
-        if r.get("status") != "ok":
-            continue
-        for step, figures in r["steps"].items():
-            v = value_of(figures["per_op"], metric)
-            if v is not None and v > 0 and math.isfinite(v):
-                cells.setdefault((r["column"], step), []).append((v, group_of(r, step)))
-    return cells
-
-
-def _cells(
-    replays: Iterable[ReplayRecord], metric: CostMetric
-) -> dict[tuple[str, str], list[float]]:
-    """(column, step) -> the metric per operation of each ok replay, in replay order."""
-    return {k: [v for v, _ in vs] for k, vs in _grouped(replays, metric).items()}
-
-
-def _describe(group: Group) -> str:
-    how, scope = group
-    return f"method {how or 'not recorded'}, scope {scope or 'not recorded'}"
-
-
-def choose_group(sides: Sequence[Sequence[Group]], mine: str | None) -> Group:
-    """The one (method, scope) kept of the groups that counted a step on each side (a
-    verdict's base and column, or every column of a series): the group with replays on
-    the most sides, then the run's own counting method `mine`, then the most replays,
-    then the most specific scope (SCOPES)."""
-    counts = Counter(g for side in sides for g in side)
-    return max(
-        counts,
-        key=lambda g: (
-            sum(g in side for side in sides),
-            g[0] == mine,
-            counts[g],
-            -SCOPES.index(g[1]) if g[1] in SCOPES else -len(SCOPES),
-        ),
-    )
-
-
-def groups_seen(replays: Iterable[ReplayRecord]) -> dict[tuple[str, str], list[Group]]:
-    """(column, step) -> what counted each ok replay of the step, in replay order."""
-    seen: dict[tuple[str, str], list[Group]] = {}
-    for r in replays:
-        if r.get("status") == "ok":
-            for step in r["steps"]:
-                seen.setdefault((r["column"], step), []).append(group_of(r, step))
-    return seen
-
-
-def _methods(record: RunJson, replays: list[ReplayRecord]) -> dict[Key, tuple[Group, str]]:
-    """Per key, the one (method, scope) whose replays it pools (`choose_group`), and a
-    note of the replays left out, where its base's and column's ok replays of the step
-    were not all counted alike; the rest are left out, never pooled with it."""
-    mine = method.count_key(record.get("method_identity"))
-    seen = groups_seen(replays)
-    out: dict[Key, tuple[Group, str]] = {}
-    for comp in record["comparisons"]:
-        base, *others = comp["labels"]
-        for label in others:
-            for step in {s for (c, s) in seen if c in (base, label)}:
-                x, y = seen.get((base, step), []), seen.get((label, step), [])
-                counts = Counter(x + y)
-                if len(counts) < 2:
-                    continue
-                kept = choose_group((x, y), mine)
-                gone = sum(n for g, n in counts.items() if g != kept)
-                others_seen = "; ".join(_describe(g) for g in counts if g != kept)
-                out[(comp["name"], label, step)] = (
-                    kept,
-                    f"{gone} replay(s) left out, counted another way ({others_seen}) than "
-                    f"those kept ({_describe(kept)}): replays of two methods or scopes are "
-                    "never pooled",
-                )
-    return out
-
-
-def keeps(methods: Mapping[Key, tuple[Group, str]]) -> state.Keep:
-    """Whether a replay's count of a key's step is one the key's verdict pools: of the
-    group `_methods` keeps, where it names one (analysis/state.py `sides`)."""
-
-    def keep(key: Key, replay: ReplayRecord) -> bool:
-        return key not in methods or group_of(replay, key[2]) == methods[key][0]
-
-    return keep
-
-
 def _samples(
     record: RunJson,
     replays: list[ReplayRecord],
@@ -526,7 +274,7 @@ def _samples(
     """Per key, the base's and the column's counts of the step (only those of the group
     `methods` keeps, where it names one) and their background's means."""
     methods = methods or {}
-    grouped = _grouped(replays, metric)
+    grouped = counts_by_group(replays, metric)
     bg: dict[tuple[str, str], list[float]] = {}
     steps: dict[str, list[str]] = {}
     for column, step in grouped:
@@ -569,27 +317,29 @@ def cost_verdicts(
     """The cost lane's verdicts of a run (pure: replays in, verdicts out); None when the
     run has no counting replays. `settled` is the lab's count_replays_max; `calibration`
     and `history` are measured spreads of the steps (`Floors`, or their bare noise:
-    metric -> step key -> sd of log counts, `replay_noise` computes them), each a floor
-    of the step's noise when given. A step's replays counted by two methods or scopes
-    are not pooled (`_methods`). run.json and the replays come typed or as read
+    metric -> step key -> sd of log counts, cost_floors.replay_noise computes them),
+    each a floor of the step's noise when given. A step's replays counted by two methods or scopes
+    are not pooled (`pooled_methods`). run.json and the replays come typed or as read
     (store/run.py, store/replays.py)."""
     if not replays:
         return None
     if policy is None:
         policy = VerdictPolicy.of_record(record)
-    sources = {"calibration": _floors(calibration), "history": _floors(history)}
+    sources = {"calibration": as_floors(calibration), "history": as_floors(history)}
     metrics: dict[str, dict[Key, CostComparison]] = {}
-    methods = _methods(record, replays)
+    methods = pooled_methods(record, replays)
     # each side's state over the replays its verdict pools, not over those left out
     states = state.sides(record, replays, policy.cost_band, keeps(methods))
     for metric in COST_METRICS:
         samples = _samples(record, replays, metric, methods)
         seen = {
-            k: tuple(_seen(metric.key, k, _builds(record, k), n, f) for n, f in sources.items())
+            k: tuple(
+                floor_seen(metric.key, k, side_builds(record, k), n, f) for n, f in sources.items()
+            )
             for k in samples
         }
         tests = {
-            k: _test(x, y, policy.cost_band, _known(seen[k]))
+            k: _test(x, y, policy.cost_band, known_floors(seen[k]))
             for k, (x, y, _) in samples.items()
             if len(x) >= 2 and len(y) >= 2
         }
@@ -614,31 +364,3 @@ def cost_verdicts(
             for k, (x, y, bg) in samples.items()
         }
     return CostVerdicts(policy, metrics, planned)
-
-
-def replay_noise(
-    runs: Iterable[tuple[RunJson, list[ReplayRecord]]],
-) -> dict[str, dict[str, float]]:
-    """Measured spread of every step for `cost_verdicts`' calibration or history floors,
-    from earlier runs' (record, replays): per metric and "comparison/step", the pooled
-    within-build standard deviation of log counts, each run's column one group (one
-    build, one run; replays of one column counted by two methods or scopes are two
-    groups). Give it an A/A calibration run of the lab, or earlier runs of the same
-    counting method (method.count_key) whose steps match."""
-    given = list(runs)
-    out: dict[str, dict[str, float]] = {}
-    for metric in COST_METRICS:
-        groups: dict[str, list[list[float]]] = {}
-        for record, replays in given:
-            cells: dict[tuple[str, str, Group], list[float]] = {}
-            for (column, step), values in _grouped(replays, metric).items():
-                for v, g in values:
-                    cells.setdefault((column, step, g), []).append(v)
-            for comp in record["comparisons"]:
-                for (column, step, _), vs in cells.items():
-                    if column in comp["labels"]:
-                        groups.setdefault(f"{comp['name']}/{step}", []).append(vs)
-        found = {k: sd for k, g in groups.items() if (sd := pooled_log_sd(g)) is not None}
-        if found:
-            out[metric.key] = found
-    return out

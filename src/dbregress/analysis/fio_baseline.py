@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from dbregress.configs import family_of
-from dbregress.records import JobId
+from dbregress.model.records import JobId
 from dbregress.shapes.run import JobEntry, RunJson
 
 # A buffered run whose device served more read requests than fio read by more than this

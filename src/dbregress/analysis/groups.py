@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from dbregress.analysis.relative import relative
 from dbregress.analysis.summary import Matrix
-from dbregress.micro_names import GROUPS, group_of
+from dbregress.lab.micro_names import GROUPS, group_of
 
 
 @dataclass(frozen=True)

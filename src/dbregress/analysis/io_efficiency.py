@@ -43,7 +43,7 @@ from dbregress.analysis.fio_baseline import (
     state_moves,
 )
 from dbregress.analysis.state import INNODB_READS, PG_READ_CALLS
-from dbregress.records import JobId
+from dbregress.model.records import JobId
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
 

@@ -13,20 +13,20 @@ from __future__ import annotations
 
 import math
 
-from dbregress import method
 from dbregress.analysis import changepoints, state
 from dbregress.analysis.changepoints import RunChanges, SeriesKey
 from dbregress.analysis.compare import measured, usable
-from dbregress.analysis.cost import (
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.analysis.cost_methods import (
     COST_METRICS,
-    FLOOR_SD,
     HEADLINE,
     choose_group,
     group_of,
     groups_seen,
     value_of,
 )
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ComparisonEntry, RunJson
 from dbregress.shapes.step_result import StepResultJson

@@ -39,7 +39,7 @@ from typing import TypedDict, TypeVar, cast
 
 from dbregress.configs import family_of
 from dbregress.configs import mysql as mysql_configs
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
 from dbregress.shapes.events import EngineStats
 from dbregress.shapes.explain import CacheStateJson, EngineState
 from dbregress.shapes.replay import ReplayRecord

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
-from dbregress.lab import INSERT_STEPS, KV_STEPS
+from dbregress.lab.file import INSERT_STEPS, KV_STEPS
 from dbregress.shapes.run import ComparisonEntry, RunJson
 from dbregress.shapes.step_result import StepResultJson
 

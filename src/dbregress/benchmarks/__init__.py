@@ -8,7 +8,7 @@ from __future__ import annotations
 from dbregress.benchmarks import insert, kv, micro
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
-from dbregress.lab import Comparison, InsertSizes, KvSizes, MicroSizes
+from dbregress.lab.file import Comparison, InsertSizes, KvSizes, MicroSizes
 from dbregress.shapes.spec import EngineSpec, StepSpec
 
 

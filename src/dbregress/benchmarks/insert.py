@@ -6,7 +6,7 @@ import math
 
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
-from dbregress.lab import InsertSizes
+from dbregress.lab.file import InsertSizes
 from dbregress.shapes.spec import EngineSpec, StepSpec
 
 # Bytes a row costs with its three secondary indexes, from l.i0+l.x on PostgreSQL 17

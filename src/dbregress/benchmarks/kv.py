@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 from dbregress.benchmarks.plan import StepPlan
-from dbregress.lab import KvSizes
+from dbregress.lab.file import KvSizes
 from dbregress.shapes.spec import EngineSpec, RocksDbOptions, StepSpec, WorkloadFields
 
 RANGE_STEPS = ("revrange", "fwdrange", "revrangewhilewriting", "fwdrangewhilewriting")

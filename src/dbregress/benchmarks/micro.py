@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Sizes
-from dbregress.lab import MicroSizes
-from dbregress.micro_names import PRE, READS, WRITES, loadgen_step
+from dbregress.lab.file import MicroSizes
+from dbregress.lab.micro_names import PRE, READS, WRITES, loadgen_step
 from dbregress.shapes.spec import EngineSpec, StepSpec, WorkloadFields
 
 LAST = ("delete", "insert")  # they change the table's size, so they run at the very end

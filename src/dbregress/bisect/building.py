@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dbregress.bisect.builds import described, shown
 from dbregress.bisect.model import BisectError, Notify, Outcome
-from dbregress.errors import DbregressError, Interrupted
+from dbregress.model.errors import DbregressError, Interrupted
 
 # Builds that fail in a row with the same error, at builds that are not neighbours in
 # the list, with builds left to try in the bracket: a cause common to them, not one

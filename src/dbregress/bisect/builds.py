@@ -13,11 +13,11 @@ from typing import Any
 
 from dbregress import provision
 from dbregress.bisect.model import BisectError, BisectRequest, Outcome
-from dbregress.errors import BuildNotFound, LabError
-from dbregress.lab_flavors import read_flavors
+from dbregress.lab.flavors import read_flavors
+from dbregress.model.errors import BuildNotFound, LabError
+from dbregress.model.tomlreader import TableReader, read_toml
 from dbregress.provision import source
 from dbregress.provision.versioning import version_key
-from dbregress.tomlreader import TableReader, read_toml
 
 FlavorTables = dict[str, dict[str, dict[str, Any]]]  # family -> name -> flavor table
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 Notify = Callable[[str], None]
 

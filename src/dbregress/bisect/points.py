@@ -15,8 +15,8 @@ from dbregress.analysis.compare import compare_run
 from dbregress.analysis.cost import cost_verdicts
 from dbregress.bisect.builds import flavors_toml
 from dbregress.bisect.model import BisectError, BisectPoint, BisectRequest, Size, Verdict
-from dbregress.errors import LabError
-from dbregress.lab import Lab, parse_lab
+from dbregress.lab.file import Lab, parse_lab
+from dbregress.model.errors import LabError
 from dbregress.report.history_moves import measured_floors
 from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from dbregress import interrupts, provision
+from dbregress import provision
 from dbregress.bisect.building import Builder
 from dbregress.bisect.builds import label_of, shown, spec_of
 from dbregress.bisect.model import (
@@ -24,8 +24,9 @@ from dbregress.bisect.model import (
 )
 from dbregress.bisect.points import check_step, failures_only_of, point_lab, point_of
 from dbregress.bisect.state import interrupted_run, save_state, tried_build
-from dbregress.errors import DbregressError, Interrupted
-from dbregress.workflow import run_lab, runner_for
+from dbregress.model import interrupts
+from dbregress.model.errors import DbregressError, Interrupted
+from dbregress.workflow.lab_run import run_lab, runner_for
 
 
 def clock(seconds: float) -> str:

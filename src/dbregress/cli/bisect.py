@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 from typing import Any, TypedDict
 
-from dbregress import interrupts
 from dbregress.bisect import (
     BENCHMARKS,
     LANES,
@@ -28,8 +27,9 @@ from dbregress.bisect import (
 from dbregress.bisect.builds import FlavorTables, check_flavor
 from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
-from dbregress.errors import Interrupted, LabError
 from dbregress.fleet.tls import scheduler_address, tls_dir
+from dbregress.model import interrupts
+from dbregress.model.errors import Interrupted, LabError
 from dbregress.provision import BuildSpec, source
 
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}

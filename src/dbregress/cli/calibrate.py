@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import interrupts
 from dbregress.analysis.calibration import (
     AA_SUFFIX,
     SLOW_SUFFIX,
@@ -20,8 +19,9 @@ from dbregress.analysis.calibration import (
 from dbregress.analysis.compare import compare_run
 from dbregress.cli import progress
 from dbregress.collect.hostprobe import describe, probe_host
-from dbregress.errors import DbregressError
-from dbregress.lab import PLACEMENT_MODES, Lab, load_lab, placement_for
+from dbregress.lab.file import PLACEMENT_MODES, Lab, load_lab, placement_for
+from dbregress.model import interrupts
+from dbregress.model.errors import DbregressError
 from dbregress.report.verdict_tables import table
 from dbregress.shapes.calibration import (
     Calibration,
@@ -31,7 +31,7 @@ from dbregress.shapes.calibration import (
 )
 from dbregress.store.calibration import save_calibration
 from dbregress.store.run import read_run
-from dbregress.workflow import run_lab, runner_for
+from dbregress.workflow.lab_run import run_lab, runner_for
 
 
 def add_parser(sub: Any) -> None:

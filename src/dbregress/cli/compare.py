@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import method
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.summary import matrices
 from dbregress.cli.exits import EXIT_UNJUDGED
 from dbregress.cli.report import FORMATS, add_fail_on, gate
-from dbregress.errors import DbregressError
-from dbregress.records import JobId, StepResult
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError
+from dbregress.model.records import JobId, StepResult
 from dbregress.report import exports, io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
 from dbregress.shapes.device import DeviceBaseline

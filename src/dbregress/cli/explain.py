@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress import interrupts
 from dbregress.explain.explainer import ExplainRequest, explain
+from dbregress.model import interrupts
 from dbregress.report.explanations import causes_text
 from dbregress.store.run import resolve_run
 

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from dbregress import provision
-from dbregress.errors import LabError
+from dbregress.model.errors import LabError
 from dbregress.provision import BuildSpec, source
 
 

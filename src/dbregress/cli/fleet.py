@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import LabError
 from dbregress.fleet.tls import ENV, tls_dir
+from dbregress.model.errors import LabError
 
 
 def add_tls(p: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ every series of the output. A change point is marked in the row of the first run
 new level: ▼ slower, ▲ faster, with the ratio of the new level over the old.
 
 Where the method that measured the runs changes (another loadgen binary, valgrind, libc,
-dbregress version, cost model or counting-replay profile: dbregress/method.py) a table
+dbregress version, cost model or counting-replay profile: dbregress/method/identity.py) a table
 shows a boundary row naming what changed, and change points are looked for only
 between runs of one method: a series is searched piece by piece, never across one.
 """
@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.errors import DbregressError
-from dbregress.lab import VerdictPolicy, load_lab
+from dbregress.lab.file import VerdictPolicy, load_lab
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError
 from dbregress.report.history_moves import series_changes
 from dbregress.report.verdict_tables import table
 from dbregress.shapes.method import MethodIdentity

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import DbregressError
 from dbregress.imports import db_bench, iibench, sysbench, tsv
 from dbregress.imports.common import Repeat, bad, safe_name, write_run
+from dbregress.model.errors import DbregressError
 from dbregress.store.history import index_into
 
 # kind -> reader of one file: (text, file name, label, step) -> repeats

@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from dbregress import __version__, interrupts
+from dbregress import __version__
 from dbregress.cli import (
     bisect,
     calibrate,
@@ -29,7 +29,8 @@ from dbregress.cli import (
     versions,
 )
 from dbregress.cli.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_UNJUDGED, epilog
-from dbregress.errors import DbregressError, Interrupted
+from dbregress.model import interrupts
+from dbregress.model.errors import DbregressError, Interrupted
 
 VERBS = (
     fetch,

@@ -32,8 +32,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from dbregress.execute import Progress
-from dbregress.interrupts import shielded
+from dbregress.execution.execute import Progress
+from dbregress.model.interrupts import shielded
 
 Clock = Callable[[], float]
 

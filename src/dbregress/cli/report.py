@@ -17,9 +17,9 @@ from dbregress.analysis.gate import Gap, GateResult, Planned, Slower, held_steps
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
 from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
-from dbregress.errors import DbregressError, LabError
 from dbregress.explain.store import load as load_explain
-from dbregress.lab import parse_lab
+from dbregress.lab.file import parse_lab
+from dbregress.model.errors import DbregressError, LabError
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import RunJson

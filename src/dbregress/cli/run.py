@@ -8,16 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress import interrupts
 from dbregress.cli import progress
 from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.collect.valgrind import require as require_valgrind
-from dbregress.errors import DbregressError, LabError
 from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
-from dbregress.lab import load_lab
+from dbregress.lab.file import load_lab
+from dbregress.model import interrupts
+from dbregress.model.errors import DbregressError, LabError
 from dbregress.store.run import read_run, resolve_run
-from dbregress.workflow import run_lab, runner_for
+from dbregress.workflow.lab_run import run_lab, runner_for
 
 
 def add_parser(sub: Any) -> None:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 from dbregress.report.verdict_tables import table
 from dbregress.store import counted
 from dbregress.store.counted import CountStore, Found, Prune

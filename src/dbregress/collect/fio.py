@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.collect.diskstats import SECTOR_BYTES, read_device
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.device import DeviceReadsJson, FioFiguresJson
 
 RAMP_S = 1  # an O_DIRECT run's --ramp_time: the first second's reads are not counted

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 ACK_TIMEOUT_S = 30.0
 

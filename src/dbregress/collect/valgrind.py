@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbregress.collect.proc import ServerUser
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 # A fixed simulated cache hierarchy, so figures compare across hosts (valgrind would
 # otherwise copy the host's, which on virtual machines can be absurd: a 256 MB LL):

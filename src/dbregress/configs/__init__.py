@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from dbregress.engines.base import Sizes
-from dbregress.errors import ConfigRejected
+from dbregress.model.errors import ConfigRejected
 
 CONFIG_ROOT = Path(__file__).parent
 # the folder of profiles for each engine a build spec names

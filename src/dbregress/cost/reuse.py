@@ -38,10 +38,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import method
 from dbregress.analysis import state
-from dbregress.errors import DbregressError
 from dbregress.explain.jobs import Choice
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.replay import ReplayRecord, StoreUse
 from dbregress.store import counted
 from dbregress.store.counted import CountKey, CountStore, Stored

@@ -13,7 +13,7 @@ from dbregress.shapes.spec import EngineSpec
 
 @dataclass(frozen=True)
 class Sizes:
-    """Engine memory and log sizes derived from the lab's scale (see lab.py)."""
+    """Engine memory and log sizes derived from the lab's scale (see lab/file.py)."""
 
     cache_mb: int  # shared_buffers / buffer pool / block cache
     wal_mb: int  # max_wal_size / redo log capacity

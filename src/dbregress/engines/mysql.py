@@ -22,7 +22,7 @@ from dbregress.configs import mysql as mysql_configs
 from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, ReadPattern
 from dbregress.engines.server import ServerEngine
-from dbregress.errors import ConfigRejected, EngineError
+from dbregress.model.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision import mysql as family
 from dbregress.provision.mysql import ServerVersion

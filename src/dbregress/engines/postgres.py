@@ -16,7 +16,7 @@ from dbregress.engines import process
 from dbregress.engines.base import EngineOptions, ReadPattern
 from dbregress.engines.process import describe_exit, processes_in
 from dbregress.engines.server import ServerEngine
-from dbregress.errors import EngineCrashed, EngineError
+from dbregress.model.errors import EngineCrashed, EngineError
 from dbregress.provision import Build
 from dbregress.provision.libenv import library_env
 from dbregress.shapes.spec import EngineSpec

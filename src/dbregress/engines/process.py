@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from dbregress.collect.proc import PROC, ServerUser, thread_states, tree_pids, walk_tree
-from dbregress.errors import EngineError
+from dbregress.model.errors import EngineError
 
 RUN_AS_WHEN_ROOT = "nobody"
 

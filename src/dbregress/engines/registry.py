@@ -8,7 +8,7 @@ from dbregress.engines.mysql import MysqlEngine
 from dbregress.engines.null import NullEngine
 from dbregress.engines.postgres import PostgresEngine
 from dbregress.engines.rocksdb import RocksdbEngine
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 ENGINES: dict[str, type[Engine]] = {
     "postgres": PostgresEngine,

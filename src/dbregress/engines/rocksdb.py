@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from dbregress import configs, spec_schema
+from dbregress import configs
 from dbregress.engines.base import Engine, EngineOptions, ReadPattern
-from dbregress.errors import ConfigRejected, EngineError
+from dbregress.model import spec_schema
+from dbregress.model.errors import ConfigRejected, EngineError
 from dbregress.provision import Build
 from dbregress.provision.versioning import version_key
 from dbregress.shapes.spec import EngineSpec, RocksDbOptions

@@ -18,7 +18,7 @@ from dbregress.collect.proc import tree_pids
 from dbregress.engines import process
 from dbregress.engines.base import Engine, EngineOptions
 from dbregress.engines.process import describe_exit
-from dbregress.errors import ConfigRejected, EngineCrashed, EngineError
+from dbregress.model.errors import ConfigRejected, EngineCrashed, EngineError
 from dbregress.provision import Build
 
 READY_POLL_S = 0.05

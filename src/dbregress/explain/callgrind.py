@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 # The events callgrind reports with --cache-sim=yes --branch-sim=yes, in its order.
 EVENTS = (

@@ -47,7 +47,7 @@ class MetricChange:
 class Counted:
     """What explain measured on one build for one step, per operation."""
 
-    per_op: dict[str, float]  # instructions, d1_read_misses, ... (jobs.FIGURES)
+    per_op: dict[str, float]  # instructions, d1_read_misses, ... (count_figures.FIGURES)
     functions: list[FunctionFigures] = field(default_factory=list)
     objects: dict[str, float] = field(default_factory=dict)  # object -> instructions per op
 

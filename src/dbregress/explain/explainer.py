@@ -18,12 +18,12 @@ from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.benchmarks import insert
 from dbregress.collect import pmu, valgrind
 from dbregress.engines.registry import engine_class
-from dbregress.errors import DbregressError
-from dbregress.execute import run_work_dir, short_name
-from dbregress.explain import flame, jobs
+from dbregress.execution.execute import run_work_dir, short_name
+from dbregress.explain import counting, flame, profiling
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.explain.store import EXPLAIN_DIR, load, save
-from dbregress.lab import Comparison, Lab, load_lab
+from dbregress.lab.file import Comparison, Lab, load_lab
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.explain import ExplainEntry, ExplainRecord, Profiled, ProfileEntry
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData, read_run
@@ -231,8 +231,8 @@ def explain(request: ExplainRequest, notify: Notify) -> Path:
             "caches": list(valgrind.CACHES),
             "replay_settings": {"postgres": engine_class("postgres").COUNTING_SETTINGS},
             "lockstep_steps": list(insert.LOCKSTEP_STEPS),
-            "profile": f"perf record -e cpu-clock -F {jobs.PERF_HZ} --call-graph "
-            f"{jobs.PERF_CALL_GRAPH} over the measured window, folded by inferno",
+            "profile": f"perf record -e cpu-clock -F {profiling.PERF_HZ} --call-graph "
+            f"{profiling.PERF_CALL_GRAPH} over the measured window, folded by inferno",
         },
         "profiler": {"available": no_perf is None, "why_not": no_perf},
         "pmu": pmu.detect().to_json(),
@@ -330,8 +330,8 @@ def _column_job(
 def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, ExplainEntry]:
     entries: dict[str, ExplainEntry] = {}
     try:
-        counted = jobs.count(job, notify)
-        profiled = jobs.profile(job, notify) if profile else {}
+        counted = counting.count(job, notify)
+        profiled = profiling.profile(job, notify) if profile else {}
     finally:
         shutil.rmtree(job.work, ignore_errors=True)
     for step, figures in counted.items():

@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 TOOLS = ("inferno-collapse-perf", "inferno-flamegraph", "inferno-diff-folded")
 

@@ -18,12 +18,14 @@ import dataclasses
 from collections.abc import Callable
 from typing import cast
 
-from dbregress import benchmarks, method, prepare
+from dbregress import benchmarks
 from dbregress.engines.registry import engine_class
+from dbregress.execution import prepare
 from dbregress.explain.explainer import Sizing
 from dbregress.explain.jobs import Choice
 from dbregress.explain.threads import client_binary
-from dbregress.lab import Column, Comparison, Lab
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.method import identity as method
 from dbregress.provision import Build
 from dbregress.shapes.replay import ComparisonChanges, ReplayChanges, ReplayWindow, StepChanges
 from dbregress.shapes.spec import EngineSpec, StepSpec
@@ -51,7 +53,7 @@ def setting_changes(column: Column, ran: Column | None = None) -> dict[str, str]
 
 def held(column: Column, build: Build | None) -> str | None:
     """What the column's replays hold off their windows (the MySQL family's purge, held
-    by a read view where the build has a client: jobs._read_view_hold)."""
+    by a read view where the build has a client: counting._read_view_hold)."""
     if column.build.engine not in ("mariadb", "mysql"):
         return None
     if build is None:  # a fleet's workers fetch the builds: not seen here

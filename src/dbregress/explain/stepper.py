@@ -1,4 +1,4 @@
-"""One loadgen step of an explain job, run by step.run_loadgen (the driver a run's steps
+"""One loadgen step of an explain job, run by step_loadgen.run_loadgen (the driver a run's steps
 use too) and followed through its handshake (follow.py) with hooks at each boundary:
 where a profiler is switched on, zeroed, read and switched off. Every step of an explain
 job runs through here (those not explained with no hooks), so the data each step leaves
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import cast
 
 from dbregress.engines.base import Engine
-from dbregress.loadgen import Loadgen
+from dbregress.execution.step_loadgen import StepHandler, run_loadgen
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes.events import Event, Summary
 from dbregress.shapes.explain import WindowEvent
 from dbregress.shapes.spec import StepSpec
-from dbregress.step import StepHandler, run_loadgen
 
 
 class Hooks:
@@ -75,7 +75,7 @@ def drive(
     hooks: Hooks | None = None,
     wrapper: tuple[str, ...] = (),
 ) -> Stepped:
-    """Run one step to its summary (step.run_loadgen, as a run's steps are run);
+    """Run one step to its summary (step_loadgen.run_loadgen, as a run's steps are run);
     LoadgenError, StepTimeout or the engine's crash."""
     t0 = time.monotonic()
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import cast
 
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.explain import ExplainRecord
 from dbregress.store.files import write_json
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import IO
 
 from dbregress.engines.mysql import CONNECTION_FUNCTIONS
-from dbregress.errors import DbregressError
 from dbregress.explain import callgrind
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.spec import EngineSpec
 
 # callgrind's suffixes on a function's name: `'2` for a second (recursive or re-entered)

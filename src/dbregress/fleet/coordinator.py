@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, cast
 
-from dbregress import rounds
-from dbregress.errors import LabError
-from dbregress.execute import ProgressFn
+from dbregress.execution import rounds
+from dbregress.execution.execute import ProgressFn
+from dbregress.execution.runner import Runner
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import (
     COUNT_IDENTITY,
@@ -44,11 +44,11 @@ from dbregress.fleet.host import (
 )
 from dbregress.fleet.lane import CPUS, FleetLane
 from dbregress.fleet.ship import Receiver
-from dbregress.fleet.unit import run_unit, unit_jobs, unit_name
-from dbregress.interrupts import shielded
-from dbregress.lab import Comparison, Job, Lab
-from dbregress.records import StepResult
-from dbregress.runner import Runner
+from dbregress.fleet.unit import run_unit, unit_jobs, unit_name, worker_fingerprint
+from dbregress.lab.file import Comparison, Job, Lab
+from dbregress.model.errors import LabError
+from dbregress.model.interrupts import shielded
+from dbregress.model.records import StepResult
 from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest
 from dbregress.shapes.host import (
     ChosenIdentity,
@@ -98,14 +98,6 @@ class Plan:
     finished: set[int] = field(default_factory=set)
     running: dict[str, Pending] = field(default_factory=dict)  # unit -> its future
     stopped: bool = False  # no more rounds
-
-
-def worker_fingerprint(dask_worker: Any) -> Fingerprint | None:
-    """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
-    from dbregress.fleet.unit import WORKERS
-
-    state = WORKERS.get(dask_worker.name)
-    return state["fingerprint"] if state else None
 
 
 class FleetRunner(Runner):

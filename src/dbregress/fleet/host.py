@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import cast
 
-from dbregress import method
 from dbregress.collect.host import host_facts, read_text
-from dbregress.errors import LabError
+from dbregress.method import identity as method
+from dbregress.model.errors import LabError
 from dbregress.shapes.host import (
     ChosenIdentity,
     CountIdentity,
@@ -63,7 +63,7 @@ COUNT_IDENTITY: tuple[IdentityField, ...] = (
 @functools.cache
 def measurement_identity() -> MeasurementIdentity:
     """This host's measurement identity (COUNT_IDENTITY's fields), from the method
-    identity every run and counting replay records (dbregress/method.py)."""
+    identity every run and counting replay records (dbregress/method/identity.py)."""
     mine = method.identity()
     return {
         "dbregress": mine["dbregress"],
@@ -92,7 +92,7 @@ def identity_key(fp: MeasurementIdentity) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-# A method identity's fields (dbregress/method.py) as a worker's fingerprint names them:
+# A method identity's fields (dbregress/method/identity.py) as a worker's fingerprint names them:
 # what a host's time-lane figures depend on besides its machine.
 METHOD_FIELDS = {
     "dbregress": "dbregress",

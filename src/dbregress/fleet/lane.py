@@ -22,13 +22,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from dbregress import interrupts, method
 from dbregress.collect import valgrind
-from dbregress.cost.lane import Lane, Replay, count_replay, kill_below
-from dbregress.errors import Interrupted, LabError
+from dbregress.cost.lane import Lane
+from dbregress.cost.replay import Replay, count_replay, kill_below
 from dbregress.explain.jobs import Choice
 from dbregress.fleet.ship import inside
-from dbregress.lab import Column, Lab, load_lab
+from dbregress.lab.file import Column, Lab, load_lab
+from dbregress.method import identity as method
+from dbregress.model import interrupts
+from dbregress.model.errors import Interrupted, LabError
 from dbregress.shapes.fleet import ReplayOutcome
 from dbregress.shapes.host import CountIdentity, Fingerprint
 from dbregress.shapes.method import MethodIdentity
@@ -168,7 +170,7 @@ def count_on_worker(payload: ReplayRequest) -> ReplayOutcome | None:
     from distributed import get_worker
 
     from dbregress import provision
-    from dbregress.execute import work_root
+    from dbregress.execution.execute import work_root
     from dbregress.fleet.unit import _me, _still_wanted
 
     worker = get_worker()

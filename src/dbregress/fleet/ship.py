@@ -23,10 +23,10 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
 
-from dbregress import method
-from dbregress.errors import StoreError
-from dbregress.lab import Job, Lab
-from dbregress.records import StepResult
+from dbregress.lab.file import Job, Lab
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
+from dbregress.model.records import StepResult
 from dbregress.shapes.fleet import Message, MessageHeader, UnitOutcome
 from dbregress.shapes.run import Failure, JobEntry, RunJson
 from dbregress.store.files import write_atomic

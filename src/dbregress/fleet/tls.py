@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from dbregress.errors import LabError
+from dbregress.model.errors import LabError
 
 ENV = "DBREGRESS_FLEET_TLS"
 CA_CERT = "ca.pem"

@@ -16,9 +16,9 @@ import uuid
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import interrupts
 from dbregress.fleet.ship import ShippingWriter
-from dbregress.lab import Job, Lab, load_lab
+from dbregress.lab.file import Job, Lab, load_lab
+from dbregress.model import interrupts
 from dbregress.shapes.fleet import Message, UnitOutcome, UnitRequest, WorkerState
 from dbregress.shapes.host import Fingerprint
 
@@ -37,6 +37,12 @@ def worker_state(name: str, scratch: Path, fingerprint: Fingerprint) -> WorkerSt
     }
     WORKERS[name] = state
     return state
+
+
+def worker_fingerprint(dask_worker: Any) -> Fingerprint | None:
+    """Run on every worker by the coordinator: the fingerprint `dbregress worker` made."""
+    state = WORKERS.get(dask_worker.name)
+    return state["fingerprint"] if state else None
 
 
 def unit_jobs(lab: Lab, comparison: str, number: int) -> list[Job]:
@@ -82,7 +88,7 @@ def _warm_up(lab: Lab, payload: UnitRequest, scratch: Path) -> None:
     """The comparison's warm-up job on a host that has not run it in this run: a host's
     first job is often an outlier (cold caches, a build's first start). Its results are
     discarded: the recorded warm-up job ran on the host that took the warm-up unit."""
-    from dbregress.runner import Runner
+    from dbregress.execution.runner import Runner
 
     jobs = unit_jobs(lab, payload["comparison"], 0)
     if not jobs:
@@ -99,7 +105,7 @@ def run_unit(payload: UnitRequest) -> UnitOutcome:
     """Run one unit; returns every message it sent (ship.Receiver.finish)."""
     from distributed import Reschedule, get_worker
 
-    from dbregress.runner import Runner
+    from dbregress.execution.runner import Runner
 
     started = time.time()
     worker = get_worker()

@@ -26,10 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from dbregress import interrupts
-from dbregress.errors import LabError
 from dbregress.fleet import tls as fleet_tls
 from dbregress.fleet.host import fingerprint
+from dbregress.model import interrupts
+from dbregress.model.errors import LabError
 from dbregress.shapes.host import Fingerprint
 
 # A benchmark host's worker must not add noise of its own: Dask's statistical profiler
@@ -186,7 +186,7 @@ def serve_worker(
 ) -> None:
     """A benchmark host's worker. `tls`: this host's certificates; without them the
     scheduler must be on loopback and the worker listens there."""
-    from dbregress.execute import work_root
+    from dbregress.execution.execute import work_root
 
     address = fleet_tls.scheduler_address(scheduler, tls)
     if tls is None:
@@ -211,7 +211,7 @@ def _serve_worker(
     import dask
     from distributed import Worker
 
-    from dbregress.execute import work_root
+    from dbregress.execution.execute import work_root
     from dbregress.fleet.unit import worker_state
 
     own = work_root() / f"worker-{name}"

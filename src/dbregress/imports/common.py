@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TypedDict
 
 from dbregress.analysis.metrics import PER_OP
-from dbregress.errors import DbregressError, StoreError
-from dbregress.lab import VerdictPolicy
-from dbregress.records import JobId, StepResult
-from dbregress.run_record import RunRecord
+from dbregress.lab.file import VerdictPolicy
+from dbregress.model.errors import DbregressError, StoreError
+from dbregress.model.records import JobId, StepResult
+from dbregress.model.run_record import RunRecord
 from dbregress.shapes.run import RunJson
 from dbregress.store.files import write_json
 

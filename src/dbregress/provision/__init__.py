@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dbregress.errors import BuildNotFound
+from dbregress.model.errors import BuildNotFound
 
 # `null` is no engine: its loadgen driver does nothing (tests of the scheduler, the
 # fleet and the reports; engines/null.py).

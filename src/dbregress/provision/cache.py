@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from dbregress.errors import ProvisionError
+from dbregress.model.errors import ProvisionError
 
 SPEC_FILE = "dbregress-build.json"
 _TMP_PREFIX = ".tmp-"

@@ -17,7 +17,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, mysql
 from dbregress.provision.libenv import library_env
 from dbregress.provision.versioning import version_key

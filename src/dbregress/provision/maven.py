@@ -25,7 +25,7 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, cache, mysql
 from dbregress.provision.local import postgres_version
 from dbregress.provision.versioning import closest, newest_in_series, normalize, sort_versions

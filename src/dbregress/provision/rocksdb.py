@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, cache, maven
 from dbregress.provision.versioning import closest, sort_versions, version_key
 

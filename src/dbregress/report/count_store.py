@@ -20,9 +20,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from dbregress import method
 from dbregress.analysis.compare import RunVerdicts
-from dbregress.analysis.cost import COST_METRICS, Key, choose_group, group_of, groups_seen, value_of
+from dbregress.analysis.cost_methods import (
+    COST_METRICS,
+    Key,
+    choose_group,
+    group_of,
+    groups_seen,
+    value_of,
+)
+from dbregress.method import identity as method
 from dbregress.shapes import verdicts as shapes
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord, StoreUse
 from dbregress.shapes.run import RunJson

@@ -27,7 +27,8 @@ import math
 from collections.abc import Sequence
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts
-from dbregress.analysis.cost import COST_METRICS, CostComparison
+from dbregress.analysis.cost import CostComparison
+from dbregress.analysis.cost_methods import COST_METRICS
 from dbregress.analysis.summary import Cell, Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.report import count_store, disclosure, io_tables

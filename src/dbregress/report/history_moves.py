@@ -6,7 +6,7 @@ machine is not the same series), the cost lane's from any host (its simulated ca
 fixed, so counts compare across hosts). A change point found at this run by the series
 method (analysis/changepoints.py, one call per lane) means the step moved against the
 earlier runs; it needs at least MIN_EARLIER runs before this one to say so. Only the
-earlier runs measured by this run's method (dbregress/method.py) take part: where the
+earlier runs measured by this run's method (dbregress/method/identity.py) take part: where the
 method changed, the section says what changed instead of reporting moves across it (the
 time lane's method is the whole identity, the cost lane's what counts depend on:
 method.COUNT_FIELDS, and the count's scope). A history that cannot be read is said in
@@ -25,12 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from dbregress import method
 from dbregress.analysis import changepoints
 from dbregress.analysis.changepoints import Change
-from dbregress.analysis.cost import FLOOR_SD, Floors, group_of
-from dbregress.errors import StoreError
-from dbregress.lab import VerdictPolicy
+from dbregress.analysis.cost import FLOOR_SD
+from dbregress.analysis.cost_floors import Floors
+from dbregress.analysis.cost_methods import group_of
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
 from dbregress.store.calibration import calibration_floor

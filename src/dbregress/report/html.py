@@ -5,16 +5,16 @@ Per comparison: relative QPS coloured by verdict with its intervals, a ratio cha
 column, absolute Q, per step the throughput per interval and the latency percentile
 curves of every column (one repeat each), and the per-operation metrics absolute and
 relative. Then what a reader needs to reproduce the run: host, placement, builds,
-configs and the lab file itself.
+configs and the lab file itself. The charts per step are made in step_charts.py, the
+reproduce section in reproduce.py, the SVG in svg.py and ratio_svg.py.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias, TypedDict, cast
+from typing import TypedDict
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -25,24 +25,17 @@ from dbregress.analysis.groups import group_summaries
 from dbregress.analysis.metrics import PER_OP, Metric
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
-from dbregress.records import JobId
-from dbregress.report import changes, count_store, disclosure, io_tables, svg
+from dbregress.report import changes, count_store, disclosure, io_tables, ratio_svg, svg
 from dbregress.report import verdict_tables as vt
 from dbregress.report.changes import SeriesTable
 from dbregress.report.io_tables import IoHtml
 from dbregress.report.markdown import BENCHMARK_NAMES, WORSE_BETTER, fmt, shown_metrics
+from dbregress.report.reproduce import reproduce
+from dbregress.report.step_charts import StepCharts, step_charts
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.shapes.run import RunJson
-from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.run import RunData
-from dbregress.store.series import (
-    StepFiles,
-    interval_rates,
-    percentile_curve,
-    read_histograms,
-    step_index,
-)
 
 # The per-operation costs the HTML shows (the CSV export has every one).
 HTML_METRICS = (
@@ -75,15 +68,6 @@ class Row:
     head: str
     cells: list[TableCell] = field(default_factory=list)
     note: str = ""
-
-
-@dataclass
-class StepCharts:
-    step: str
-    op: str
-    throughput: Markup
-    latency: Markup
-    empty: bool  # no column had a series or a histogram for this step
 
 
 class MetricTable(TypedDict):
@@ -123,22 +107,6 @@ class ComparisonPage(TypedDict):
     io: IoHtml | None
     open: bool
     heatmap: bool
-
-
-class Reproduce(TypedDict):
-    """What a reader needs to run this again, as the page lists it."""
-
-    host: list[tuple[str, str]]
-    placement: list[tuple[str, str]]
-    run: list[tuple[str, str]]
-    builds: list[list[str]]
-    configs: list[list[str]]
-    lab: str
-    commands: list[str]
-
-
-# A column's first measured repeat of a step: its job, its result and its files.
-FirstRepeat: TypeAlias = tuple[str, StepResultJson, StepFiles]
 
 
 def _env() -> Environment:
@@ -216,20 +184,21 @@ def ratio_charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
     found = v.for_comparison(m.comparison)
     if len(m.labels) - 1 > SMALL_MULTIPLES_UP_TO:
         cells = {
-            (s, lb): svg.RatioPoint(s, c.ratio, c.ci, c.verdict) for (lb, s), c in found.items()
+            (s, lb): ratio_svg.RatioPoint(s, c.ratio, c.ci, c.verdict)
+            for (lb, s), c in found.items()
         }
         title = f"Relative QPS vs {m.base}, every step and column"
-        return [Markup(svg.ratio_heatmap(m.steps, m.labels[1:], cells, title))]
+        return [Markup(ratio_svg.ratio_heatmap(m.steps, m.labels[1:], cells, title))]
     out = []
     for lb in m.labels[1:]:
         points = []
         for s in m.steps:
             c = found.get((lb, s))
             if c is None:
-                points.append(svg.RatioPoint(s, None, None, "undecided"))
+                points.append(ratio_svg.RatioPoint(s, None, None, "undecided"))
             else:
-                points.append(svg.RatioPoint(s, c.ratio, c.ci, c.verdict, c.reason))
-        chart = svg.ratio_chart(points, f"{lb} vs {m.base}", v.policy.band)
+                points.append(ratio_svg.RatioPoint(s, c.ratio, c.ci, c.verdict, c.reason))
+        chart = ratio_svg.ratio_chart(points, f"{lb} vs {m.base}", v.policy.band)
         out.append(Markup(chart))
     return out
 
@@ -273,122 +242,6 @@ def metric_tables(m: Matrix, v: RunVerdicts) -> list[MetricTable]:
             rows.append(Row(s, cells))
         tables.append({"metric": mt, "rows": rows})
     return tables
-
-
-class FirstRepeats:
-    """For each (column, step): the job and result of the lowest-numbered measured
-    repeat where the step is ok, and where its files are."""
-
-    def __init__(self, data: RunData) -> None:
-        self.path = data.path
-        self.found: dict[tuple[str, str], tuple[int, str, StepResultJson]] = {}
-        for job, results in data.steps.items():
-            jid = JobId.of(job)
-            if jid is None or jid.warmup:
-                continue
-            for r in results:
-                key = (jid.label, str(r.get("step")))
-                if r.get("status") == "ok" and jid.repeat < self.found.get(key, (1 << 62,))[0]:
-                    self.found[key] = (jid.repeat, job, r)
-        self.files: dict[str, dict[str, StepFiles]] = {}
-
-    def get(self, label: str, step: str) -> FirstRepeat | None:
-        hit = self.found.get((label, step))
-        if hit is None:
-            return None
-        _, job, result = hit
-        if job not in self.files:
-            self.files[job] = step_index(self.path / job)
-        files = self.files[job].get(step)
-        return (job, result, files) if files is not None else None
-
-
-@dataclass
-class _StepLines:
-    """One step's lines, one per column: Q over time and the latency percentiles, and
-    what the charts' titles and shading take from the columns' results."""
-
-    rates: list[svg.Line] = field(default_factory=list)
-    curves: list[svg.Line] = field(default_factory=list)
-    sliced: bool = False
-    warmup: float = 0.0
-    op: str = ""
-    unit: str = ""
-
-    def add(self, label: str, base: bool, colour: str, found: FirstRepeat) -> None:
-        """A column's lines from its first measured repeat of the step."""
-        job, result, files = found
-        self.op, self.unit = result["q"]["op"], result["q"]["unit"]
-        window = result.get("window")
-        self.warmup = max(self.warmup, float((window.get("warmup_s") if window else 0) or 0))
-        width = 2.2 if base else 1.3
-        name = f"{label} ({job.rpartition('/')[2]})"
-        if result.get("slices"):  # interleaved: per slice, in the side's own time
-            self.sliced = True
-            steps = [
-                (t - secs, t, q_all / secs)
-                for t, secs, _q, q_all in result["slices"]
-                if secs > 0  # a last slice can be empty
-            ]
-        else:
-            unit = "rows" if self.unit == "rows" else "ops"
-            steps = interval_rates(files.csv, self.op, unit)
-        points = [pt for a, b, rate in steps for pt in ((a, rate), (b, rate))]
-        self.rates.append(svg.Line(name, colour, points, width))
-        encoded = read_histograms(files.hlog).get(self.op)
-        curve = percentile_curve(encoded) if encoded else None
-        if curve:
-            pts = [(svg.nines(p), v) for p, v in curve]
-            self.curves.append(svg.Line(name, colour, pts, width))
-
-    def charts(self, step: str) -> StepCharts:
-        """The step's two charts: Q per interval (per slice, in turns, when interleaved)
-        with the warm-up shaded, and the latency percentile curves."""
-        shade = (0.0, self.warmup, "warm-up") if self.warmup > 0 else None
-        per = "rows/s" if self.unit == "rows" else "ops/s"
-        end = max((x for series in self.rates for x, _ in series.points), default=1.0)
-        throughput = svg.line_chart(
-            self.rates,
-            f"{step}: {per} per slice, in turns" if self.sliced else f"{step}: {per} per interval",
-            "seconds",
-            per,
-            width=360,
-            height=210,
-            x_range=(0.0, end),
-            shade_x=shade,
-        )
-        latency = svg.line_chart(
-            self.curves,
-            f"{step}: latency percentiles",
-            "percentile (%)",
-            "µs",
-            width=360,
-            height=210,
-            log_y=True,
-            x_ticks=svg.NINES_TICKS,
-            x_range=(0.0, 5.0),
-            y_from_zero=False,
-        )
-        empty = not any(x.points for x in self.rates) and not self.curves
-        return StepCharts(step, self.op, Markup(throughput), Markup(latency), empty)
-
-
-def step_charts(data: RunData, m: Matrix, colours: dict[str, str]) -> list[StepCharts]:
-    """Per step: Q per interval and the latency percentiles of the step's main op, one
-    line per column from its first measured repeat. An interleaved run draws Q per slice
-    instead, each side in its own time: the sides' slices of one turn line up, so a
-    drift of the host shows on every line at once."""
-    first = FirstRepeats(data)
-    out = []
-    for s in m.steps:
-        lines = _StepLines()
-        for lb in m.labels:
-            found = first.get(lb, s)
-            if found is not None:
-                lines.add(lb, lb == m.base, colours[lb], found)
-        out.append(lines.charts(s))
-    # a run without series or histograms at all (imported results): no empty charts
-    return [] if all(c.empty for c in out) else out
 
 
 def group_rows(m: Matrix) -> list[list[str]]:
@@ -457,91 +310,12 @@ def _run(data: RunData) -> RunJson:
     return data.record
 
 
-def _text(value: object) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return str(value)
-
-
-def _repeats(value: object) -> str | None:
-    if isinstance(value, dict) and "min" in value:
-        low, high = value["min"], value.get("max", value["min"])
-        return f"{low}..{high} (more rounds while a step is undecided)" if high != low else str(low)
-    return None if value is None else _text(value)
-
-
 def num(value: float | None) -> str:
     """A table figure: as in report.md, but a small non-zero value keeps two significant
     digits instead of showing 0.00."""
     if value is not None and value != 0 and abs(value) < 0.01 and math.isfinite(value):
         return f"{value:.2g}"
     return fmt(value)
-
-
-def _settings(settings: Mapping[str, object]) -> str:
-    """An engine's or a job's settings, whatever they hold, as name=value."""
-    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "-"
-
-
-def reproduce(data: RunData) -> Reproduce:
-    """What a reader needs to run this again: host, placement, builds, configs, lab."""
-    record = _run(data)
-    lab = data.path / "lab.toml"
-    try:
-        lab_text = lab.read_text()
-    except OSError:
-        lab_text = "(lab.toml is missing from the run folder)"
-    builds = []
-    for c in record["columns"]:
-        b = record.get("builds", {}).get(c["label"], {})
-        rest = {k: val for k, val in b.items() if k not in ("spec", "version_string")}
-        builds.append([c["label"], c["build"], b.get("version_string", "?"), _settings(rest)])
-    configs = []
-    for c in record["columns"]:
-        jobs = [
-            j
-            for name, j in sorted(record.get("jobs", {}).items())
-            if (jid := JobId.of(name)) is not None and jid.label == c["label"]
-        ]
-        # a job's entry holds its settings and sizes, keys shapes/run.py does not name yet
-        first = cast(Mapping[str, Mapping[str, object]], jobs[0] if jobs else {})
-        configs.append(
-            [
-                c["label"] + (" (base)" if c["base"] else ""),
-                c["comparison"],
-                c["config"],
-                _settings(c.get("settings") or {}),
-                _settings(first.get("settings") or {}),
-                _settings(first.get("sizes") or {}),
-            ]
-        )
-    run_facts = [
-        ("run id", record["run_id"]),
-        ("status", record["status"]),
-        ("started", record.get("started_at")),
-        ("finished", record.get("finished_at")),
-        ("resumed", record.get("resumed_at")),
-        ("repeats", _repeats(record.get("repeats"))),
-        ("order of columns in a round", record.get("order")),
-        ("seed", record.get("seed")),
-        ("warm-up job", record.get("warmup_job")),
-        ("verdict policy", record.get("verdict_policy")),
-        ("method", record.get("method_identity")),
-        ("page cache drops", record.get("page_cache")),
-        ("injected slowdowns", record.get("inject_slowdown") or None),
-    ]
-    specs = sorted({c["build"] for c in record["columns"]})
-    return {
-        "host": [(k, _text(val)) for k, val in record.get("host", {}).items()],
-        "placement": [(k, _text(val)) for k, val in record["placement"].items()],
-        "run": [(k, _text(val)) for k, val in run_facts if val is not None],
-        "builds": builds,
-        "configs": configs,
-        "lab": lab_text,
-        "commands": [f"dbregress fetch {' '.join(specs)}", "dbregress run lab.toml"],
-    }
 
 
 def render(

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Final, Literal, cast
 
 from dbregress.analysis.compare import VERDICT_METRICS, RunVerdicts, lane_gaps
-from dbregress.analysis.cost import COST_METRICS, CostComparison, FloorSeen
+from dbregress.analysis.cost import CostComparison
+from dbregress.analysis.cost_floors import FloorSeen
+from dbregress.analysis.cost_methods import COST_METRICS
 from dbregress.analysis.metrics import Metric
 from dbregress.analysis.state import SideState
 from dbregress.analysis.verdict import StepVerdict

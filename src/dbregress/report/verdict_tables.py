@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 from dbregress.analysis import state
 from dbregress.analysis.compare import RunVerdicts, lane_gaps
-from dbregress.analysis.cost import COST_METRICS, CostComparison
+from dbregress.analysis.cost import CostComparison
+from dbregress.analysis.cost_methods import COST_METRICS
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.collect.hostprobe import describe

@@ -1,4 +1,4 @@
-"""How a run or a counting replay was measured (dbregress/method.py identity()): history
+"""How a run or a counting replay was measured (dbregress/method/identity.py identity()): history
 never sets the figures of two methods against each other."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import NotRequired, TypedDict
 
 
 class MethodIdentity(TypedDict):
-    """How a run (or a counting replay) was measured: dbregress/method.py says what each
+    """How a run (or a counting replay) was measured: dbregress/method/identity.py says what each
     field is; every field is part of the identity's key."""
 
     dbregress: str

@@ -93,7 +93,7 @@ class RepeatsJson(TypedDict):
 
 
 class VerdictPolicyJson(TypedDict):
-    """Every setting a verdict of the run depends on (lab.py Lab.policy_record); a run
+    """Every setting a verdict of the run depends on (lab/file.py Lab.policy_record); a run
     of an earlier dbregress stored fewer of them."""
 
     alpha: float

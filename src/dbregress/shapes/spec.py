@@ -104,7 +104,7 @@ class WindowSpec(TypedDict):
 
 
 class StepSpec(TypedDict):
-    spec_version: NotRequired[Literal[3]]  # added where the loadgen is started (loadgen.py)
+    spec_version: NotRequired[Literal[3]]  # added where the loadgen is started (loadgen/client.py)
     seed: int
     clients: int
     engine: EngineSpec

@@ -272,7 +272,7 @@ class Verdicts(TypedDict):
     method: NotRequired[str]
     policy: PolicyJson
     lanes: NotRequired[Lanes]
-    # run.json's method identity as the run stored it (dbregress/method.py): every
+    # run.json's method identity as the run stored it (dbregress/method/identity.py): every
     # field a version or a hash, None where the host had no such tool
     method_identity: NotRequired[MethodIdentity | None]
     io_efficiency: NotRequired[list[IoEfficiencyItem]]

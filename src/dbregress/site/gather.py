@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dbregress import method
 from dbregress.analysis.changepoints import Change
-from dbregress.errors import DbregressError
-from dbregress.lab import VerdictPolicy
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError
 from dbregress.report.history_moves import series_changes
 from dbregress.site.model import (
     Break,

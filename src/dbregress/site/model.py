@@ -4,7 +4,7 @@ the pages (site/write.py), so that other tools read the same figures the pages s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 
@@ -173,7 +173,10 @@ class LabData:
 
 
 def as_json(value: Any) -> Any:
-    """A dataclass (or a list of them) as JSON-ready data."""
-    if isinstance(value, list):
+    """A dataclass (or a list or tuple of them) as JSON-ready data; dataclasses.asdict
+    deep-copies every leaf, a second of a 500-run lab's data."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {k: as_json(v) for k, v in vars(value).items()}
+    if isinstance(value, list | tuple):
         return [as_json(v) for v in value]
-    return asdict(value)
+    return value

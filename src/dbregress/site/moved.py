@@ -4,9 +4,9 @@ What moved, newest first:
 - every change point of the lab's history (site/gather.py's charts: a step's level
   shifted between runs, against the lab's earlier runs);
 - every confirmed `slower` or `faster` verdict of a column against its run's base, from
-  each run's verdicts.json. A verdict that holds run after run for the same pair of
-  builds (a nightly measured against a fixed release) is one line with its first and
-  last run and how many runs said it, not a line per run.
+  each run's verdicts.json. A verdict that holds run after run against the same base
+  build (a nightly's new commit each night measured against a fixed release) is one
+  line with its first and last run and how many runs said it, not a line per run.
 With explain's named cause where the run holds explanations, else the cost lane's own
 reading of the verdict."""
 
@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import DbregressError
-from dbregress.micro_names import group_of
+from dbregress.lab.micro_names import group_of
+from dbregress.model.errors import DbregressError
 from dbregress.site.gather import RunFolder, read_json, slug
 from dbregress.site.model import (
     Bisection,
@@ -114,8 +114,8 @@ def _build(rf: RunFolder, column: str) -> str:
 def verdict_lines(
     folders: list[RunFolder], pages: dict[tuple[str, str], str], named: dict[str, dict[Any, str]]
 ) -> list[Moved]:
-    """Confirmed verdicts against each run's base; a run of the same verdict on the
-    same pair of builds in consecutive runs collapsed into one line (its last run)."""
+    """Confirmed verdicts against each run's base; a run of the same verdict against
+    the same base build in consecutive runs collapsed into one line (its last run)."""
     held: dict[tuple[str, ...], tuple[Moved, int, int]] = {}  # key -> (line, first, count)
     key: tuple[str, ...]
     out: list[tuple[Moved, int, int]] = []
@@ -124,13 +124,14 @@ def verdict_lines(
         for (lane, comp, column, step), v in rf.verdicts.items():
             if v.word not in DECIDED:
                 continue
-            key = (lane, comp, column, step, v.word, _base_of(rf, comp), _build(rf, column))
+            key = (lane, comp, column, step, v.word, _base_of(rf, comp))
             now.add(key)
             build = rf.builds.get(column, {})
             cause = named.get(rf.info.run_id, {}).get((comp, column, step))
             line = Moved(
                 "verdict", lane, comp, step, column, rf.info.run_id, rf.info.started, v.word,
-                v.ratio, v.ci, key[6], rf.host, build.get("commit"), build.get("subject"),
+                v.ratio, v.ci, _build(rf, column), rf.host, build.get("commit"),
+                build.get("subject"),
                 cause or rf.readings.get((lane, comp, column, step)), rf.report,
                 pages.get((comp, step)),
             )  # fmt: skip

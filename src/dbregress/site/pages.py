@@ -94,13 +94,17 @@ def run_axis(lab: LabData) -> list[tuple[int, str]]:
     return [(i, _date(r.started)) for i, r in enumerate(lab.runs)]
 
 
+MOVED_SHOWN = 1000  # lines of the "what moved" page; all of them are in data/lab.json
+
+
 def moved_page(lab: LabData) -> str:
     return _render(
         "moved.html.j2",
         title=f"What moved in {lab.name}",
         nav=_nav(1, lab.name),
         lab=lab.name,
-        moved=lab.moved,
+        moved=lab.moved[:MOVED_SHOWN],
+        total=len(lab.moved),
         bisections=lab.bisections,
     )
 

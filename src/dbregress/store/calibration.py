@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress.analysis.cost import Floors, Group, group_of, replay_noise
+from dbregress.analysis.cost_floors import Floors, replay_noise
+from dbregress.analysis.cost_methods import Group, group_of
 from dbregress.collect.host import host_facts
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store.files import write_json
 

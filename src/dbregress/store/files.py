@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 
 
 def sibling(stem: Path, extension: str) -> Path:

@@ -7,7 +7,7 @@ rebuilt from them (`reindex`). What it holds (store/history_db.py has the tables
 
 - runs: one row per run: lab, start and end (UTC), status, native or imported, the
   host's fingerprint (`host_fingerprint`) and name, the folder, and its method identity
-  (`method`, JSON, and its key `method_key`: dbregress/method.py);
+  (`method`, JSON, and its key `method_key`: dbregress/method/identity.py);
 - run_columns: the run's columns: comparison, build, config, position;
 - time_samples: one row per measured step result (not the warm-up job, finished ok,
   reported): the step's QPS and its per-operation costs, and why the host disturbed it
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from dbregress.analysis.cost import Floors
-from dbregress.errors import StoreError
+from dbregress.analysis.cost_floors import Floors
+from dbregress.model.errors import StoreError
 from dbregress.shapes.method import MethodIdentity
 from dbregress.store.history_db import (
     _SCHEMA,
@@ -98,7 +98,7 @@ class RunInfo:
     hostname: str | None
     path: str
     policy: Mapping[str, Any]
-    method: MethodIdentity | None = None  # how it was measured (dbregress/method.py)
+    method: MethodIdentity | None = None  # how it was measured (dbregress/method/identity.py)
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from dbregress import method
-from dbregress.errors import StoreError
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
 
 FILENAME = "history.sqlite"
 # The version of the tables below. It changes whenever a table or the meaning of a
@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS runs(
     policy TEXT NOT NULL,    -- the run's verdict policy, JSON
     path TEXT NOT NULL,      -- the run folder, relative to the results root when inside it
     method TEXT,             -- how it was measured, JSON (NULL: not recorded)
-    method_key TEXT          -- dbregress.method.key of it
+    method_key TEXT          -- dbregress.method.identity.key of it
 );
 CREATE INDEX IF NOT EXISTS runs_by_lab ON runs(lab, started);
 CREATE TABLE IF NOT EXISTS run_columns(

@@ -16,7 +16,8 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dbregress.analysis.cost import Floors, pooled_log_sd
+from dbregress.analysis.cost_floors import Floors
+from dbregress.analysis.cost_stats import pooled_log_sd
 from dbregress.store.history_db import COST_COLUMNS
 
 # The earlier runs a floor is pooled over: the latest this many with counts of the step.
@@ -37,7 +38,7 @@ class FloorCell:
 
     @property
     def name(self) -> str:
-        """Its key in Floors.noise (analysis/cost.py): per build."""
+        """Its key in Floors.noise (analysis/cost_floors.py): per build."""
         return f"{self.comparison}/{self.step}@{self.build_key}"
 
 

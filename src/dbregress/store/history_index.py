@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from dbregress import method
-from dbregress.errors import StoreError
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
 from dbregress.shapes.run import HostFacts
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.history_db import Database

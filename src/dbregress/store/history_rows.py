@@ -20,10 +20,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import method
 from dbregress.analysis.compare import disturbance, measured
-from dbregress.analysis.cost import COST_METRICS, value_of
-from dbregress.records import JobId
+from dbregress.analysis.cost_methods import COST_METRICS, value_of
+from dbregress.method import identity as method
+from dbregress.model.records import JobId
 from dbregress.shapes.run import HostFacts
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.history_db import COST_COLUMNS, TIME_METRICS

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
 from dbregress.store.files import write_json
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress import method
-from dbregress.errors import StoreError
-from dbregress.lab import Job, Lab
-from dbregress.records import JobId, NotAStepResult, StepResult
-from dbregress.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
+from dbregress.lab.file import Job, Lab
+from dbregress.method import identity as method
+from dbregress.model.errors import StoreError
+from dbregress.model.records import JobId, NotAStepResult, StepResult
+from dbregress.model.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.run import (
     BuildIdentity,
@@ -98,7 +98,7 @@ class RunWriter:
                 # gate on a lane that never ran fails instead of passing.
                 cost_lane={"planned": lab.counts(), "why_not": lab.why_no_count()},
                 # How it is measured (dbregress, loadgen, valgrind, libc, cost model, ...):
-                # the history draws a boundary where this changes (dbregress/method.py).
+                # the history draws a boundary where this changes (dbregress/method/identity.py).
                 method_identity=method.identity(),
                 inject_slowdown={
                     c.label: c.inject_slowdown for c in lab.columns if c.inject_slowdown
@@ -390,7 +390,7 @@ def _read_step(f: Path) -> StepResultJson:
 
 def check_same_method(path: Path, recorded: MethodIdentity | None, current: MethodIdentity) -> None:
     """Refuse, in one line, to continue a run measured by another method than
-    `current` (what differs: dbregress/method.py differences)."""
+    `current` (what differs: dbregress/method/identity.py differences)."""
     if method.key(recorded) == method.key(current):
         return
     what = "; ".join(method.differences(recorded, current))

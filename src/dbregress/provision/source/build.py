@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, mysql, rocksdb
 from dbregress.provision.cache import cache_root, install, make_dirs, read_spec
 from dbregress.provision.local import postgres_version

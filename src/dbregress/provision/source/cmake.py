@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from dbregress.errors import BuildNotFound
+from dbregress.model.errors import BuildNotFound
 from dbregress.provision.cache import cache_root
 
 Kind = Literal["mariadb", "mysql", "percona", "fbmysql"]

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import BuildNotFound
+from dbregress.model.errors import BuildNotFound
 from dbregress.provision.maven import sha256
 from dbregress.provision.source.recipes import Recipe
 

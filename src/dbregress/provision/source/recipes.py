@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal, NotRequired, TypedDict, cast
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec
 from dbregress.provision.maven import sha256
 from dbregress.provision.source.spec import FAMILY

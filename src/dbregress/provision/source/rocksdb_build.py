@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision.versioning import version_key
 
 # What makes a directory a RocksDB tree: the C API the loadgen calls (its header and

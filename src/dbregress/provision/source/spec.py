@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from dbregress.errors import BuildNotFound
+from dbregress.model.errors import BuildNotFound
 from dbregress.provision import BuildSpec
 
 PREFIX = "src:"

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError
 
 # Directories left out of a tree's content hash: version control and build leftovers.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "autom4te.cache"})

@@ -29,13 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from dbregress import prepare
 from dbregress.analysis.fio_baseline import column_modes
 from dbregress.collect import fio
 from dbregress.collect.diskstats import find_device
 from dbregress.engines.base import Engine
-from dbregress.errors import DbregressError
-from dbregress.lab import Comparison, Lab
+from dbregress.execution import prepare
+from dbregress.lab.file import Comparison, Lab
+from dbregress.model.errors import DbregressError
 from dbregress.shapes.device import DeviceBaseline, FioRun
 from dbregress.store.run import RunWriter
 

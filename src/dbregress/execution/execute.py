@@ -26,13 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from dbregress import benchmarks, prepare, provision
+from dbregress import benchmarks, provision
 from dbregress.analysis.paired import pair_slices
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.engines.base import Engine, EngineOptions, Sizes
 from dbregress.engines.registry import engine_class
-from dbregress.errors import (
+from dbregress.execution import prepare
+from dbregress.execution.session import EngineSession
+from dbregress.execution.step import LiveRate, Report, StepOutcome, collect_step
+from dbregress.execution.step_interleaved import Side, collect_interleaved
+from dbregress.lab.file import STORAGE_BOUND_CONFIGS, Column, Job, Lab
+from dbregress.model.errors import (
     DbregressError,
     EngineError,
     Interrupted,
@@ -40,14 +45,11 @@ from dbregress.errors import (
     StepTimeout,
     StoreError,
 )
-from dbregress.interrupts import hurrying, shielded
-from dbregress.lab import STORAGE_BOUND_CONFIGS, Column, Job, Lab
+from dbregress.model.interrupts import hurrying, shielded
+from dbregress.model.records import JobId, StepError, StepResult
 from dbregress.provision import Build
-from dbregress.records import JobId, StepError, StepResult
-from dbregress.session import EngineSession
 from dbregress.shapes.run import JobEntry
 from dbregress.shapes.step_result import Paired, StepResultJson
-from dbregress.step import LiveRate, Report, Side, StepOutcome, collect_interleaved, collect_step
 from dbregress.store.history import History
 from dbregress.store.run import RunWriter
 
@@ -203,7 +205,7 @@ class LocalExecutor:
 
     def round(self, jobs: list[Job], builds: dict[str, Build]) -> None:
         """An interleaved round: every column's engine up at once, each step run on all
-        of them in turns (step.collect_interleaved). The first to run rotates with the
+        of them in turns (step_interleaved.collect_interleaved). The first to run rotates with the
         round's order, which the lab's seed draws."""
         for job in jobs:  # an interrupted attempt is run again from its start
             self.writer.forget_job(job)

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dbregress.benchmark_sizes import (
+from dbregress.lab.columns import Column, check_label, read_columns
+from dbregress.lab.flavors import attach, read_flavors
+from dbregress.lab.sizes import (
     INSERT_STEPS,
     KV_STEPS,
     InsertSizes,
@@ -26,13 +28,11 @@ from dbregress.benchmark_sizes import (
     read_kv,
     read_micro,
 )
-from dbregress.lab_columns import Column, check_label, read_columns
-from dbregress.lab_flavors import attach, read_flavors
-from dbregress.records import JobId
+from dbregress.model.records import JobId
+from dbregress.model.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 from dbregress.shapes import run as shapes
-from dbregress.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 
-# The benchmarks' sizes live in benchmark_sizes.py; these names are part of this module's API.
+# The benchmarks' sizes live in lab/sizes.py; these names are part of this module's API.
 __all__ = [
     "INSERT_STEPS",
     "KV_STEPS",

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from dbregress.cost.lane import run_lane
-from dbregress.execute import ProgressFn
-from dbregress.lab import Lab
-from dbregress.runner import Runner
+from dbregress.execution.execute import ProgressFn
+from dbregress.execution.runner import Runner
+from dbregress.lab.file import Lab
 
 Notify = Callable[[str], None]
 

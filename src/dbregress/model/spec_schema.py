@@ -14,11 +14,12 @@ import json
 from pathlib import Path
 from typing import Any, TypedDict
 
-from dbregress.errors import DbregressError
+from dbregress.model.errors import DbregressError
 
 NAME = "step-spec.schema.json"
 # An installed wheel carries it inside the package; a checkout has it at the top.
-PLACES = (Path(__file__).parent / "schema" / NAME, Path(__file__).parents[2] / "schema" / NAME)
+# installed (dbregress/schema), or a checkout (schema/ at its top)
+PLACES = (Path(__file__).parents[1] / "schema" / NAME, Path(__file__).parents[3] / "schema" / NAME)
 
 
 class Property(TypedDict, total=False):

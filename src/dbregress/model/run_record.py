@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from dbregress.errors import StoreError
-from dbregress.records import schema_validator
+from dbregress.model.errors import StoreError
+from dbregress.model.records import schema_validator
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.run import (
     BuildIdentity,

@@ -19,8 +19,8 @@ from pathlib import Path
 from types import TracebackType
 
 from dbregress.engines.base import Engine
-from dbregress.interrupts import shielded
-from dbregress.step import Report
+from dbregress.execution.step import Report
+from dbregress.model.interrupts import shielded
 
 SETTLE_CHECK_S = 0.5  # how often the engines are checked while a wait passes
 

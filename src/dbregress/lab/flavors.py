@@ -19,9 +19,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dbregress.lab_columns import Column
+from dbregress.lab.columns import Column
+from dbregress.model.tomlreader import TableReader, short
 from dbregress.provision import BuildSpec, source
-from dbregress.tomlreader import TableReader, short
 
 Flavors = dict[str, dict[str, str]]  # family -> flavor name -> recipe (JSON)
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dbregress import configs
-from dbregress.errors import BuildNotFound, ConfigRejected
+from dbregress.model.errors import BuildNotFound, ConfigRejected
+from dbregress.model.tomlreader import TableReader, short, value_name
 from dbregress.provision import BuildSpec
-from dbregress.tomlreader import TableReader, short, value_name
 
 # labels and names become folder names: no '/', no leading '.', no whitespace
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

@@ -51,8 +51,8 @@ from dbregress import __version__
 from dbregress.collect import valgrind
 from dbregress.collect.host import read_text
 from dbregress.collect.valgrind import CACHES
-from dbregress.errors import DbregressError, LoadgenError
-from dbregress.loadgen import find_binary
+from dbregress.loadgen.client import find_binary
+from dbregress.model.errors import DbregressError, LoadgenError
 from dbregress.shapes.method import MethodIdentity
 
 # The counting replays' adjustments (engine settings that keep timed background work out

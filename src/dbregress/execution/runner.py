@@ -11,11 +11,10 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from dbregress import interrupts, io_baseline, prepare, rounds
 from dbregress.collect import layout
 from dbregress.collect.host import host_facts
-from dbregress.errors import DbregressError, Interrupted, StoreError
-from dbregress.execute import (
+from dbregress.execution import io_baseline, prepare, rounds
+from dbregress.execution.execute import (
     Executor,
     LocalExecutor,
     ProgressFn,
@@ -23,10 +22,12 @@ from dbregress.execute import (
     make_engine,
     run_work_dir,
 )
-from dbregress.interrupts import shielded
-from dbregress.lab import Comparison, Job, Lab
+from dbregress.lab.file import Comparison, Job, Lab
+from dbregress.model import interrupts
+from dbregress.model.errors import DbregressError, Interrupted, StoreError
+from dbregress.model.interrupts import shielded
+from dbregress.model.records import StepResult
 from dbregress.provision import Build
-from dbregress.records import StepResult
 from dbregress.store.history import History, index_into
 from dbregress.store.run import RunWriter
 

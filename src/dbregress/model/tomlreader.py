@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from dbregress.errors import LabError
+from dbregress.model.errors import LabError
 
 # TOML integers are 64-bit; tomllib accepts more, which would overflow later (float(),
 # the loadgen's u64 fields, time.sleep), so a value outside this range is an error.

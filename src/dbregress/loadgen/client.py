@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from dbregress.engines.process import die_with_parent
-from dbregress.errors import LoadgenError
+from dbregress.model.errors import LoadgenError
 from dbregress.shapes.spec import StepSpec
 
 SPEC_VERSION: Final = 3  # the only version the loadgen reads: workload tagged by kind

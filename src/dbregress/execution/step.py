@@ -7,6 +7,9 @@ are read at those boundaries (collect/window.py), so connecting, preparing, crea
 tables and the end-of-step checks are not charged to the step's operations. The
 server's counters are read once more after the summary, while the loadgen still holds
 its connections, so backends that exit at disconnect are counted whole.
+
+The figures computed from the summary are in step_figures.py, the loadgen run this
+follows in step_loadgen.py, the sides of an interleaved step in step_interleaved.py.
 """
 
 from __future__ import annotations
@@ -18,26 +21,22 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Generic, TypeVar, cast
 
-from dbregress.analysis.metrics import PER_OP
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.collect import diskstats, pmu, window
 from dbregress.collect.hostcpu import cpu_clock
 from dbregress.collect.perfctl import PerfError
-from dbregress.collect.proc import Usage, tree_pids
+from dbregress.collect.proc import tree_pids
 from dbregress.engines.base import Engine
 from dbregress.engines.process import freeze_tree, thaw
-from dbregress.errors import LoadgenError
-from dbregress.follow import Handler, follow
-from dbregress.lab import Placement
-from dbregress.loadgen import Loadgen
+from dbregress.execution.step_figures import counter_metrics, q_count, step_result
+from dbregress.execution.step_loadgen import StepHandler, run_loadgen
+from dbregress.lab.file import Placement
+from dbregress.loadgen.client import Loadgen
 from dbregress.shapes import step_result as shapes
-from dbregress.shapes.events import Event, OpSummary, ProcessUsage, SeriesRow, Summary
+from dbregress.shapes.events import Event, ProcessUsage, SeriesRow, Summary
 from dbregress.shapes.spec import StepSpec
-from dbregress.store.files import sibling
 
-SLA_FRACTION = 0.95  # a q-step below 95% of its insert target failed its SLA
 MAX_ERROR_MESSAGES = 20
 # The live display's QPS: the first of these an interval counts is the step's main
 # operation (the loadgen names its Q operation only in the summary). Reads come before
@@ -146,66 +145,6 @@ def collect_step(
     return StepOutcome(result, stream.series, _hlog(summary))
 
 
-H = TypeVar("H", bound="StepHandler")
-
-
-class StepHandler(Handler):
-    """A Handler (follow.py) that run_loadgen also tells of the step's end: the summary
-    while the loadgen still holds its connections, and the end however it came."""
-
-    def summarized(self, summary: Summary) -> None:
-        """The summary came; the loadgen still holds its connections (so a server's
-        backends that exit at disconnect can still be read)."""
-
-    def ended(self) -> None:
-        """The step is over, done or failed: release what the handler holds."""
-
-
-@dataclass(frozen=True)
-class LoadgenRun(Generic[H]):
-    summary: Summary
-    handler: H  # the one made for the loadgen
-    t0: float  # time.monotonic() at the step's start, which its deadline counts from
-
-
-def run_loadgen(
-    engine: Engine,
-    spec: StepSpec,
-    stem: Path,
-    step: str,
-    timeout_s: float,
-    cpus: frozenset[int] | None,
-    handler: Callable[[Loadgen], H],
-    wrapper: tuple[str, ...] = (),
-    started: Callable[[Loadgen], None] | None = None,
-    t0: float | None = None,
-) -> LoadgenRun[H]:
-    """One step's loadgen (its spec and stderr beside `stem`, on `cpus`, under `wrapper`)
-    followed to its summary with the handler made for it (follow.py), for a run's steps
-    and explain's alike. The handler is told the summary before the loadgen is released,
-    and its end in any case; the loadgen is killed on any error and always closed.
-    `started` is told the loadgen at once (to stop it from elsewhere); `t0` is when the
-    step's clock starts (by default: once the loadgen runs). LoadgenError, StepTimeout
-    or the engine's crash."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
-    loadgen = Loadgen(spec, sibling(stem, ".spec.json"), sibling(stem, ".stderr"), cpus, wrapper)
-    if started is not None:
-        started(loadgen)
-    t0 = time.monotonic() if t0 is None else t0
-    follower = handler(loadgen)
-    try:
-        summary = follow(loadgen, engine, step, timeout_s, follower, t0)
-        follower.summarized(summary)
-        loadgen.release()
-    except BaseException:
-        loadgen.kill()
-        raise
-    finally:
-        follower.ended()
-        loadgen.close()
-    return LoadgenRun(summary, follower, t0)
-
-
 def _device(engine: Engine, turns: Turns | None) -> diskstats.Device:
     """The block device of the engine's data, whose reads the step counts; none for an
     interleaved step, whose sides read the same device in each other's windows."""
@@ -239,17 +178,6 @@ def _result(plan: StepPlan, stream: _Stream, summary: Summary) -> shapes.StepRes
         result["counters"] = stream.counted
         result["per_op"] |= counter_metrics(stream.counted, count)
     return result
-
-
-def counter_metrics(counted: shapes.Counters, count: int) -> dict[str, float | None]:
-    """Cycles and instructions of the server (an embedded engine: the loadgen) per
-    operation of Q, where perf counted them."""
-    server = counted.get("server") or {}
-    out: dict[str, float | None] = {}
-    for event in pmu.EVENTS:
-        value = server.get(event)
-        out[f"server_{event}"] = value / count if value is not None and count else None
-    return out
 
 
 class _Counters:
@@ -438,111 +366,6 @@ def _on_interval(event: Event, stream: _Stream) -> None:
         stream.clock = cpu_clock(stream.cpus)  # inside the window, while the CPUs work
 
 
-def q_count(summary: Summary) -> int:
-    """Q over the measured window: its operation's rows or operations, as the loadgen
-    counts it."""
-    q_op = summary["q_op"]
-    if q_op not in summary["ops"]:
-        return 0
-    q = summary["ops"][q_op]
-    return q["ops"] if summary.get("q_unit", "rows") == "ops" else q["rows"]
-
-
-def step_result(
-    plan: StepPlan, summary: Summary, server: Usage, client: Usage | None
-) -> shapes.StepResultJson:
-    """The stored StepResult of a finished step (pure: no I/O)."""
-    checks = summary["checks"]
-    if checks["rows_expected"] is not None and checks["rows_expected"] != checks["rows_found"]:
-        raise LoadgenError(
-            f"step {plan.name}: tables hold {checks['rows_found']} rows, "
-            f"expected {checks['rows_expected']} (inserts minus deletes)"
-        )
-    if checks["point_rows_expected"] != checks["point_rows_found"]:
-        raise LoadgenError(
-            f"step {plan.name}: point queries returned "
-            f"{checks['point_rows_found']} rows, expected "
-            f"{checks['point_rows_expected']}"
-        )
-    elapsed = summary["elapsed_s"]
-    q_op = summary["q_op"]
-    q_unit = summary.get("q_unit", "rows")
-    count = q_count(summary)
-    ops = {name: _op_figures(o, elapsed) for name, o in summary["ops"].items()}
-    return {
-        "kind": "step",
-        "step": plan.name,
-        "status": "ok",
-        "reported": plan.reported,
-        "elapsed_s": elapsed,
-        "q": {
-            "op": q_op,
-            "unit": q_unit,
-            "count": count,
-            "value": count / elapsed if elapsed else 0.0,
-        },
-        "ops": ops,
-        "server": server.to_json(),
-        "client": client.to_json() if client is not None else None,
-        "engine_stats": summary.get("engine_stats"),
-        "per_op": per_op_metrics(count, elapsed, server, client),
-        "sla": _sla(summary, elapsed),
-        "checks": checks,
-    }
-
-
-def _op_figures(o: OpSummary, elapsed: float) -> shapes.OpFigures:
-    """An operation's summary as stored: all the loadgen said but the histogram (kept in
-    the .hlog), in its order, and its rates."""
-    kept = {k: v for k, v in o.items() if k != "histogram"}
-    rates = {
-        "rows_per_s": o["rows"] / elapsed if elapsed else 0.0,
-        "ops_per_s": o["ops"] / elapsed if elapsed else 0.0,
-    }
-    return cast(shapes.OpFigures, kept | rates)
-
-
-def per_op_metrics(
-    count: int, elapsed: float, server: Usage, client: Usage | None
-) -> dict[str, float | None]:
-    """Cost per operation of the step's Q over the measured window (None when Q is 0)."""
-    if not count:
-        return {m.key: None for m in PER_OP}
-    return {
-        "server_cpu_us": (server.user_s + server.system_s) * 1e6 / count,
-        "server_user_us": server.user_s * 1e6 / count,
-        "server_system_us": server.system_s * 1e6 / count,
-        "client_cpu_us": (client.user_s + client.system_s) * 1e6 / count if client else None,
-        "cs": server.ctx_switches / count,
-        "rkb": server.read_bytes / 1024 / count,
-        "wkb": server.write_bytes / 1024 / count,
-        "server_instructions": None,  # perf stat's, where the host counts (counter_metrics)
-        "server_cycles": None,
-        "ops_per_s": count / elapsed if elapsed else 0.0,
-    }
-
-
-def _sla(summary: Summary, elapsed: float) -> shapes.Sla | None:
-    """The background writer held to a target rate (the q-steps' inserts, the
-    *whilewriting steps' puts): did it keep up?"""
-    paced = [
-        (name, op["rows"], target)
-        for name, op in summary["ops"].items()
-        if (target := op.get("target_rows_per_s"))
-    ]
-    if not paced or not elapsed:
-        return None
-    name, rows, target = next((p for p in paced if p[0] == "insert"), paced[0])
-    target = float(target)
-    achieved = rows / elapsed
-    return {
-        "op": name,
-        "target_rows_per_s": target,
-        "achieved_rows_per_s": achieved,
-        "ok": achieved >= SLA_FRACTION * target,
-    }
-
-
 def _hlog(summary: Summary) -> str:
     lines = ["#op,histogram (HdrHistogram V2 compressed, base64, microseconds)"]
     lines += [f"{op},{o['histogram']}" for op, o in summary["ops"].items()]
@@ -594,95 +417,3 @@ class Turns:
             if nxt in self._live:
                 self._turn = nxt
                 return
-
-
-@dataclass
-class Side:
-    """One engine's part of an interleaved step."""
-
-    engine: Engine
-    spec: StepSpec
-    stem: Path
-    report: Report
-
-
-def collect_interleaved(
-    sides: list[Side],
-    plan: StepPlan,
-    timeout_s: float,
-    placement: Placement,
-    first: int = 0,
-) -> list[StepOutcome | Exception]:
-    """One step on every side at once, in turns: each side's loadgen runs a slice, then
-    waits while the others run theirs (the spec's `slices` says how long a slice is).
-    Returns each side's outcome, or the error that ended its step; the other sides go on
-    without a side that failed. Ctrl-C stops every side's loadgen and is raised."""
-    turns = Turns(len(sides), first)
-    out: list[StepOutcome | Exception | None] = [None] * len(sides)
-    loadgens: list[Loadgen] = []
-    lock = threading.Lock()
-
-    def keep(loadgen: Loadgen) -> None:
-        with lock:
-            loadgens.append(loadgen)
-
-    def run(i: int) -> None:
-        side = sides[i]
-        try:
-            # The other sides' slices pass while this one waits: its deadline scales.
-            out[i] = collect_step(
-                side.engine,
-                side.spec,
-                side.stem,
-                plan,
-                timeout_s * len(sides),
-                placement,
-                side.report,
-                turns,
-                i,
-                keep,
-            )
-        except Exception as e:  # this side's step failed; the others go on
-            out[i] = e
-
-    threads = [
-        threading.Thread(target=run, args=(i,), name=f"side-{i}", daemon=True)
-        for i in range(len(sides))
-    ]
-    for t in threads:
-        t.start()
-    try:
-        for t in threads:
-            while t.is_alive():
-                t.join(0.2)
-    except BaseException:
-        turns.abort()
-        with lock:
-            for loadgen in loadgens:
-                loadgen.kill()
-        for t in threads:
-            t.join(10)
-        raise
-    done = [o if o is not None else LoadgenError("the step did not run") for o in out]
-    _others_are_ours([o for o in done if isinstance(o, StepOutcome)])
-    return done
-
-
-def _cpu_s(usage: shapes.UsageJson | None) -> float:
-    return float(usage["user_s"] + usage["system_s"]) if usage else 0.0
-
-
-def _others_are_ours(outcomes: list[StepOutcome]) -> None:
-    """The sides of an interleaved step measured over the same minutes: the CPU that
-    one side's host counters call "other processes" includes the other sides' engines
-    and loadgens, which are not noise. Each side's other CPU is reduced by theirs."""
-    own = [_cpu_s(o.result.get("server")) + _cpu_s(o.result.get("client")) for o in outcomes]
-    total = sum(own)
-    for outcome, mine in zip(outcomes, own, strict=True):
-        host = outcome.result.get("host")
-        if host is None or (before := host.get("other_cpu_s")) is None:
-            continue
-        host["other_cpu_s"] = other = max(0.0, before - (total - mine))
-        window_s, cpus = host.get("window_s"), host.get("cpus")
-        if host.get("other_cpu_frac") is not None and window_s and cpus:
-            host["other_cpu_frac"] = other / (window_s * cpus)

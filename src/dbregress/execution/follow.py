@@ -2,7 +2,7 @@
 its summary: the handshake answered at each boundary, the engine watched, the step's
 deadline kept. What a caller does at each event (read counters, switch a profiler on,
 update a progress line) is a `Handler`; a run's steps and explain's replays
-(explain/stepper.py) follow their steps through this one loop, from step.run_loadgen.
+(explain/stepper.py) follow their steps through this one loop, from step_loadgen.run_loadgen.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import time
 from typing import cast
 
 from dbregress.engines.base import Engine
-from dbregress.errors import LoadgenError, StepTimeout
-from dbregress.loadgen import BINARY, EVENT_VERSION, Loadgen
+from dbregress.loadgen.client import BINARY, EVENT_VERSION, Loadgen
+from dbregress.model.errors import LoadgenError, StepTimeout
 from dbregress.shapes.events import Event, Summary
 
 CHECK_EVERY_S = 1.0  # how often the engine is checked while its step runs

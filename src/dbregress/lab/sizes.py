@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dbregress import spec_schema
-from dbregress.tomlreader import MAX_SECONDS, TableReader, short
+from dbregress.model import spec_schema
+from dbregress.model.tomlreader import MAX_SECONDS, TableReader, short
 
 # The [kv] keys passed on to the step spec as they are take the spec's own defaults.
 _KV = spec_schema.workload("kv")
@@ -128,7 +128,7 @@ def _seconds(r: TableReader, key: str) -> float | None:
 
 
 def read_micro(r: TableReader) -> MicroSizes:
-    from dbregress.micro_names import GROUPS
+    from dbregress.lab.micro_names import GROUPS
 
     d = MicroSizes()
     known = [n for names in GROUPS.values() for n in names]

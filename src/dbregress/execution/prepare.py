@@ -26,8 +26,8 @@ from dbregress.analysis.state import PROBE_EVERY
 from dbregress.benchmarks import insert, kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
-from dbregress.lab import Column, Comparison, Lab
-from dbregress.micro_names import WRITES
+from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.lab.micro_names import WRITES
 from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
 
 
@@ -146,7 +146,7 @@ def spec_for(
     window: Window | None = None,
 ) -> StepSpec:
     """step_spec with the engine's `connection` given (the count store keys a replay's
-    steps by their specs with none: cost/lane.py count_key)."""
+    steps by their specs with none: cost/planning.py count_key)."""
     if window is not None and mode is not Mode.COUNT:
         raise ValueError(f"a window is counted in the count mode only, not {mode.value}")
     spec = benchmarks.step_spec(comparison, connection, plan, lab.seed * 1000 + index)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import jsonschema
 
-from dbregress.errors import StoreError
+from dbregress.model.errors import StoreError
 from dbregress.shapes.step_result import StepErrorJson, StepResultJson
 
 _JOB = re.compile(r"(?P<label>.+)/r(?P<repeat>\d+)")
@@ -64,8 +64,8 @@ def schema_validator(name: str) -> jsonschema.protocols.Validator:
     """The validator of one of the stored records' schemas (schema/NAME), packaged with
     the wheel or in the source tree."""
     for place in (
-        Path(__file__).parent / "schema" / name,
-        Path(__file__).parents[2] / "schema" / name,
+        Path(__file__).parents[1] / "schema" / name,  # installed: dbregress/schema
+        Path(__file__).parents[3] / "schema" / name,  # a checkout: schema/ at its top
     ):
         if place.is_file():
             schema = json.loads(place.read_text())

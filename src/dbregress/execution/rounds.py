@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dbregress.analysis.compare import compare_run
-from dbregress.lab import Comparison, Lab
+from dbregress.lab.file import Comparison, Lab
 from dbregress.store.run import read_run
 
 # Adding rounds stops early, before a lab's maximum, once no undecided step is within

@@ -1,0 +1,3 @@
+"""The lab: the lab file read into a Lab (file), its columns and builds (columns), its
+compile flavors (flavors), its benchmark sizes (sizes) and the microbenchmarks' names
+(micro_names)."""
