@@ -145,8 +145,8 @@ builds: python
 	$(UV) run dbregress fetch $(QUICKSTART_BUILDS)
 
 lint: python
-	$(UV) run ruff check src tests bench tools
-	$(UV) run ruff format --check src tests bench tools
+	$(UV) run ruff check src tests bench tools examples
+	$(UV) run ruff format --check src tests bench tools examples
 	$(UV) run mypy --strict src
 	$(UV) run python tools/import_graph.py
 	$(UV) run python tools/sizes.py

@@ -1,0 +1,515 @@
+#!/usr/bin/env python3
+"""The nightly job for an engine's source tree, end to end (docs/nightly.md).
+
+    python3 examples/nightly.py --tree ~/postgres --base REL_17_2 [--results results] ...
+
+One night: resolve the tree's HEAD to a commit, build it (`dbregress fetch`), run a lab
+whose base column is the last good night's commit (or --base) and whose head column is
+tonight's commit, in both lanes (`dbregress run`), gate the run with the fail-closed
+gate (`dbregress report --fail-on`), check the run is in the history, write the site
+(`dbregress site`), and on a confirmed regression bisect the commits since the last good
+night on the step the gate named (`dbregress bisect --src`), then write the site again.
+
+Exit status: 0 green (or nothing new since the last good night); 1 a confirmed
+regression (after the bisection); 2 not judged (a step undecided, the run did not
+finish, another night still running); 3 the recipe itself failed (a build, a git
+command, a missing base). Every step's output goes to RESULTS/nightly/NIGHT/STEP.log,
+and RESULTS/nightly/state.json keeps the last good night and every night's outcome.
+Only the standard library: copy it and change what you need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import shlex
+import signal
+import string
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+GREEN, REGRESSION, NOT_JUDGED, FAILED = 0, 1, 2, 3
+OUTCOMES = {GREEN: "green", REGRESSION: "regression", NOT_JUDGED: "not judged", FAILED: "failed"}
+ENGINES = ("postgres", "mariadb", "mysql", "rocksdb")
+FAMILY = {"postgres": "postgres", "mariadb": "mysql", "mysql": "mysql", "rocksdb": "rocksdb"}
+
+# The built-in labs: small, so that a night takes minutes on two CPUs; interleaved, so
+# that the host's drift lands on both columns alike (docs/verdicts.md). ${NAME},
+# ${BASE_BUILD} and ${HEAD_BUILD} are filled in each night; a --lab template uses the same.
+HEADER = """\
+# tonight's lab, written by the nightly recipe: base = ${BASE_NOTE}
+name = "${NAME}"
+schedule = "interleaved"
+repeats = "4..12"
+count = true
+count_replays = 2
+[[column]]
+label = "base"
+build = "${BASE_BUILD}"
+[[column]]
+label = "head"
+build = "${HEAD_BUILD}"
+"""
+INSERT_LAB = (
+    HEADER.replace("count = true", 'benchmark = "insert"\ncount = true')
+    + """\
+[insert]
+load_rows = 20000
+write_rows = 4000
+query_seconds = 2
+warmup_s = 0.5
+steps = ["l.i0", "l.x", "qr100", "qp100"]
+"""
+)
+KV_LAB = (
+    HEADER.replace("count = true", 'benchmark = "kv"\ncount = true')
+    + """\
+[kv]
+keys = 50000
+seconds = 2
+short_seconds = 2
+warmup_s = 0.5
+steps = ["fillseq", "revrange", "readrandom"]
+"""
+)
+
+
+class RecipeError(Exception):
+    """The recipe cannot go on (exit 3); the message says what to fix."""
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT: the night ends, with what it has on disk."""
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[2])
+    # fmt: off
+    ap.add_argument("--tree", type=Path, required=True, help="the engine's git checkout")
+    ap.add_argument("--ref", default="HEAD", help="what to build tonight (default HEAD)")
+    ap.add_argument("--engine", choices=ENGINES, default="postgres")
+    ap.add_argument("--flavor", default="rel", help="compile flavor of both columns")
+    ap.add_argument("--base", help="the base before the first good night: a ref of the tree "
+                    "(the last release's tag, built like HEAD) or a build (postgres@17.2.0)")
+    ap.add_argument("--against", choices=("last-good", "base"), default="last-good",
+                    help="the base column: the last good night's commit (default) or --base")
+    ap.add_argument("--lab", type=Path, help="a lab template (${BASE_BUILD}, ${HEAD_BUILD})")
+    ap.add_argument("--name", help="the lab's name in the history (default nightly-ENGINE)")
+    ap.add_argument("--results", type=Path, default=Path("results"))
+    ap.add_argument("--site-out", type=Path, help="the site's folder (default RESULTS/site)")
+    ap.add_argument("--gate", choices=("slower", "slower:time", "slower:cost"), default="slower")
+    ap.add_argument("--bisect-steps", type=int, default=1,
+                    help="how many of the steps the gate named to bisect (0: none)")
+    ap.add_argument("--dbregress", default="dbregress", help="how to call dbregress")
+    ap.add_argument("--force", action="store_true", help="run even if HEAD is the last good")
+    ap.add_argument("--dry-run", action="store_true", help="print the commands, run nothing")
+    # fmt: on
+    args = ap.parse_args(argv)
+    args.tree = args.tree.expanduser().resolve()
+    args.results = args.results.expanduser().resolve()
+    args.name = args.name or f"nightly-{args.engine}"
+    args.site_out = (args.site_out or args.results / "site").expanduser().resolve()
+    if args.against == "base" and not args.base:
+        ap.error("--against base needs --base")
+    return args
+
+
+def source_build(engine: str, tree: Path, commit: str, flavor: str) -> str:
+    return f"{engine}@src:{tree}#{commit}+{flavor}"
+
+
+def git(tree: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        msg = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+        raise RecipeError(f"git -C {tree} {' '.join(args)}: {msg[0]}")
+    return done.stdout.strip()
+
+
+def commit_of(tree: Path, ref: str) -> str:
+    return git(tree, "rev-parse", "--verify", "--end-of-options", f"{ref}^{{commit}}")
+
+
+def write_lab(template: str, name: str, base: str, head: str, note: str) -> str:
+    """Tonight's lab from the template; a placeholder it does not know is an error."""
+    fill = {"NAME": name, "BASE_BUILD": base, "HEAD_BUILD": head, "BASE_NOTE": note}
+    try:
+        text = string.Template(template).substitute(fill)
+    except (KeyError, ValueError) as e:
+        raise RecipeError(
+            f"the lab template has an unknown placeholder {e}: use ${{BASE_BUILD}}, "
+            "${HEAD_BUILD}, ${NAME} or ${BASE_NOTE} (write $$ for a dollar sign)"
+        ) from None
+    if base not in text or head not in text:
+        raise RecipeError("the lab template must have columns ${BASE_BUILD} and ${HEAD_BUILD}")
+    return text
+
+
+def lab_flavors(lab: dict[str, Any], engine: str) -> set[str]:
+    """The compile flavors the lab defines itself (dbregress fetch cannot build those)."""
+    return set((lab.get("flavors") or {}).get(FAMILY[engine], {}))
+
+
+def choose_base(args: argparse.Namespace, state: dict[str, Any]) -> tuple[str, str | None, str]:
+    """(base build, its commit or None for a registry build, where it comes from)."""
+    good = state.get("last_good", {}).get(args.name)
+    if good and args.against == "last-good":
+        build = source_build(args.engine, args.tree, good["commit"], args.flavor)
+        return build, good["commit"], f"the last good night {good['night']}"
+    if not args.base:
+        raise RecipeError(
+            "no good night yet and no --base: give --base, e.g. the last release's tag "
+            "(REL_17_2) or a registry build (postgres@17.2.0)"
+        )
+    if "@" in args.base:
+        return args.base, None, f"--base {args.base}"
+    commit = commit_of(args.tree, args.base)
+    build = source_build(args.engine, args.tree, commit, args.flavor)
+    return build, commit, f"--base {args.base}"
+
+
+def gate_status(code: int | None) -> int:
+    """The recipe's status from the gate's: 0 and 1 as they are, 2 for anything the gate
+    did not judge, 3 for what it could not do (no run, a dbregress bug, a signal)."""
+    if code in (GREEN, REGRESSION, NOT_JUDGED):
+        return code
+    return FAILED
+
+
+def slower_steps(verdicts: dict[str, Any], gate: str) -> list[tuple[str, str, float]]:
+    """(step, lane, ratio) of each step confirmed slower in a lane the gate judges, the
+    cost lane's first (its counts do not depend on the host's noise), then by how much."""
+    lanes = {"slower": ("cost", "time"), "slower:cost": ("cost",), "slower:time": ("time",)}
+    rows: list[tuple[bool, float, str]] = []
+    for comparison in verdicts.get("comparisons", []):
+        for column in comparison.get("columns", []):
+            for v in column.get("steps", []):
+                cost = v.get("cost") or {}
+                if "cost" in lanes[gate] and cost.get("verdict") == "slower":
+                    rows.append((False, -(cost.get("ratio") or 1.0), v["step"]))
+                if "time" in lanes[gate] and v.get("verdict") == "slower":
+                    # a QPS ratio below 1 is slower: its inverse sorts like a cost ratio
+                    rows.append((True, -(1 / v["ratio"] if v.get("ratio") else 1.0), v["step"]))
+    out: list[tuple[str, str, float]] = []
+    for time_lane, ratio, step in sorted(rows):
+        if step not in {s for s, _, _ in out}:
+            out.append((step, "time" if time_lane else "cost", -ratio))
+    return out
+
+
+def bisect_command(
+    args: argparse.Namespace, lab: dict[str, Any], good: str, bad: str, step: str, lane: str
+) -> list[str]:
+    """`dbregress bisect --src` on one step at the lab's own sizes, flavor and config."""
+    benchmark = lab.get("benchmark", "insert")
+    cmd = [*shlex.split(args.dbregress), "bisect", "--src", str(args.tree), good, bad]
+    cmd += ["--engine", args.engine, "--flavor", args.flavor, "--step", step, "--lane", lane]
+    cmd += ["--benchmark", benchmark, "--results", str(args.results)]
+    cmd += ["--replays", str(min(20, max(2, int(lab.get("count_replays", 3)))))]
+    configs = {c.get("config") for c in lab.get("column", []) if c.get("config")}
+    if len(configs) == 1:
+        cmd += ["--config", configs.pop()]
+    for key, value in (lab.get(benchmark) or {}).items():
+        if not isinstance(value, list | dict):
+            cmd += ["--size", f"{key}={value}"]
+    if args.flavor in lab_flavors(lab, args.engine) and args.lab:
+        cmd += ["--lab", str(args.lab.resolve())]
+    return cmd
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    try:
+        state: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {"format": 1, "last_good": {}, "nights": []}
+    except ValueError as e:
+        raise RecipeError(f"{path} is not JSON ({e}): move it away to start afresh") from None
+    state.setdefault("last_good", {})
+    state.setdefault("nights", [])
+    return state
+
+
+def save_state(path: Path, state: dict[str, Any]) -> None:
+    """Written whole and renamed into place: a kill never leaves half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def record_night(state: dict[str, Any], night: dict[str, Any]) -> None:
+    """The night's entry, replaced or added; a green night becomes the last good one."""
+    nights = [n for n in state["nights"] if n.get("night") != night["night"]]
+    state["nights"] = [*nights, night]
+    if night.get("status") == GREEN and night.get("run"):
+        keep = {"commit": "commit", "run": "run", "date": "ended", "night": "night"}
+        state["last_good"][night["lab"]] = {k: night[v] for k, v in keep.items()}
+
+
+def mark_unfinished(state: dict[str, Any]) -> None:
+    """A night still "running" while we hold the lock was killed before it ended."""
+    for night in state["nights"]:
+        if night.get("outcome") == "running":
+            night["outcome"] = "killed"
+            night["why"] = "the recipe was killed before it ended (SIGKILL, reboot)"
+
+
+@contextlib.contextmanager
+def night_lock(folder: Path) -> Iterator[None]:
+    """One night at a time per results folder: a second one exits at once."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "lock", "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            raise RecipeError(f"another night is running ({f.read().strip()})") from None
+        f.truncate(0)
+        f.write(f"pid {os.getpid()}, since {now()}\n")
+        f.flush()
+        yield
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _stop(signum: int, _frame: Any) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+class Night:
+    """Runs the night's steps, each logged to its own file, and keeps its record."""
+
+    def __init__(self, args: argparse.Namespace, commit: str, subject: str) -> None:
+        self.args, self.t0 = args, time.monotonic()
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        self.id = f"{stamp}-{commit[:12]}"
+        self.dir = args.results / "nightly" / self.id
+        self.state_path = args.results / "nightly" / "state.json"
+        self.record: dict[str, Any] = {
+            "night": self.id, "lab": args.name, "engine": args.engine, "tree": str(args.tree),
+            "flavor": args.flavor, "commit": commit, "subject": subject, "started": now(),
+            "ended": None, "outcome": "running", "status": None, "why": "", "run": None,
+            "base": None, "base_commit": None, "gate": None, "slower": [],
+            "bisections": [], "site": None, "steps": {},
+        }  # fmt: skip
+
+    def say(self, line: str) -> None:
+        took = dt.timedelta(seconds=int(time.monotonic() - self.t0))
+        print(f"nightly [{took}] {line}", file=sys.stderr, flush=True)
+
+    def step(self, name: str, cmd: list[str]) -> int:
+        """Run one command into NIGHT/name.log; its exit status, -1 if it could not start."""
+        if self.args.dry_run:
+            print(shlex.join(cmd))
+            return 0
+        self.dir.mkdir(parents=True, exist_ok=True)
+        log = self.dir / f"{name}.log"
+        t = time.monotonic()
+        with open(log, "w") as out:
+            out.write(f"$ {shlex.join(cmd)}\n")
+            out.flush()
+            try:
+                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+            except OSError as e:
+                out.write(f"could not start: {e}\n")
+                code = -1
+            else:
+                code = _wait(proc)
+        took = round(time.monotonic() - t, 1)
+        self.record["steps"][name] = {"exit": code, "seconds": took, "log": str(log)}
+        self.say(f"{name}: exit {code} in {took:.0f} s ({log})")
+        return code
+
+    def save(self) -> None:
+        if self.args.dry_run:
+            return
+        state = load_state(self.state_path)
+        record_night(state, self.record)
+        save_state(self.state_path, state)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "night.json").write_text(json.dumps(self.record, indent=2) + "\n")
+
+
+def _wait(proc: subprocess.Popen[str]) -> int:
+    """The child's status; if we are stopped meanwhile, it is stopped too (SIGTERM, so
+    dbregress keeps what it finished), then waited for."""
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
+def run_night(night: Night) -> int:
+    """Steps 2 to 7 of docs/nightly.md; the recipe's exit status."""
+    args, rec = night.args, night.record
+    state = load_state(night.state_path)
+    good = state["last_good"].get(args.name)
+    if good and good["commit"] == rec["commit"] and not args.force:
+        rec["outcome"], rec["why"] = "unchanged", f"{rec['commit'][:12]} is the last good night's"
+        return GREEN
+    base, base_commit, note = choose_base(args, state)
+    rec.update(base=base, base_commit=base_commit)
+    head = source_build(args.engine, args.tree, rec["commit"], args.flavor)
+    template = (
+        args.lab.read_text() if args.lab else KV_LAB if args.engine == "rocksdb" else INSERT_LAB
+    )
+    text = write_lab(template, args.name, base, head, note)
+    lab = tomllib.loads(text)
+    lab_path = night.dir / "lab.toml"
+    if args.dry_run:
+        print(f"# {lab_path}:\n# " + text.replace("\n", "\n# ").rstrip("# "))
+    else:
+        night.dir.mkdir(parents=True, exist_ok=True)
+        lab_path.write_text(text)
+    dbr = shlex.split(args.dbregress)
+    if args.flavor not in lab_flavors(lab, args.engine):  # the lab's own flavors: run builds
+        for side, build in (("base", base), ("head", head)):
+            if night.step(f"fetch-{side}", [*dbr, "fetch", build]) != 0:
+                raise RecipeError(f"the {side} build {build} failed: see fetch-{side}.log")
+    before = set(args.results.glob(f"*-{args.name}"))
+    night.step("run", [*dbr, "run", str(lab_path), "--results", str(args.results)])
+    made = sorted(set(args.results.glob(f"*-{args.name}")) - before)
+    run_id = made[-1].name if made else ("RUN" if args.dry_run else None)
+    if run_id is None:
+        raise RecipeError("dbregress run made no run folder: see run.log")
+    rec["run"] = run_id
+    gate = night.step("gate", [*dbr, "report", run_id, "--results", str(args.results),
+                               "--fail-on", args.gate])  # fmt: skip
+    rec["gate"] = gate
+    status = gate_status(gate)
+    index_run(night, dbr, run_id)
+    write_site(night, dbr)
+    if status == REGRESSION or args.dry_run:
+        if args.dry_run:
+            print("# on a confirmed regression (gate exit 1), for each step it named:")
+        verdicts = made[-1] / "verdicts.json" if made else None
+        bisect(night, lab, good["commit"] if good else base_commit, verdicts)
+        write_site(night, dbr)
+    return status
+
+
+def index_run(night: Night, dbr: list[str], run_id: str) -> None:
+    """`dbregress run` indexes its run; if the history lacks it, index the folders."""
+    args = night.args
+    cmd = [*dbr, "history", args.name, "--results", str(args.results), "--last", "2"]
+    night.step("history", cmd)
+    log = night.dir / "history.log"
+    if not args.dry_run and run_id not in log.read_text():
+        night.step("reindex", [*cmd, "--reindex"])
+
+
+def write_site(night: Night, dbr: list[str]) -> None:
+    """The site; its failure is logged and the night goes on (it judges nothing)."""
+    args = night.args
+    name = "site" if "site" not in night.record["steps"] else "site-after-bisect"
+    code = night.step(name, [*dbr, "site", "--results", str(args.results),
+                             "--out", str(args.site_out)])  # fmt: skip
+    night.record["site"] = "written" if code == 0 else f"failed (exit {code}, {name}.log)"
+
+
+def bisect(night: Night, lab: dict[str, Any], good: str | None, verdicts: Path | None) -> None:
+    """Bisect the commits since the last good night on the steps the gate named."""
+    args, rec = night.args, night.record
+    named = slower_steps(json.loads(verdicts.read_text()), args.gate) if verdicts else []
+    if args.dry_run:
+        named = [("STEP", "cost", 0.0)]
+    rec["slower"] = [{"step": s, "lane": lane, "ratio": r} for s, lane, r in named]
+    if good is None:
+        night.say("no good commit of this tree yet (a registry --base): nothing to bisect")
+        return
+    for step, lane, _ in named[: max(0, args.bisect_steps)]:
+        before = set(args.results.glob("bisect-*"))
+        cmd = bisect_command(args, lab, good, rec["commit"], step, lane)
+        code = night.step(f"bisect-{step}", cmd)
+        made = sorted(set(args.results.glob("bisect-*")) - before)
+        answer: dict[str, Any] = {"step": step, "lane": lane, "exit": code, "good": good}
+        if made and (made[-1] / "bisect.json").is_file():
+            found = json.loads((made[-1] / "bisect.json").read_text())
+            answer.update(folder=made[-1].name, first_bad=found.get("first_bad"))
+            answer.update(candidates=found.get("candidates"), stopped=found.get("stopped"))
+        rec["bisections"].append(answer)
+        if not args.dry_run:
+            night.say(f"bisection of {step} ({lane} lane): {bisect_answer(answer)}")
+
+
+def bisect_answer(answer: dict[str, Any]) -> str:
+    if answer.get("first_bad"):
+        return f"first bad {answer['first_bad']}"
+    if answer.get("candidates"):
+        return f"one of {', '.join(answer['candidates'])}"
+    return f"no answer ({answer.get('stopped') or 'exit ' + str(answer.get('exit'))})"
+
+
+def finish(night: Night, status: int, why: str = "") -> int:
+    rec = night.record
+    if rec["outcome"] == "running":
+        rec["outcome"] = OUTCOMES[status]
+    rec.update(status=status, why=rec["why"] or why, ended=now())
+    rec["wall_s"] = round(time.monotonic() - night.t0, 1)
+    night.save()
+    line = f"night {night.id}: {rec['outcome']} (exit {status}); run {rec['run'] or '-'}"
+    found = "; ".join(bisect_answer(b) for b in rec["bisections"])
+    print(
+        line + (f"; bisection: {found}" if found else "") + (f"; {rec['why']}" * bool(rec["why"]))
+    )
+    return status
+
+
+def night_under_lock(night: Night) -> int:
+    """The night, recorded as running first so that even a kill leaves a trace."""
+    state = load_state(night.state_path)
+    mark_unfinished(state)
+    save_state(night.state_path, state)
+    night.save()
+    rec = night.record
+    night.say(f"night {night.id}: {rec['tree']} at {rec['commit'][:12]} {rec['subject']!r}")
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        return finish(night, run_night(night))
+    except RecipeError as e:
+        night.say(str(e))
+        return finish(night, FAILED, str(e))
+    except (Stopped, KeyboardInterrupt) as e:
+        rec["outcome"] = "interrupted"
+        return finish(night, NOT_JUDGED, f"stopped by {e or 'SIGINT'}")
+    except Exception as e:  # a bug of the recipe's own: still said in the state file
+        night.say(f"the recipe failed: {e!r}")
+        finish(night, FAILED, f"the recipe failed: {e!r}")
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        commit = commit_of(args.tree, args.ref)
+        night = Night(args, commit, git(args.tree, "log", "-1", "--format=%s", commit))
+        if args.dry_run:
+            return run_night(night)
+        with night_lock(args.results / "nightly"):
+            return night_under_lock(night)
+    except RecipeError as e:  # before the night began: git, the lock, the state file
+        print(f"nightly: {e}", file=sys.stderr)
+        return NOT_JUDGED if "another night" in str(e) else FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""examples/nightly.py, the nightly recipe: its lab, its state file, its exit statuses,
+and whole nights against a stand-in for the dbregress command (a small script that
+answers each subcommand as a test asks), so every path runs in well under a second."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from dbregress.lab.file import load_lab
+
+RECIPE = Path(__file__).resolve().parents[2] / "examples" / "nightly.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("nightly_recipe", RECIPE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+nightly = _load()
+
+# Stands in for `dbregress`: FAKE (JSON in the environment) gives each subcommand's exit
+# status and the verdicts a run writes; every call is appended to calls.jsonl.
+FAKE = """\
+import json, os, sys, tomllib
+from pathlib import Path
+args = sys.argv[1:]
+mode = json.loads(os.environ.get("FAKE", "{}"))
+log = Path(os.environ["FAKE_CALLS"])
+with log.open("a") as f:
+    f.write(json.dumps(args) + "\\n")
+def results():
+    return Path(args[args.index("--results") + 1])
+cmd = args[0]
+if cmd == "run":
+    lab = tomllib.loads(Path(args[1]).read_text())
+    n = len(list(results().glob("*-" + lab["name"])))
+    run = results() / f"20260101-00000{n}-{lab['name']}"
+    run.mkdir(parents=True)
+    (run / "verdicts.json").write_text(json.dumps(mode.get("verdicts", {})))
+    print("run " + run.name, file=sys.stderr)
+elif cmd == "history":
+    print(" ".join(p.name for p in results().glob("2026*")))
+elif cmd == "bisect":
+    folder = results() / f"bisect-{len(list(results().glob('bisect-*')))}-x"
+    folder.mkdir()
+    first_bad = "postgres@src:" + args[2] + "#" + args[4] + "+rel"
+    (folder / "bisect.json").write_text(json.dumps({"first_bad": first_bad}))
+sys.exit(mode.get(cmd, 0))
+"""
+
+
+def _verdicts(*steps: tuple[str, str | None, float | None, str | None, float | None]) -> Any:
+    """verdicts.json with a head column: (step, time word, QPS ratio, cost word, ratio)."""
+    rows = []
+    for step, word, ratio, cost_word, cost_ratio in steps:
+        row: dict[str, Any] = {"step": step, "verdict": word, "ratio": ratio}
+        if cost_word:
+            row["cost"] = {"verdict": cost_word, "ratio": cost_ratio}
+        rows.append(row)
+    return {"comparisons": [{"columns": [{"label": "head", "steps": rows}]}]}
+
+
+def _git(tree: Path, *args: str) -> str:
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    done = subprocess.run(
+        ["git", "-C", str(tree), *ident, *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A git checkout of three commits."""
+    repo = tmp_path / "tree"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for i in range(3):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"commit {i}")
+    return repo
+
+
+class Setup:
+    def __init__(self, tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.tree, self.results = tree, tmp_path / "results"
+        self.calls = tmp_path / "calls.jsonl"
+        fake = tmp_path / "fake_dbregress.py"
+        fake.write_text(FAKE)
+        self.dbregress = f"{sys.executable} {fake}"
+        monkeypatch.setenv("FAKE_CALLS", str(self.calls))
+        self.monkeypatch = monkeypatch
+
+    def night(self, ref: str, *extra: str, **mode: Any) -> int:
+        self.monkeypatch.setenv("FAKE", json.dumps(mode))
+        self.calls.write_text("")
+        argv = ["--tree", str(self.tree), "--ref", ref, "--results", str(self.results)]
+        return int(nightly.main([*argv, "--dbregress", self.dbregress, *extra]))
+
+    def called(self) -> list[list[str]]:
+        return [json.loads(line) for line in self.calls.read_text().splitlines()]
+
+    def state(self) -> Any:
+        return json.loads((self.results / "nightly" / "state.json").read_text())
+
+
+@pytest.fixture
+def setup(tmp_path: Path, tree: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
+    return Setup(tmp_path, tree, monkeypatch)
+
+
+def test_arguments_default_to_the_engine_s_lab_and_the_results_site(tmp_path: Path) -> None:
+    args = nightly.parse_args(["--tree", str(tmp_path), "--results", str(tmp_path / "r")])
+    assert args.name == "nightly-postgres"
+    assert args.site_out == tmp_path / "r" / "site"
+    assert (args.against, args.gate, args.flavor, args.ref) == (
+        "last-good",
+        "slower",
+        "rel",
+        "HEAD",
+    )
+    with pytest.raises(SystemExit):
+        nightly.parse_args(["--tree", str(tmp_path), "--against", "base"])
+    with pytest.raises(SystemExit):
+        nightly.parse_args(["--tree", str(tmp_path), "--engine", "sqlite"])
+
+
+def test_the_built_in_lab_has_a_base_and_a_head_column_in_both_lanes() -> None:
+    base = nightly.source_build("postgres", Path("/src/pg"), "a" * 40, "rel")
+    text = nightly.write_lab(nightly.INSERT_LAB, "n", base, "postgres@src:/src/pg#b+rel", "x")
+    lab = tomllib.loads(text)
+    assert lab["name"] == "n" and lab["benchmark"] == "insert" and lab["count"] is True
+    assert [(c["label"], c["build"]) for c in lab["column"]] == [
+        ("base", f"postgres@src:/src/pg#{'a' * 40}+rel"),
+        ("head", "postgres@src:/src/pg#b+rel"),
+    ]
+    assert lab["insert"]["steps"][0] == "l.i0" and "qp100" in lab["insert"]["steps"]
+    assert tomllib.loads(nightly.write_lab(nightly.KV_LAB, "k", "a", "b", ""))["kv"]["keys"]
+
+
+@pytest.mark.parametrize("template", ["INSERT_LAB", "KV_LAB"])
+def test_both_built_in_labs_load_as_dbregress_reads_labs(template: str, tmp_path: Path) -> None:
+    lab_file = tmp_path / "lab.toml"
+    lab_file.write_text(nightly.write_lab(getattr(nightly, template), "n", "null@a", "null@b", ""))
+    lab = load_lab(lab_file)
+    assert lab.name == "n" and lab.count is True
+    assert [c.label for c in lab.comparisons[0].columns] == ["base", "head"]
+
+
+def test_a_template_s_unknown_placeholder_or_missing_column_is_an_error() -> None:
+    with pytest.raises(nightly.RecipeError, match=r"unknown placeholder 'HAED_BUILD'"):
+        nightly.write_lab("b = '${BASE_BUILD}' h = '${HAED_BUILD}'", "n", "a", "b", "")
+    with pytest.raises(nightly.RecipeError, match="HEAD_BUILD"):
+        nightly.write_lab("b = '${BASE_BUILD}'", "n", "base@1", "head@2", "")
+    text = nightly.write_lab("x = '$$1 ${BASE_BUILD} ${HEAD_BUILD}'", "n", "a@1", "b@2", "")
+    assert text == "x = '$1 a@1 b@2'"
+
+
+def test_a_green_night_becomes_the_last_good_and_a_red_one_does_not() -> None:
+    state = nightly.load_state(Path("/nonexistent/state.json"))
+    green = {"night": "n1", "lab": "L", "commit": "c1", "run": "r1", "ended": "t1", "status": 0}
+    nightly.record_night(state, green)
+    red = {**green, "night": "n2", "commit": "c2", "run": "r2", "status": 1}
+    nightly.record_night(state, red)
+    nightly.record_night(state, {**red, "outcome": "regression"})  # the same night again
+    assert state["last_good"] == {"L": {"commit": "c1", "run": "r1", "date": "t1", "night": "n1"}}
+    assert [n["night"] for n in state["nights"]] == ["n1", "n2"]
+    state["nights"].append({"night": "n3", "outcome": "running"})
+    nightly.mark_unfinished(state)
+    assert state["nights"][-1]["outcome"] == "killed"
+
+
+def test_the_gate_s_status_is_the_recipe_s_and_anything_else_a_failure() -> None:
+    assert [nightly.gate_status(c) for c in (0, 1, 2, 3, 130, -1, None)] == [0, 1, 2, 3, 3, 3, 3]
+
+
+def test_the_steps_to_bisect_put_the_cost_lane_first_then_the_biggest_change() -> None:
+    verdicts = _verdicts(
+        ("l.i0", "slower", 0.5, "same", 1.0),
+        ("qr100", "same", 1.0, "slower", 1.2),
+        ("qp100", "slower", 0.9, "slower", 1.7),
+        ("l.x", "undecided", None, None, None),
+    )
+    assert nightly.slower_steps(verdicts, "slower") == [
+        ("qp100", "cost", 1.7),
+        ("qr100", "cost", 1.2),
+        ("l.i0", "time", 2.0),
+    ]
+    assert [s for s, _, _ in nightly.slower_steps(verdicts, "slower:time")] == ["l.i0", "qp100"]
+
+
+def test_the_base_is_the_last_good_night_then_base(tree: Path) -> None:
+    args = nightly.parse_args(["--tree", str(tree)])
+    with pytest.raises(nightly.RecipeError, match="--base"):
+        nightly.choose_base(args, {"last_good": {}})
+    args.base = "postgres@17.2.0"
+    assert nightly.choose_base(args, {"last_good": {}})[:2] == ("postgres@17.2.0", None)
+    good = {"nightly-postgres": {"commit": "c" * 40, "night": "n1"}}
+    build, commit, _ = nightly.choose_base(args, {"last_good": good})
+    assert (build, commit) == (f"postgres@src:{tree}#{'c' * 40}+rel", "c" * 40)
+    args.against, args.base = "base", "HEAD~2"
+    assert nightly.choose_base(args, {"last_good": good})[1] == _git(tree, "rev-parse", "HEAD~2")
+
+
+def test_the_bisection_takes_the_lab_s_sizes_config_and_own_flavor(tmp_path: Path) -> None:
+    template = tmp_path / "lab.toml"
+    args = nightly.parse_args(["--tree", str(tmp_path), "--flavor", "mine", "--lab", str(template)])
+    lab = {"benchmark": "insert", "count_replays": 3, "column": [{"config": "ci"}] * 2}
+    lab |= {"insert": {"load_rows": 100, "steps": ["l.i0"]}, "flavors": {"postgres": {"mine": {}}}}
+    cmd = nightly.bisect_command(args, lab, "good", "bad", "qp100", "cost")
+    assert cmd[:6] == ["dbregress", "bisect", "--src", str(tmp_path), "good", "bad"]
+    text = " ".join(cmd)
+    assert "--step qp100 --lane cost" in text and "--replays 3 --config ci" in text
+    assert "--size load_rows=100" in text and "steps" not in text
+    assert f"--lab {template}" in text
+
+
+def test_a_dry_run_prints_the_commands_and_writes_nothing(
+    tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results2 = tmp_path / "r2"
+    argv = ["--tree", str(tree), "--results", str(results2), "--base", "HEAD~2", "--dry-run"]
+    assert nightly.main(argv) == 0
+    out = capsys.readouterr().out
+    head = _git(tree, "rev-parse", "HEAD")
+    assert f"dbregress fetch 'postgres@src:{tree}#{head}+rel'" in out
+    assert f"dbregress report RUN --results {results2} --fail-on slower" in out
+    assert "dbregress bisect --src" in out and not results2.exists()
+
+
+def test_green_nights_then_a_regression_bisected_since_the_last_good(setup: Setup) -> None:
+    ids = _git(setup.tree, "rev-list", "--reverse", "HEAD").split()
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
+    assert setup.night("HEAD~1", "--base", "HEAD~2", verdicts=same) == 0
+    first = setup.state()["nights"][-1]
+    assert first["outcome"] == "green" and first["base_commit"] == ids[0]
+    night_dir = setup.results / "nightly" / first["night"]
+    assert {p.name for p in night_dir.glob("*.log")} >= {"fetch-head.log", "run.log", "gate.log"}
+    assert setup.night("HEAD~1") == 0  # nothing new: no run
+    assert setup.state()["nights"][-1]["outcome"] == "unchanged"
+    assert setup.called() == []
+    slow = _verdicts(("qp100", "slower", 0.6, "slower", 1.7))
+    assert setup.night("HEAD", verdicts=slow, report=1) == 1
+    bisect = next(c for c in setup.called() if c[0] == "bisect")
+    assert bisect[3:5] == [ids[1], ids[2]] and "--step" in bisect
+    last = setup.state()["nights"][-1]
+    assert last["outcome"] == "regression" and last["bisections"][0]["first_bad"].endswith(
+        f"#{ids[2]}+rel"
+    )
+    assert [c[0] for c in setup.called()].count("site") == 2
+    assert setup.state()["last_good"]["nightly-postgres"]["commit"] == ids[1]
+
+
+def test_a_failed_build_is_3_a_failed_site_is_not_and_undecided_is_2(setup: Setup) -> None:
+    assert setup.night("HEAD", "--base", "HEAD~2", fetch=2) == 3
+    night = setup.state()["nights"][-1]
+    assert night["outcome"] == "failed" and "fetch-base.log" in night["why"]
+    assert setup.night("HEAD", "--base", "HEAD~2", site=2, report=0) == 0
+    assert setup.state()["nights"][-1]["site"].startswith("failed (exit 2")
+    assert setup.night("HEAD", "--base", "HEAD~2", "--force", report=2) == 2
+    assert setup.state()["nights"][-1]["outcome"] == "not judged"
+
+
+def test_a_second_night_while_one_runs_exits_2(setup: Setup) -> None:
+    with nightly.night_lock(setup.results / "nightly"):
+        assert setup.night("HEAD", "--base", "HEAD~2") == 2
+    assert not (setup.results / "nightly" / "state.json").exists()
