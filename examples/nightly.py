@@ -33,6 +33,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -189,20 +190,23 @@ def slower_steps(verdicts: dict[str, Any], gate: str) -> list[tuple[str, str, fl
     """(step, lane, ratio) of each step confirmed slower in a lane the gate judges, the
     cost lane's first (its counts do not depend on the host's noise), then by how much."""
     lanes = {"slower": ("cost", "time"), "slower:cost": ("cost",), "slower:time": ("time",)}
-    rows: list[tuple[bool, float, str]] = []
+    rows: list[tuple[bool, float, str, float]] = []  # (time?, sort key, step, its ratio)
     for comparison in verdicts.get("comparisons", []):
         for column in comparison.get("columns", []):
             for v in column.get("steps", []):
                 cost = v.get("cost") or {}
                 if "cost" in lanes[gate] and cost.get("verdict") == "slower":
-                    rows.append((False, -(cost.get("ratio") or 1.0), v["step"]))
+                    ratio = cost.get("ratio") or 1.0
+                    rows.append((False, -ratio, v["step"], ratio))
                 if "time" in lanes[gate] and v.get("verdict") == "slower":
-                    # a QPS ratio below 1 is slower: its inverse sorts like a cost ratio
-                    rows.append((True, -(1 / v["ratio"] if v.get("ratio") else 1.0), v["step"]))
+                    # a QPS ratio below 1 is slower: its inverse sorts like a cost ratio;
+                    # the QPS ratio itself is what is recorded
+                    qps = v.get("ratio") or 1.0
+                    rows.append((True, -(1 / qps), v["step"], qps))
     out: list[tuple[str, str, float]] = []
-    for time_lane, ratio, step in sorted(rows):
+    for time_lane, _, step, ratio in sorted(rows):
         if step not in {s for s, _, _ in out}:
-            out.append((step, "time" if time_lane else "cost", -ratio))
+            out.append((step, "time" if time_lane else "cost", ratio))
     return out
 
 
@@ -394,7 +398,8 @@ def run_night(night: Night) -> int:
                                "--fail-on", args.gate])  # fmt: skip
     rec["gate"] = gate
     status = gate_status(gate)
-    index_run(night, dbr, run_id)
+    if not index_run(night, dbr, run_id) and status == GREEN:
+        status = NOT_JUDGED  # a green night is one the history holds: the next compares to it
     write_site(night, dbr)
     if status == REGRESSION or args.dry_run:
         if args.dry_run:
@@ -405,14 +410,19 @@ def run_night(night: Night) -> int:
     return status
 
 
-def index_run(night: Night, dbr: list[str], run_id: str) -> None:
-    """`dbregress run` indexes its run; if the history lacks it, index the folders."""
+def index_run(night: Night, dbr: list[str], run_id: str) -> bool:
+    """Whether the history holds tonight's run (`dbregress run` indexes it). Not
+    indexed here when it does not: `history --reindex` would also index the folders of
+    bisections under the results folder as labs of their own."""
     args = night.args
     cmd = [*dbr, "history", args.name, "--results", str(args.results), "--last", "2"]
-    night.step("history", cmd)
-    log = night.dir / "history.log"
-    if not args.dry_run and run_id not in log.read_text():
-        night.step("reindex", [*cmd, "--reindex"])
+    code = night.step("history", cmd)
+    if args.dry_run:
+        return True
+    held = code == 0 and run_id in (night.dir / "history.log").read_text()
+    if not held:
+        night.say(f"the history does not show run {run_id} (see history.log): not judged")
+    return held
 
 
 def write_site(night: Night, dbr: list[str]) -> None:
@@ -489,10 +499,10 @@ def night_under_lock(night: Night) -> int:
     except (Stopped, KeyboardInterrupt) as e:
         rec["outcome"] = "interrupted"
         return finish(night, NOT_JUDGED, f"stopped by {e or 'SIGINT'}")
-    except Exception as e:  # a bug of the recipe's own: still said in the state file
+    except Exception as e:  # a bug of the recipe's own: said, recorded, exit 3 (never 1)
+        traceback.print_exc()
         night.say(f"the recipe failed: {e!r}")
-        finish(night, FAILED, f"the recipe failed: {e!r}")
-        raise
+        return finish(night, FAILED, f"the recipe failed: {e!r}")
     finally:
         signal.signal(signal.SIGTERM, previous)
 

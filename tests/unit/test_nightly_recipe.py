@@ -195,7 +195,7 @@ def test_the_steps_to_bisect_put_the_cost_lane_first_then_the_biggest_change() -
     assert nightly.slower_steps(verdicts, "slower") == [
         ("qp100", "cost", 1.7),
         ("qr100", "cost", 1.2),
-        ("l.i0", "time", 2.0),
+        ("l.i0", "time", 0.5),  # the QPS ratio, as verdicts.json gives it
     ]
     assert [s for s, _, _ in nightly.slower_steps(verdicts, "slower:time")] == ["l.i0", "qp100"]
 

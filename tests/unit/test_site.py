@@ -113,9 +113,10 @@ def test_what_moved_collapses_a_verdict_held_run_after_run(tmp_path: Path) -> No
     build_site(root, root / "site")
     lab = json.loads((root / "site" / "nightly" / "data" / "lab.json").read_text())
     verdict = [m for m in lab["moved"] if m["kind"] == "verdict" and m["lane"] == "time"]
-    # run-5 to run-7 say head is slower on the same pair of builds: one line, newest run
+    # run-5 to run-7 say head is slower against the same base: one line, newest run,
+    # naming the run and commit where it began
     assert len(verdict) == 1 and verdict[0]["run_id"] == "run-7"
-    assert verdict[0]["cause"].startswith("in 3 consecutive runs, run-5 to run-7")
+    assert verdict[0]["cause"].startswith("in 3 consecutive runs, run-5 (05cccccccccc) to run-7")
     assert lab["open_regressions"]
 
 
@@ -229,9 +230,11 @@ def test_a_bisection_that_could_not_isolate_says_could_be_any_of(tmp_path: Path)
 def test_hover_names_the_verdict_and_the_base() -> None:
     from dbregress.site.model import Point, Verdict
 
-    p = Point(0, "r", None, 1234.5, 3, 1, "b", "default", "h", None, "ab" * 20, "fix", None)
+    p = Point(0, "r", None, 1234.5, 3, 1, "b", "default", "h", None, "ab" * 20, "fix", base=True)
     text = charts.hover(p, "time")
     assert "the run's base column" in text and "1 repeat(s) left out" in text
+    other = Point(0, "r", None, 1.0, 3, 0, "b", "c", "h", None)
+    assert "no verdict against the run's base" in charts.hover(other, "time")
     q = Point(
         0, "r", None, 1.0, 3, 0, "b", "c", "h", None, verdict=Verdict("slower", 0.8, (0.7, 0.9))
     )
@@ -248,3 +251,57 @@ def test_site_paths_are_relative(tmp_path: Path) -> None:
             assert (page.parent / href).exists(), (page, href)
     assert str(tmp_path) not in (root / "site" / "site.json").read_text()
     assert os.sep not in json.loads((root / "site" / "site.json").read_text())["results"]
+
+
+def test_a_run_without_a_level_breaks_the_line_and_is_said(tmp_path: Path) -> None:
+    """Review: a run whose head repeats were all disturbed vanished and the line was
+    drawn across it; a run without verdicts.json was silent and its head point's hover
+    called it the base."""
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=6, lab_change=99)
+    for step in (runs[3] / "head").rglob("steps/*-qp100.json"):
+        r = json.loads(step.read_text())
+        r["host"] = {**r["host"], "other_cpu_frac": 0.5, "other_cpu_s": 10.0}
+        write_json(step, r)
+    (runs[5] / "verdicts.json").unlink()
+    assert reindex(root) == []
+    done = build_site(root, root / "site")
+    data = json.loads((root / "site/nightly/data/step-insert-qp100.json").read_text())
+    (time,) = [c for c in data["charts"] if c["lane"] == "time"]
+    head = next(line for line in time["lines"] if line["column"] == "head")
+    after_break = [[p["run"] for p in piece] for piece in head["pieces"] if piece[0]["run"] >= 2]
+    assert after_break == [[2], [4, 5]]  # no line through run 3
+    assert any("run-5: no verdicts.json" in p for p in done.problems)
+    page = (root / "site/nightly/step-insert-qp100.html").read_text()
+    assert (
+        "no verdict against the run&#x27;s base" in page
+        or "no verdict against the run's base" in page
+    )
+    index = (root / "site/index.html").read_text()
+    assert "Open regressions unknown" in index
+
+
+def test_a_slowdown_before_a_method_boundary_is_not_open(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=8, lab_change=3)  # slower from run 3 on
+    for run in runs[6:]:  # fixed at run 6, when the loadgen changed again
+        record = read_record(run)
+        record["method_identity"] = {**record["method_identity"], "loadgen_sha256": "cccc"}
+        write_json(run / "run.json", record)
+        write_json(run / "verdicts.json", verdicts(1.0))
+    assert reindex(root) == []
+    build_site(root, root / "site")
+    lab = json.loads((root / "site/nightly/data/lab.json").read_text())
+    assert [m for m in lab["open_regressions"] if m["kind"] == "change point"] == []
+
+
+def test_samples_indexed_again_rebuild_the_lab(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=3)
+    build_site(root, root / "site")
+    for step in (runs[1] / "head").rglob("steps/*-qp100.json"):
+        r = json.loads(step.read_text())
+        r["host"] = {**r["host"], "other_cpu_frac": 0.5, "other_cpu_s": 10.0}
+        write_json(step, r)
+    assert reindex(root) == []
+    assert build_site(root, root / "site").labs_read == ["nightly"]

@@ -42,11 +42,15 @@ def hover(p: Point, lane: str) -> str:
     if p.left_out:
         lines.append(f"{p.left_out} repeat(s) left out: the host disturbed them")
     v = p.verdict
-    if v is not None and v.ratio is not None:
+    if p.base:
+        lines.append("the run's base column")
+    elif v is None:
+        lines.append("no verdict against the run's base (its verdicts.json lacks it)")
+    elif v.ratio is not None:
         ci = f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}]" if v.ci else ""
         lines.append(f"against the run's base: {v.word} {v.ratio:.3f}{ci}")
-    elif v is None:
-        lines.append("the run's base column")
+    else:
+        lines.append(f"against the run's base: {v.word}, {v.reason or 'no ratio'}")
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from dbregress.analysis.changepoints import Change
 from dbregress.lab.file import VerdictPolicy
@@ -101,6 +102,7 @@ class RunFolder:
     columns: list[dict[str, Any]] = field(default_factory=list)
     verdicts: dict[CellKey, Verdict] = field(default_factory=dict)
     readings: dict[CellKey, str] = field(default_factory=dict)
+    judged: bool = False  # its verdicts.json was read
 
     @property
     def host(self) -> str:
@@ -112,9 +114,12 @@ def read_runs(root: Path, out: Path, runs: list[RunInfo], problems: list[str]) -
     for i, info in enumerate(runs):
         folder = root / info.path
         html = folder / "report.html"
-        report = os.path.relpath(html, out) if html.is_file() else None
+        report = quote(os.path.relpath(html, out)) if html.is_file() else None
         rf = RunFolder(info, i, folder, report)
-        record = read_json(folder / "run.json", problems) or {}
+        record = read_json(folder / "run.json", problems)
+        if record is None:
+            problems.append(f"run {info.run_id}: no run.json in {info.path} (moved or removed?)")
+            record = {}
         rf.builds = {
             str(k): v for k, v in (record.get("builds") or {}).items() if isinstance(v, dict)
         }
@@ -122,6 +127,12 @@ def read_runs(root: Path, out: Path, runs: list[RunInfo], problems: list[str]) -
         verdicts = read_json(folder / "verdicts.json", problems)
         if verdicts is not None:
             rf.verdicts, rf.readings = verdict_cells(verdicts)
+            rf.judged = True
+        elif record:
+            problems.append(
+                f"run {info.run_id}: no verdicts.json (`dbregress report` writes it): its "
+                "verdicts against the base are not shown"
+            )
         folders.append(rf)
     return folders
 
@@ -149,18 +160,27 @@ def _point(rf: RunFolder, s: StepSeries, p: Any, value: float) -> Point:
         subject=build.get("subject"),
         verdict=rf.verdicts.get((s.lane, s.comparison, s.column, s.step)),
         report=rf.report,
+        base=any(c.get("label") == s.column and c.get("base") for c in rf.columns),
     )
 
 
-def _line(s: StepSeries, by_id: dict[str, RunFolder]) -> Line:
-    pieces = []
+def _line(s: StepSeries, by_id: dict[str, RunFolder], eligible: set[int]) -> Line:
+    """A column's points, in pieces: a new piece where the method changes, and where a
+    run of the chart (`eligible`: the lab's runs on this host class, or every run in
+    the cost lane) has no level for it (its repeats all disturbed, its step failed, its
+    folder gone): the line is never drawn across a run it does not have."""
+    pieces: list[tuple[Point, ...]] = []
     for piece in method_segments(s):
-        points = []
+        points: list[Point] = []
         for p in piece.points:
             value = level(p.samples, s.lane)
             rf = by_id.get(p.run_id)
-            if value is not None and rf is not None:
-                points.append(_point(rf, s, p, value))
+            if value is None or rf is None:
+                continue
+            if points and any(points[-1].run < r < rf.place for r in eligible):
+                pieces.append(tuple(points))
+                points = []
+            points.append(_point(rf, s, p, value))
         if points:
             pieces.append(tuple(points))
     return Line(s.column, tuple(pieces))
@@ -207,7 +227,8 @@ def charts(
         for s in series:
             groups.setdefault((s.comparison, s.step, s.host), []).append(s)
         for (comp, step, host), group in groups.items():
-            lines = [_line(s, by_id) for s in group]
+            eligible = {f.place for f in folders if host is None or f.info.host == host}
+            lines = [_line(s, by_id, eligible) for s in group]
             changes = [m for s in group for m in _marks(s, marks.get(s.key, {}), by_id)]
             hostname = next((p.host for ln in lines for pc in ln.pieces for p in pc), None)
             out.append(

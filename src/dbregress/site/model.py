@@ -34,8 +34,9 @@ class Point:
     method: str | None
     commit: str | None = None  # a source build's commit and subject
     subject: str | None = None
-    verdict: Verdict | None = None  # against the run's base column (None: the base)
+    verdict: Verdict | None = None  # against the run's base column (None: none read)
     report: str | None = None  # the run's report.html, relative to the site's root
+    base: bool = False  # the run's base column
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class LabData:
     bisections: list[Bisection]
     series: list[VersionSeries]
     open_regressions: list[Moved] = field(default_factory=list)
+    last_judged: bool = True  # the last run's verdicts were read
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
 
 

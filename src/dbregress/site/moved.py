@@ -146,8 +146,10 @@ def verdict_lines(
 def _span(line: Moved, first: int, count: int, folders: list[RunFolder]) -> Moved:
     if count == 1:
         return line
-    since = folders[first].info.run_id
-    note = f"in {count} consecutive runs, {since} to {line.run_id}"
+    since = folders[first]
+    build = since.builds.get(line.column, {})
+    began = str(build.get("commit") or "")[:12] or _build(since, line.column)
+    note = f"in {count} consecutive runs, {since.info.run_id} ({began}) to {line.run_id}"
     cause = f"{note}; {line.cause}" if line.cause else note
     return Moved(**{**line.__dict__, "cause": cause})
 
@@ -162,24 +164,33 @@ def open_regressions(
     moved: list[Moved], folders: list[RunFolder], data: list[StepData]
 ) -> list[Moved]:
     """The last run's confirmed slower verdicts, and each series' latest change point
-    where it was a slowdown (its level has stayed there since)."""
+    where it was a slowdown that still stands: the series' last point is the lab's last
+    run, measured by the same method as the change (a change point before a method
+    boundary or on a host the lab has left says nothing of today)."""
     if not folders:
         return []
-    last = folders[-1].info.run_id
-    out = [m for m in moved if m.kind == "verdict" and m.run_id == last and m.word == "slower"]
+    last = folders[-1]
+    out = [
+        m
+        for m in moved
+        if m.kind == "verdict" and m.run_id == last.info.run_id and m.word == "slower"
+    ]
     for step in data:
         for chart in step.charts:
-            latest: dict[str, Any] = {}
-            for m in chart.changes:
-                latest[m.column] = m
-            for column, m in latest.items():
-                if m.word == "slower":
-                    out += [
-                        x for x in moved
-                        if x.kind == "change point" and x.run_id == m.run_id and x.column == column
-                        and x.step == chart.step and x.lane == chart.lane
-                        and x.comparison == chart.comparison
-                    ]  # fmt: skip
+            for line in chart.lines:
+                marks = [m for m in chart.changes if m.column == line.column]
+                if not marks or marks[-1].word != "slower" or not line.pieces:
+                    continue
+                end = line.pieces[-1][-1]
+                at = _point_at(chart, line.column, marks[-1].run)
+                if end.run != last.place or at is None or at.method != end.method:
+                    continue
+                out += [
+                    x for x in moved
+                    if x.kind == "change point" and x.run_id == marks[-1].run_id
+                    and x.column == line.column and x.step == chart.step
+                    and x.lane == chart.lane and x.comparison == chart.comparison
+                ]  # fmt: skip
     return out
 
 

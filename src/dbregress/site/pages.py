@@ -168,30 +168,40 @@ def series_page(lab: str, v: VersionSeries) -> str:
 
 
 def _spark(chart: Chart | None, runs: int) -> tuple[str, str]:
-    """The newest column's sparkline of one lane, and that column."""
+    """The newest column's sparkline of one lane, and that column; red where that
+    column's latest change point is a slowdown."""
     if chart is None or not chart.lines:
         return '<span class="note">-</span>', ""
     line = chart.lines[-1]
     values: list[float | None] = []
     for piece in line.pieces:
         if values:
-            values.append(None)  # a method boundary: a gap
+            values.append(None)  # a method boundary or a run without a level: a gap
         values += [p.level for p in piece]
-    name = f"{chart.lane} lane of {line.column}, {chart.step}, over {len(values)} runs"
-    colour = (
-        charts.CHANGE_COLOURS["slower"]
-        if chart.changes and chart.changes[-1].word == "slower"
-        else "#1f6fb2"
-    )
+    shown = sum(v is not None for v in values)
+    host = f" on {chart.host}" if chart.host else ""
+    name = f"{chart.lane} lane of {line.column}, {chart.step}{host}, over {shown} runs"
+    mine = [m for m in chart.changes if m.column == line.column]
+    colour = charts.CHANGE_COLOURS["slower"] if mine and mine[-1].word == "slower" else "#1f6fb2"
     return charts.sparkline(values, colour, name), line.column
+
+
+def _latest(charts_of: list[Chart], lane: str, last: int) -> Chart | None:
+    """The lane's chart holding the lab's last run (the time lane's host class it ran
+    on), else its first."""
+    mine = [c for c in charts_of if c.lane == lane]
+    for c in mine:
+        if any(p.run == last for line in c.lines for piece in line.pieces for p in piece):
+            return c
+    return mine[0] if mine else None
 
 
 def index_entry(lab: LabData) -> dict[str, Any]:
     """What the index says of a lab."""
     steps = []
     for s in lab.steps:
-        time = next((c for c in s.charts if c.lane == "time"), None)
-        cost = next((c for c in s.charts if c.lane == "cost"), None)
+        time = _latest(list(s.charts), "time", len(lab.runs) - 1)
+        cost = _latest(list(s.charts), "cost", len(lab.runs) - 1)
         t, column = _spark(time, len(lab.runs))
         c, other = _spark(cost, len(lab.runs))
         steps.append(
@@ -204,6 +214,7 @@ def index_entry(lab: LabData) -> dict[str, Any]:
         "runs": len(lab.runs),
         "last": lab.runs[-1],
         "open": lab.open_regressions,
+        "last_judged": lab.last_judged,
         "steps": steps,
         "problems": lab.problems,
     }

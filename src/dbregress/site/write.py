@@ -34,7 +34,7 @@ from dbregress.store.files import write_atomic
 from dbregress.store.history import History, RunInfo
 
 MANIFEST = "site.json"
-FORMAT = 1  # raise when the pages or data change for the same inputs
+FORMAT = 2  # raise when the pages or data change for the same inputs
 
 
 @dataclass
@@ -79,9 +79,13 @@ def _stamp(path: Path) -> str:
     return f"{st.st_mtime_ns}:{st.st_size}"
 
 
-def _inputs(root: Path, runs: list[RunInfo], bisects: Iterable[Path]) -> str:
-    """A digest of everything a lab's pages are made of."""
-    h = hashlib.sha256(f"format {FORMAT}".encode())
+def _inputs(
+    root: Path, runs: list[RunInfo], bisects: Iterable[Path], samples: str, where: str
+) -> str:
+    """A digest of everything a lab's pages are made of: the site's format, where the
+    results are from the site (its links), the lab's samples in the history, its runs'
+    files and the bisections."""
+    h = hashlib.sha256(f"format {FORMAT} {where} {samples}".encode())
     for r in runs:
         folder = root / r.path
         parts = [r.run_id, r.status, str(r.ended), r.path, json.dumps(r.method, sort_keys=True)]
@@ -122,6 +126,7 @@ def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bis
         problems=problems,
     )
     data.open_regressions = moved.open_regressions(lines, folders, steps)
+    data.last_judged = folders[-1].judged
     return data
 
 
@@ -167,6 +172,7 @@ def build_site(root: Path, out: Path) -> Written:
     bisect_files = sorted({*root.glob("*/bisect.json"), *root.glob("*/*/bisect.json")})
     every = moved.bisections(root, done.problems)
     o = Out(out, done)
+    where = os.path.relpath(root.resolve(), out.resolve())
     labs: dict[str, Any] = {}
     entries = []
     with gather.open_history(root) as history:
@@ -174,7 +180,7 @@ def build_site(root: Path, out: Path) -> Written:
             runs = history.runs(lab)
             if not runs:
                 continue
-            digest = _inputs(root, runs, bisect_files)
+            digest = _inputs(root, runs, bisect_files, history.sample_digest(lab), where)
             old = kept_labs.get(lab, {})
             if old.get("inputs") == digest and all(
                 (out / f).is_file() for f in old.get("files", [])

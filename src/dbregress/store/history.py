@@ -183,6 +183,25 @@ class History(Index):
     # Every read runs in `_reading` (store/history_db.py): an SQLite error is a
     # StoreError naming the file, never a traceback.
 
+    def sample_digest(self, lab: str) -> str:
+        """What the lab's samples are, in short (their count and sums per lane): a
+        reader that keeps pages of the history (the site) rebuilds them when a run was
+        indexed again with other samples."""
+        sql = (
+            "SELECT COUNT(*), TOTAL(t.{v}), TOTAL(t.{v} * t.{n}), "
+            "SUM(t.{d} IS NOT NULL) FROM {table} t JOIN runs r ON r.run_id = t.run_id "
+            "WHERE r.lab = ?"
+        )
+        out = []
+        with self._reading():
+            for v, n, d, table in (
+                ("qps", "repeat", "disturbed", "time_samples"),
+                ("est_cycles_per_op", "replay", "replay", "cost_samples"),
+            ):
+                q = sql.format(v=v, n=n, d=d, table=table)
+                out.append(repr(self._db.execute(q, (lab,)).fetchone()))
+        return " ".join(out)
+
     def run_ids(self) -> set[str]:
         with self._reading():
             return {r[0] for r in self._db.execute("SELECT run_id FROM runs")}
