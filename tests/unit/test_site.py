@@ -14,7 +14,7 @@ import pytest
 
 from dbregress.cli.main import main
 from dbregress.model.errors import DbregressError
-from dbregress.site import charts
+from dbregress.site import charts, pages
 from dbregress.site.gather import RunFolder, verdict_cells
 from dbregress.site.moved import version_series
 from dbregress.site.write import build_site
@@ -203,6 +203,8 @@ def test_a_version_series_is_relative_to_the_first_column(tmp_path: Path) -> Non
     (row,) = series.rows
     assert series.columns == ("v1", "v2", "v3") and row.time == (1.0, 0.9, 1.2)
     assert row.time_words == ("base", "slower", "faster") and row.cost == (1.0, None, None)
+    page = pages.series_page("lab", series)
+    assert 'class="swatch"' in page and ">readrandom</span>" in page
 
 
 def test_a_bisection_that_could_not_isolate_says_could_be_any_of(tmp_path: Path) -> None:

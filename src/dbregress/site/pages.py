@@ -131,6 +131,7 @@ class _Group:
     rows: list[Any]
     time_chart: str
     cost_chart: str
+    key: list[tuple[str, str]]  # (step, its line's colour)
 
 
 def series_page(lab: str, v: VersionSeries) -> str:
@@ -152,7 +153,8 @@ def series_page(lab: str, v: VersionSeries) -> str:
             f"{name}: est. cycles/op relative to {v.columns[0]}", v.columns,
             [(r.step, r.cost) for r in rows], "relative est. cycles/op",
         )  # fmt: skip
-        drawn.append(_Group(name, table, time, cost))
+        colours = svg.column_colours(["", *[r.step for r in rows]])  # as series_chart
+        drawn.append(_Group(name, table, time, cost, [(r.step, colours[r.step]) for r in rows]))
     return _render(
         "series.html.j2",
         title=f"{lab}: version series {v.run_id}",

@@ -37,6 +37,20 @@ MANIFEST = "site.json"
 FORMAT = 2  # raise when the pages or data change for the same inputs
 
 
+def _own_code() -> str:
+    """A digest of the site's own code and templates (and report/svg.py, which draws
+    its charts): pages made by another version are made again, without anyone having
+    to remember to raise FORMAT."""
+    here = Path(__file__).resolve().parent
+    files = sorted(
+        [*here.glob("*.py"), *here.glob("templates/*"), here.parent / "report" / "svg.py"]
+    )
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
 @dataclass
 class Written:
     written: list[str] = field(default_factory=list)
@@ -85,7 +99,7 @@ def _inputs(
     """A digest of everything a lab's pages are made of: the site's format, where the
     results are from the site (its links), the lab's samples in the history, its runs'
     files and the bisections."""
-    h = hashlib.sha256(f"format {FORMAT} {where} {samples}".encode())
+    h = hashlib.sha256(f"format {FORMAT} {_own_code()} {where} {samples}".encode())
     for r in runs:
         folder = root / r.path
         parts = [r.run_id, r.status, str(r.ended), r.path, json.dumps(r.method, sort_keys=True)]
