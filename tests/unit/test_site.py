@@ -273,6 +273,7 @@ def test_a_run_without_a_level_breaks_the_line_and_is_said(tmp_path: Path) -> No
     head = next(line for line in time["lines"] if line["column"] == "head")
     after_break = [[p["run"] for p in piece] for piece in head["pieces"] if piece[0]["run"] >= 2]
     assert after_break == [[2], [4, 5]]  # no line through run 3
+    assert {b["run"] for b in time["breaks"]} == {METHOD_AT}  # a gap is not a method break
     assert any("run-5: no verdicts.json" in p for p in done.problems)
     page = (root / "site/nightly/step-insert-qp100.html").read_text()
     assert (

@@ -11,6 +11,7 @@ false-alarm rate holds over the lab), never looked for across a method boundary.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Iterable
@@ -34,7 +35,14 @@ from dbregress.site.model import (
     StepData,
     Verdict,
 )
-from dbregress.store.history import History, RunInfo, StepSeries, level, method_segments
+from dbregress.store.history import (
+    History,
+    RunInfo,
+    StepSeries,
+    history_path,
+    level,
+    method_segments,
+)
 
 LANES = ("time", "cost")
 CellKey = tuple[str, str, str, str]  # (lane, comparison, column, step)
@@ -164,11 +172,11 @@ def _point(rf: RunFolder, s: StepSeries, p: Any, value: float) -> Point:
     )
 
 
-def _line(s: StepSeries, by_id: dict[str, RunFolder], eligible: set[int]) -> Line:
+def _line(s: StepSeries, by_id: dict[str, RunFolder], after: dict[int, int]) -> Line:
     """A column's points, in pieces: a new piece where the method changes, and where a
-    run of the chart (`eligible`: the lab's runs on this host class, or every run in
-    the cost lane) has no level for it (its repeats all disturbed, its step failed, its
-    folder gone): the line is never drawn across a run it does not have."""
+    run of the chart (`after`: each of its runs' next one) has no level for it (its
+    repeats all disturbed, its folder gone): the line is never drawn across a run it
+    does not have."""
     pieces: list[tuple[Point, ...]] = []
     for piece in method_segments(s):
         points: list[Point] = []
@@ -177,7 +185,7 @@ def _line(s: StepSeries, by_id: dict[str, RunFolder], eligible: set[int]) -> Lin
             rf = by_id.get(p.run_id)
             if value is None or rf is None:
                 continue
-            if points and any(points[-1].run < r < rf.place for r in eligible):
+            if points and after.get(points[-1].run) != rf.place:
                 pieces.append(tuple(points))
                 points = []
             points.append(_point(rf, s, p, value))
@@ -187,13 +195,14 @@ def _line(s: StepSeries, by_id: dict[str, RunFolder], eligible: set[int]) -> Lin
 
 
 def _breaks(lane: str, lines: list[Line], by_place: dict[int, RunFolder]) -> tuple[Break, ...]:
-    """Where any line of the chart changes method, once per place; what changed."""
+    """Where any line of the chart changes method, once per place; what changed. (A
+    line's pieces also end where a run has no level: that is a gap, not a break.)"""
     seen: dict[tuple[int, int], Break] = {}
     fields = method.FIELDS if lane == "time" else method.COUNT_FIELDS
     for line in lines:
         for before, after in zip(line.pieces, line.pieces[1:], strict=False):
             a, b = before[-1].run, after[0].run
-            if (a, b) in seen:
+            if (a, b) in seen or before[-1].method == after[0].method:
                 continue
             what = method.differences(by_place[a].info.method, by_place[b].info.method, fields)
             if not what:  # the cost lane's count scope, or a point of mixed methods
@@ -227,8 +236,13 @@ def charts(
         for s in series:
             groups.setdefault((s.comparison, s.step, s.host), []).append(s)
         for (comp, step, host), group in groups.items():
-            eligible = {f.place for f in folders if host is None or f.info.host == host}
-            lines = [_line(s, by_id, eligible) for s in group]
+            # the chart's runs: those with a sample row in any of its series, a level or
+            # not (a run whose repeats were all disturbed has rows, no level)
+            mine = sorted(
+                {by_id[p.run_id].place for s in group for p in s.points if p.run_id in by_id}
+            )
+            after = dict(itertools.pairwise(mine))
+            lines = [_line(s, by_id, after) for s in group]
             changes = [m for s in group for m in _marks(s, marks.get(s.key, {}), by_id)]
             hostname = next((p.host for ln in lines for pc in ln.pieces for p in pc), None)
             out.append(
@@ -264,8 +278,6 @@ def steps(lab: str, every: list[Chart]) -> list[StepData]:
 
 
 def open_history(root: Path) -> History:
-    from dbregress.store.history import history_path
-
     if not history_path(root).is_file():
         raise DbregressError(
             f"no run history at {history_path(root)}: run a lab with --results {root} first, "

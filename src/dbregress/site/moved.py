@@ -13,6 +13,7 @@ reading of the verdict."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,7 @@ def _span(line: Moved, first: int, count: int, folders: list[RunFolder]) -> Move
     build = since.builds.get(line.column, {})
     began = str(build.get("commit") or "")[:12] or _build(since, line.column)
     note = f"in {count} consecutive runs, {since.info.run_id} ({began}) to {line.run_id}"
-    cause = f"{note}; {line.cause}" if line.cause else note
-    return Moved(**{**line.__dict__, "cause": cause})
+    return replace(line, cause=f"{note}; {line.cause}" if line.cause else note)
 
 
 def newest_first(lines: Iterable[Moved]) -> list[Moved]:
@@ -237,10 +237,13 @@ def bisection(root: Path, path: Path, problems: list[str]) -> Bisection | None:
     )  # fmt: skip
 
 
+def bisection_files(root: Path) -> list[Path]:
+    """Every bisect.json one or two folders under the results root, newest first."""
+    return sorted({*root.glob("*/bisect.json"), *root.glob("*/*/bisect.json")}, reverse=True)
+
+
 def bisections(root: Path, problems: list[str]) -> list[Bisection]:
-    """Every bisection folder one or two levels under the results root, newest first."""
-    found = sorted({*root.glob("*/bisect.json"), *root.glob("*/*/bisect.json")}, reverse=True)
-    return [b for p in found if (b := bisection(root, p, problems)) is not None]
+    return [b for p in bisection_files(root) if (b := bisection(root, p, problems)) is not None]
 
 
 def _cell(v: Verdict | None) -> tuple[float | None, str]:

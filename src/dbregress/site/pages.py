@@ -169,7 +169,7 @@ def series_page(lab: str, v: VersionSeries) -> str:
     )
 
 
-def _spark(chart: Chart | None, runs: int) -> tuple[str, str]:
+def _spark(chart: Chart | None) -> tuple[str, str]:
     """The newest column's sparkline of one lane, and that column; red where that
     column's latest change point is a slowdown."""
     if chart is None or not chart.lines:
@@ -204,8 +204,8 @@ def index_entry(lab: LabData) -> dict[str, Any]:
     for s in lab.steps:
         time = _latest(list(s.charts), "time", len(lab.runs) - 1)
         cost = _latest(list(s.charts), "cost", len(lab.runs) - 1)
-        t, column = _spark(time, len(lab.runs))
-        c, other = _spark(cost, len(lab.runs))
+        t, column = _spark(time)
+        c, other = _spark(cost)
         steps.append(
             {"comparison": s.comparison, "step": s.step, "page": s.page, "column": column or other,
              "time": t, "cost": c}

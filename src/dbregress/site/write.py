@@ -94,12 +94,12 @@ def _stamp(path: Path) -> str:
 
 
 def _inputs(
-    root: Path, runs: list[RunInfo], bisects: Iterable[Path], samples: str, where: str
+    root: Path, runs: list[RunInfo], bisects: Iterable[Path], samples: str, where: str, code: str
 ) -> str:
     """A digest of everything a lab's pages are made of: the site's format, where the
     results are from the site (its links), the lab's samples in the history, its runs'
     files and the bisections."""
-    h = hashlib.sha256(f"format {FORMAT} {_own_code()} {where} {samples}".encode())
+    h = hashlib.sha256(f"format {FORMAT} {code} {where} {samples}".encode())
     for r in runs:
         folder = root / r.path
         parts = [r.run_id, r.status, str(r.ended), r.path, json.dumps(r.method, sort_keys=True)]
@@ -183,7 +183,8 @@ def build_site(root: Path, out: Path) -> Written:
     out.mkdir(parents=True, exist_ok=True)
     before = _previous(out)
     kept_labs: dict[str, Any] = before.get("labs", {})
-    bisect_files = sorted({*root.glob("*/bisect.json"), *root.glob("*/*/bisect.json")})
+    bisect_files = moved.bisection_files(root)
+    code = _own_code()
     every = moved.bisections(root, done.problems)
     o = Out(out, done)
     where = os.path.relpath(root.resolve(), out.resolve())
@@ -194,12 +195,13 @@ def build_site(root: Path, out: Path) -> Written:
             runs = history.runs(lab)
             if not runs:
                 continue
-            digest = _inputs(root, runs, bisect_files, history.sample_digest(lab), where)
+            digest = _inputs(root, runs, bisect_files, history.sample_digest(lab), where, code)
             old = kept_labs.get(lab, {})
             if old.get("inputs") == digest and all(
                 (out / f).is_file() for f in old.get("files", [])
             ):
                 done.labs_kept.append(lab)
+                done.problems += [f"{lab}: {p}" for p in old["index"].get("problems", [])]
                 o.files += old["files"]
                 labs[lab] = old
                 entries.append(old["index"])
@@ -207,23 +209,18 @@ def build_site(root: Path, out: Path) -> Written:
             data = _lab_data(root, out, history, lab, every)
             start = len(o.files)
             _write_lab(o, data)
-            entry = json.loads(json.dumps(pages.index_entry(data), default=_plain))
+            entry = json.loads(json.dumps(pages.index_entry(data), default=as_json))
             labs[lab] = {"inputs": digest, "files": o.files[start:], "index": entry}
             entries.append(entry)
             done.labs_read.append(lab)
             done.problems += [f"{lab}: {p}" for p in data.problems]
     o.put("index.html", pages.index_page(entries, every))
+    made = set(o.files)
     for name in before.get("files", []):
-        if name not in o.files and (out / name).is_file():
+        if name not in made and (out / name).is_file():
             (out / name).unlink()
             done.removed.append(name)
-    manifest = {"format": FORMAT, "results": os.path.relpath(root, out), "labs": labs}
-    manifest["files"] = sorted(set(o.files))
+    manifest = {"format": FORMAT, "results": where, "labs": labs, "files": sorted(made)}
     write_atomic(out / MANIFEST, _dumps(manifest).encode())
     done.seconds = time.monotonic() - t0
     return done
-
-
-def _plain(value: Any) -> Any:
-    """A dataclass in the index entry (the last run, open regressions) as JSON."""
-    return as_json(value)
