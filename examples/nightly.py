@@ -405,7 +405,10 @@ def run_night(night: Night) -> int:
         if args.dry_run:
             print("# on a confirmed regression (gate exit 1), for each step it named:")
         verdicts = made[-1] / "verdicts.json" if made else None
-        bisect(night, lab, good["commit"] if good else base_commit, verdicts)
+        # the range the gate judged: from the run's own base column (the last good night,
+        # or --base's commit when measured against it); a registry base has no commit
+        # in the tree, so the range starts at the last good night, if any
+        bisect(night, lab, base_commit or (good["commit"] if good else None), verdicts)
         write_site(night, dbr)
     return status
 
@@ -476,8 +479,12 @@ def finish(night: Night, status: int, why: str = "") -> int:
     night.save()
     line = f"night {night.id}: {rec['outcome']} (exit {status}); run {rec['run'] or '-'}"
     found = "; ".join(bisect_answer(b) for b in rec["bisections"])
+    site = rec.get("site")
     print(
-        line + (f"; bisection: {found}" if found else "") + (f"; {rec['why']}" * bool(rec["why"]))
+        line
+        + (f"; bisection: {found}" if found else "")
+        + (f"; site: {site}" if site not in (None, "written") else "")
+        + (f"; {rec['why']}" * bool(rec["why"]))
     )
     return status
 

@@ -308,3 +308,30 @@ def test_samples_indexed_again_rebuild_the_lab(tmp_path: Path) -> None:
         write_json(step, r)
     assert reindex(root) == []
     assert build_site(root, root / "site").labs_read == ["nightly"]
+
+
+def test_the_index_says_what_the_last_run_left_undecided(tmp_path: Path) -> None:
+    """Review: a last run whose steps were undecided read as 'no open regression' and
+    nothing more; a slowdown stopped being open when the last run had no level."""
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=8, lab_change=4)
+    last = verdicts(0.8)
+    step = last["comparisons"][0]["columns"][0]["steps"][0]
+    step["verdict"] = step["cost"]["verdict"] = "undecided"
+    write_json(runs[-1] / "verdicts.json", last)
+    for f in (runs[-1] / "head").rglob("steps/*-qp100.json"):
+        r = json.loads(f.read_text())
+        r["host"] = {**r["host"], "other_cpu_frac": 0.5, "other_cpu_s": 10.0}
+        write_json(f, r)
+    assert reindex(root) == []
+    build_site(root, root / "site")
+    index = (root / "site/index.html").read_text()
+    assert "2 verdict(s) of the last run are undecided or withheld" in index
+    lab = json.loads((root / "site/nightly/data/lab.json").read_text())
+    opened = {(m["lane"], m["run_id"]) for m in lab["open_regressions"]}
+    assert ("time", "run-4") in opened  # no level at run-7: not a recovery
+
+
+def test_a_version_series_line_breaks_where_a_column_has_no_value() -> None:
+    chart = charts.series_chart("t", ["a", "b", "c", "d"], [("s", (1.0, None, 0.9, 0.8))], "r")
+    assert chart.count("<polyline") == 2

@@ -181,14 +181,18 @@ def series_chart(
     rows: Sequence[tuple[str, Sequence[float | None]]],
     y_label: str,
 ) -> str:
-    """A version series: x the columns in order, y relative to the first, a line per step."""
+    """A version series: x the columns in order, y relative to the first, a line per step,
+    broken where a column has no value for it (never drawn across)."""
     colours = svg.column_colours(["", *[name for name, _ in rows]])
-    lines = [
-        svg.Line(
-            name, colours[name], [(float(i), v) for i, v in enumerate(values) if v is not None]
-        )
-        for name, values in rows
-    ]
+    lines = []
+    for name, values in rows:
+        piece: list[tuple[float, float]] = []
+        for i, v in enumerate([*values, None]):
+            if v is not None:
+                piece.append((float(i), v))
+            elif piece:
+                lines.append(svg.Line(name, colours[name], piece))
+                piece = []
     ticks = [(float(i), c) for i, c in enumerate(columns)]
     return svg.line_chart(
         lines, title, "", y_label, width=470, height=240, x_ticks=ticks,

@@ -116,6 +116,7 @@ class Moved:
 @dataclass(frozen=True)
 class Bisection:
     folder: str  # relative to the results root
+    engine: str  # the engine of its builds (bisect.json names no lab)
     step: str
     lane: str
     good: str
@@ -171,6 +172,7 @@ class LabData:
     series: list[VersionSeries]
     open_regressions: list[Moved] = field(default_factory=list)
     last_judged: bool = True  # the last run's verdicts were read
+    last_undecided: int = 0  # the last run's verdicts that are undecided or withheld
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
 
 

@@ -164,26 +164,27 @@ def open_regressions(
     moved: list[Moved], folders: list[RunFolder], data: list[StepData]
 ) -> list[Moved]:
     """The last run's confirmed slower verdicts, and each series' latest change point
-    where it was a slowdown that still stands: the series' last point is the lab's last
-    run, measured by the same method as the change (a change point before a method
-    boundary or on a host the lab has left says nothing of today)."""
+    where it was a slowdown that still stands: measured by the same method as the
+    series' last point, on a chart the lab's last run is on (its host class in the time
+    lane). A last run without a level for the step has not shown a recovery: the
+    slowdown stays open. A change point before a method boundary, or on a host the lab
+    has left, says nothing of today."""
     if not folders:
         return []
     last = folders[-1]
-    out = [
-        m
-        for m in moved
-        if m.kind == "verdict" and m.run_id == last.info.run_id and m.word == "slower"
-    ]
+    mine = last.info.run_id
+    out = [m for m in moved if m.kind == "verdict" and m.run_id == mine and m.word == "slower"]
     for step in data:
         for chart in step.charts:
+            if chart.host is not None and chart.host != last.host:
+                continue
             for line in chart.lines:
                 marks = [m for m in chart.changes if m.column == line.column]
                 if not marks or marks[-1].word != "slower" or not line.pieces:
                     continue
                 end = line.pieces[-1][-1]
                 at = _point_at(chart, line.column, marks[-1].run)
-                if end.run != last.place or at is None or at.method != end.method:
+                if at is None or at.method != end.method:
                     continue
                 out += [
                     x for x in moved
@@ -192,6 +193,11 @@ def open_regressions(
                     and x.lane == chart.lane and x.comparison == chart.comparison
                 ]  # fmt: skip
     return out
+
+
+def undecided(folder: RunFolder) -> int:
+    """How many of a run's verdicts against its base are undecided (or withheld)."""
+    return sum(v.word == "undecided" for v in folder.verdicts.values())
 
 
 def _short(spec: str) -> str:
@@ -229,7 +235,8 @@ def bisection(root: Path, path: Path, problems: list[str]) -> Bisection | None:
     )
     took = state.get("took_s")
     return Bisection(
-        str(path.parent.relative_to(root)), str(request.get("step", "")),
+        str(path.parent.relative_to(root)), builds[0].split("@", 1)[0] if builds else "",
+        str(request.get("step", "")),
         str(request.get("lane", "")), _short(builds[0]) if builds else "",
         _short(builds[-1]) if builds else "", answer,
         _short(str(first_bad)) if first_bad else None, candidates, path_lines,

@@ -217,6 +217,7 @@ def index_entry(lab: LabData) -> dict[str, Any]:
         "last": lab.runs[-1],
         "open": lab.open_regressions,
         "last_judged": lab.last_judged,
+        "last_undecided": lab.last_undecided,
         "steps": steps,
         "problems": lab.problems,
     }

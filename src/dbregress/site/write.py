@@ -130,17 +130,19 @@ def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bis
     )
     lines = moved.newest_first(lines)
     mine = {s.step for s in steps}
+    engines = {str(c.get("build", "")).split("@", 1)[0] for f in folders for c in f.columns}
     data = LabData(
         lab,
         gather.summaries(folders),
         steps,
         lines,
-        [b for b in every if b.step in mine],
+        [b for b in every if b.step in mine and b.engine in engines],
         moved.version_series(lab, folders),
         problems=problems,
     )
     data.open_regressions = moved.open_regressions(lines, folders, steps)
     data.last_judged = folders[-1].judged
+    data.last_undecided = moved.undecided(folders[-1])
     return data
 
 
