@@ -60,6 +60,13 @@ class Engine(ABC):
     # replays. Each engine's say why; an engine needs none by default.
     COUNTING_SETTINGS: ClassVar[dict[str, str]] = {}
 
+    @classmethod
+    def counting_settings(cls, version: str) -> dict[str, str]:
+        """The COUNTING_SETTINGS of a build that says `version` of itself (its
+        version_string, or a BuildSpec's version where the build is not at hand): an
+        engine whose settings depend on the version says how."""
+        return dict(cls.COUNTING_SETTINGS)
+
     def __init__(self, build: Build, options: EngineOptions) -> None:
         self.build = build
         self.options = options

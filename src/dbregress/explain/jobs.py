@@ -42,9 +42,10 @@ SLOWDOWN = 20  # timeouts of a step run under valgrind: this many times the plai
 
 def count_settings(job: ColumnJob) -> dict[str, str]:
     """The settings of the counting replay: the column's, over the engine's own
-    adjustments for counting (its COUNTING_SETTINGS: engines/postgres.py's
-    QUIET_POSTGRES, engines/mysql.py's QUIET_MYSQL)."""
-    quiet = engine_class(job.build.spec.engine).COUNTING_SETTINGS
+    adjustments for counting for the build's version (its counting_settings:
+    engines/postgres.py's QUIET_POSTGRES and, from 18 on, SYNC_IO; engines/mysql.py's
+    QUIET_MYSQL)."""
+    quiet = engine_class(job.build.spec.engine).counting_settings(job.build.version_string)
     return {**quiet, **dict(job.column.settings)}
 
 

@@ -40,13 +40,17 @@ NOT_HELD = "purge not held off the windows: the build has no command-line client
 HELD_WHERE = "purge held off each window where the build has a command-line client"
 
 
-def setting_changes(column: Column, ran: Column | None = None) -> dict[str, str]:
+def setting_changes(
+    column: Column, ran: Column | None = None, build: Build | None = None
+) -> dict[str, str]:
     """The engine settings a column's counting replays set that its own do not: its
-    engine's COUNTING_SETTINGS under the settings the replays ran it with (`ran`, the
-    column as the replays ran it; explain/jobs.py count_settings), each where it differs
-    from the column's own."""
+    engine's counting settings for the build's version (what `build` says of itself,
+    else the version the lab names) under the settings the replays ran it with (`ran`,
+    the column as the replays ran it; explain/jobs.py count_settings), each where it
+    differs from the column's own."""
     ran = column if ran is None else ran
-    quiet = engine_class(ran.build.engine).COUNTING_SETTINGS
+    version = build.version_string if build is not None else ran.build.version
+    quiet = engine_class(ran.build.engine).counting_settings(version)
     counted = {**quiet, **dict(ran.settings)}
     return {k: v for k, v in counted.items() if column.settings.get(k) != v}
 
@@ -112,7 +116,10 @@ def comparison_changes(
             entry["windows"][column.label] = _window(choice, int(spec.get("clients", 1)))
     holds = {c.label: h for c in comparison.columns if (h := held(c, builds.get(c.label)))}
     return {
-        "settings": {c.label: setting_changes(c, replayed(c)) for c in comparison.columns},
+        "settings": {
+            c.label: setting_changes(c, replayed(c), builds.get(c.label))
+            for c in comparison.columns
+        },
         "held": holds,
         "steps": steps,
     }
