@@ -10,11 +10,17 @@ gate (`dbregress report --fail-on`), check the run is in the history, write the 
 (`dbregress site`), and on a confirmed regression bisect the commits since the last good
 night on the step the gate named (`dbregress bisect --src`), then write the site again.
 
+With --drift P%, the night also asks `dbregress ledger` for every step's cumulative cost
+change since a fixed reference (the first night's run, or --reference RUN; kept in the
+state file beside the last good night) and fails when one is above P%.
+
 Exit status: 0 green (or nothing new since the last good night); 1 a confirmed
-regression (after the bisection); 2 not judged (a step undecided, the run did not
-finish, another night still running); 3 the recipe itself failed (a build, a git
-command, a missing base). Every step's output goes to RESULTS/nightly/NIGHT/STEP.log,
-and RESULTS/nightly/state.json keeps the last good night and every night's outcome.
+regression (after the bisection), or a drift beyond --drift; 2 not judged (a step
+undecided, the run did not finish, the drift not judged, another night still running);
+3 the recipe itself failed (a build, a git command, a missing base, a full disk or an
+unwritable results folder, a bug of its own). Every step's output goes to
+RESULTS/nightly/NIGHT/STEP.log, and RESULTS/nightly/state.json keeps the last good
+night, the drift's reference and every night's outcome.
 Only the standard library: copy it and change what you need.
 """
 
@@ -108,6 +114,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--results", type=Path, default=Path("results"))
     ap.add_argument("--site-out", type=Path, help="the site's folder (default RESULTS/site)")
     ap.add_argument("--gate", choices=("slower", "slower:time", "slower:cost"), default="slower")
+    ap.add_argument("--accept-ungated", action="store_true",
+                    help="a green night whose lane the gate does not judge confirmed a step "
+                    "slower still becomes the last good night (default: it does not)")
+    ap.add_argument("--reference", metavar="RUN",
+                    help="the drift's fixed reference: a run id whose base column it is "
+                    "(default: the first night's run, i.e. the first night's base)")
+    ap.add_argument("--drift", type=percent, metavar="P%",
+                    help="exit 1 when a step's cumulative cost change since the reference "
+                    "is above P%% (its interval all above), e.g. 2%%")
     ap.add_argument("--bisect-steps", type=int, default=1,
                     help="how many of the steps the gate named to bisect (0: none)")
     ap.add_argument("--dbregress", default="dbregress", help="how to call dbregress")
@@ -122,6 +137,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.against == "base" and not args.base:
         ap.error("--against base needs --base")
     return args
+
+
+def percent(text: str) -> float:
+    """--drift's limit: "2%" or "2" is 0.02."""
+    try:
+        value = float(text.strip().removesuffix("%")) / 100
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (2%)") from None
+    if not 0 < value < 10:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a percentage above 0, e.g. 2%")
+    return value
 
 
 def source_build(engine: str, tree: Path, commit: str, flavor: str) -> str:
@@ -186,19 +212,30 @@ def gate_status(code: int | None) -> int:
     return FAILED
 
 
-def slower_steps(verdicts: dict[str, Any], gate: str) -> list[tuple[str, str, float]]:
-    """(step, lane, ratio) of each step confirmed slower in a lane the gate judges, the
-    cost lane's first (its counts do not depend on the host's noise), then by how much."""
-    lanes = {"slower": ("cost", "time"), "slower:cost": ("cost",), "slower:time": ("time",)}
+GATED = {"slower": ("cost", "time"), "slower:cost": ("cost",), "slower:time": ("time",)}
+
+
+def ungated(gate: str) -> tuple[str, ...]:
+    """The lanes the gate does not judge (measured and reported all the same)."""
+    return tuple(lane for lane in ("cost", "time") if lane not in GATED[gate])
+
+
+def slower_steps(
+    verdicts: dict[str, Any], gate: str, lanes: tuple[str, ...] | None = None
+) -> list[tuple[str, str, float]]:
+    """(step, lane, ratio) of each step confirmed slower in a lane the gate judges (or in
+    `lanes`), the cost lane's first (its counts do not depend on the host's noise), then
+    by how much."""
+    lanes = GATED[gate] if lanes is None else lanes
     rows: list[tuple[bool, float, str, float]] = []  # (time?, sort key, step, its ratio)
     for comparison in verdicts.get("comparisons", []):
         for column in comparison.get("columns", []):
             for v in column.get("steps", []):
                 cost = v.get("cost") or {}
-                if "cost" in lanes[gate] and cost.get("verdict") == "slower":
+                if "cost" in lanes and cost.get("verdict") == "slower":
                     ratio = cost.get("ratio") or 1.0
                     rows.append((False, -ratio, v["step"], ratio))
-                if "time" in lanes[gate] and v.get("verdict") == "slower":
+                if "time" in lanes and v.get("verdict") == "slower":
                     # a QPS ratio below 1 is slower: its inverse sorts like a cost ratio;
                     # the QPS ratio itself is what is recorded
                     qps = v.get("ratio") or 1.0
@@ -234,10 +271,11 @@ def load_state(path: Path) -> dict[str, Any]:
     try:
         state: dict[str, Any] = json.loads(path.read_text())
     except FileNotFoundError:
-        return {"format": 1, "last_good": {}, "nights": []}
+        return {"format": 1, "last_good": {}, "reference": {}, "nights": []}
     except ValueError as e:
         raise RecipeError(f"{path} is not JSON ({e}): move it away to start afresh") from None
     state.setdefault("last_good", {})
+    state.setdefault("reference", {})
     state.setdefault("nights", [])
     return state
 
@@ -251,12 +289,16 @@ def save_state(path: Path, state: dict[str, Any]) -> None:
 
 
 def record_night(state: dict[str, Any], night: dict[str, Any]) -> None:
-    """The night's entry, replaced or added; a green night becomes the last good one."""
+    """The night's entry, replaced or added; a green night becomes the last good one,
+    unless a lane its gate does not judge confirmed a step slower (`held`); the night
+    that first names a drift reference keeps it for its lab."""
     nights = [n for n in state["nights"] if n.get("night") != night["night"]]
     state["nights"] = [*nights, night]
-    if night.get("status") == GREEN and night.get("run"):
+    if night.get("status") == GREEN and night.get("run") and not night.get("held"):
         keep = {"commit": "commit", "run": "run", "date": "ended", "night": "night"}
         state["last_good"][night["lab"]] = {k: night[v] for k, v in keep.items()}
+    if night.get("reference"):
+        state.setdefault("reference", {})[night["lab"]] = night["reference"]
 
 
 def mark_unfinished(state: dict[str, Any]) -> None:
@@ -304,27 +346,29 @@ class Night:
             "night": self.id, "lab": args.name, "engine": args.engine, "tree": str(args.tree),
             "flavor": args.flavor, "commit": commit, "subject": subject, "started": now(),
             "ended": None, "outcome": "running", "status": None, "why": "", "run": None,
-            "base": None, "base_commit": None, "gate": None, "slower": [],
-            "bisections": [], "site": None, "steps": {},
+            "base": None, "base_commit": None, "gate": None, "slower": [], "held": None,
+            "reference": None, "drift": None, "bisections": [], "site": None, "steps": {},
         }  # fmt: skip
 
     def say(self, line: str) -> None:
         took = dt.timedelta(seconds=int(time.monotonic() - self.t0))
         print(f"nightly [{took}] {line}", file=sys.stderr, flush=True)
 
-    def step(self, name: str, cmd: list[str]) -> int:
-        """Run one command into NIGHT/name.log; its exit status, -1 if it could not start."""
+    def step(self, name: str, cmd: list[str], stdout: Path | None = None) -> int:
+        """Run one command into NIGHT/name.log (its stdout into `stdout` when given); its
+        exit status, -1 if it could not start."""
         if self.args.dry_run:
-            print(shlex.join(cmd))
+            print(shlex.join(cmd) + (f" > {stdout.name}" if stdout else ""))
             return 0
         self.dir.mkdir(parents=True, exist_ok=True)
         log = self.dir / f"{name}.log"
         t = time.monotonic()
-        with open(log, "w") as out:
+        with open(log, "w") as out, open(stdout or os.devnull, "w") as data:
             out.write(f"$ {shlex.join(cmd)}\n")
             out.flush()
+            err = out if stdout else subprocess.STDOUT
             try:
-                proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+                proc = subprocess.Popen(cmd, stdout=data if stdout else out, stderr=err, text=True)
             except OSError as e:
                 out.write(f"could not start: {e}\n")
                 code = -1
@@ -386,7 +430,7 @@ def run_night(night: Night) -> int:
     if args.flavor not in lab_flavors(lab, args.engine):  # the lab's own flavors: run builds
         for side, build in (("base", base), ("head", head)):
             if night.step(f"fetch-{side}", [*dbr, "fetch", build]) != 0:
-                raise RecipeError(f"the {side} build {build} failed: see fetch-{side}.log")
+                raise RecipeError(build_failed(args, side, build, good))
     before = set(args.results.glob(f"*-{args.name}"))
     night.step("run", [*dbr, "run", str(lab_path), "--results", str(args.results)])
     made = sorted(set(args.results.glob(f"*-{args.name}")) - before)
@@ -400,17 +444,151 @@ def run_night(night: Night) -> int:
     status = gate_status(gate)
     if not index_run(night, dbr, run_id) and status == GREEN:
         status = NOT_JUDGED  # a green night is one the history holds: the next compares to it
+    verdicts_path = made[-1] / "verdicts.json" if made else None
+    if status == GREEN and not args.dry_run:
+        hold(night, verdicts_path)
+    if args.drift is not None or args.reference:
+        status = drift(night, state, dbr, base, base_commit, status)
     write_site(night, dbr)
     if status == REGRESSION or args.dry_run:
         if args.dry_run:
             print("# on a confirmed regression (gate exit 1), for each step it named:")
-        verdicts = made[-1] / "verdicts.json" if made else None
+        verdicts = verdicts_path
         # the range the gate judged: from the run's own base column (the last good night,
         # or --base's commit when measured against it); a registry base has no commit
         # in the tree, so the range starts at the last good night, if any
         bisect(night, lab, base_commit or (good["commit"] if good else None), verdicts)
         write_site(night, dbr)
     return status
+
+
+def build_failed(args: argparse.Namespace, side: str, build: str, good: Any) -> str:
+    """Why the night failed at a build, and the way forward when the base is the last
+    good night's commit: it will not build on the nights after either."""
+    why = f"the {side} build {build} failed: see fetch-{side}.log"
+    if side == "base" and good and args.against == "last-good":
+        why += (
+            f". If the last good night's commit {good['commit'][:12]} no longer builds "
+            "(a compiler or library changed), measure one night against a commit that "
+            "does: --against base --base REF (tonight's parent, HEAD~1); a green night "
+            "becomes the last good night, and the nights after go on from it"
+        )
+    return why
+
+
+def hold(night: Night, verdicts: Path | None) -> None:
+    """A green night whose ungated lane confirmed a step slower does not become the last
+    good night (unless --accept-ungated): the next night measures against the same base
+    again, so the regression stays visible (and on the site) until it is fixed."""
+    args, rec = night.args, night.record
+    lanes = ungated(args.gate)
+    if not lanes:
+        return
+    try:
+        if verdicts is None:
+            raise OSError("no run folder")
+        found = slower_steps(json.loads(verdicts.read_text()), args.gate, lanes)
+    except (OSError, ValueError) as e:
+        held = f"the {'/'.join(lanes)} lane's verdicts could not be read ({e})"
+    else:
+        steps = ", ".join(f"{s} ({lane} {r:.3f})" for s, lane, r in found)
+        held = f"confirmed slower in a lane the gate does not judge: {steps}" if found else ""
+    if not held:
+        return
+    if args.accept_ungated:
+        rec["why"] = f"{held} (accepted: --accept-ungated)"
+    else:
+        rec["held"] = held
+        rec["why"] = f"{held}; the last good night stays (--accept-ungated moves it)"
+    night.say(rec["why"])
+
+
+def drift(
+    night: Night, state: dict[str, Any], dbr: list[str], base: str, commit: str | None,
+    status: int,
+) -> int:  # fmt: skip
+    """The drift since the fixed reference (`dbregress ledger`): 1 when a step's
+    cumulative cost change is above --drift (its interval all above), naming the nights
+    and commits that contributed most; 2 when it could not be judged. The reference is
+    --reference, else the one the state file keeps, else tonight's run (its base column
+    is the first night's base) once the gate judged it."""
+    args, rec = night.args, night.record
+    ref = state["reference"].get(args.name)
+    if args.reference and (not ref or ref.get("run") != args.reference):
+        if not (args.results / args.reference).is_dir() and not args.dry_run:
+            raise RecipeError(f"--reference {args.reference}: no such run in {args.results}")
+        ref = {"run": args.reference, "night": None, "since": rec["night"]}
+    if not ref and rec["gate"] in (GREEN, REGRESSION):
+        ref = {"run": rec["run"], "night": rec["night"], "build": base, "commit": commit}
+    rec["reference"] = ref
+    if args.drift is None:
+        return status
+    if not ref:
+        rec["drift"] = {"judged": False, "why": "no reference yet: the gate judged no run"}
+        return NOT_JUDGED if status == GREEN else status
+    cmd = [*dbr, "ledger", "--lab", args.name, "--reference", ref["run"]]
+    cmd += ["--results", str(args.results), "--format", "json"]
+    cmd += ["--fail-on", f"drift:{args.drift * 100:g}%"]
+    out = night.dir / "ledger.json"
+    code = night.step("ledger", cmd, stdout=out)
+    if args.dry_run:
+        return status
+    nights = {n.get("run"): n for n in [*state["nights"], rec]}
+    judged = read_drift(out, code, args.drift, nights)
+    rec["drift"] = judged
+    if not judged["judged"]:
+        night.say(f"drift not judged: {judged['why']}")
+        return NOT_JUDGED if status == GREEN else status
+    if judged["above"]:
+        line = "; ".join(drift_line(d) for d in judged["above"])
+        night.say(f"drift since {ref['run']} above {args.drift:.1%}: {line}")
+        if status == GREEN:
+            rec["outcome"] = "drift"
+            rec["why"] = f"drift since the reference {ref['run']}: {line}"
+            return REGRESSION
+    return status
+
+
+def read_drift(
+    path: Path, code: int, limit: float, nights: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The ledger's answer (its JSON, format 1): the steps whose cumulative cost change
+    since the reference is above `limit` with its whole interval, each with the nights
+    and commits that contributed most (largest increments first)."""
+    if code not in (0, 1):
+        return {"judged": False, "why": f"dbregress ledger exit {code}: see ledger.log"}
+    try:
+        found = json.loads(path.read_text())
+        beyond = found["drift"]["beyond"]
+        above = []
+        for d in beyond:
+            lo, hi = d["ci"]
+            if lo <= 1 + limit:  # within the limit, or beyond it the faster way
+                continue
+            contributors = sorted(d.get("contributors") or [], key=lambda c: -c["ratio"])
+            named = [
+                {**c, "night": (nights.get(c["run"]) or {}).get("night")}
+                for c in contributors
+                if c["ratio"] > 1
+            ][:3]
+            above.append({"comparison": d["comparison"], "step": d["step"],
+                          "ratio": d["ratio"], "ci": [lo, hi], "contributors": named})  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return {"judged": False, "why": f"the ledger's JSON could not be read ({e!r})"}
+    if code == 1 and not beyond:
+        return {"judged": False, "why": "dbregress ledger exit 1 but no step beyond the limit"}
+    return {"judged": True, "limit": limit, "above": above}
+
+
+def drift_line(d: dict[str, Any]) -> str:
+    lo, hi = d["ci"]
+    most = ", ".join(
+        f"{c.get('night') or c['run']} ({(c.get('commit') or '?')[:12]}, "
+        f"{(c['ratio'] - 1) * 100:+.2f}%)"
+        for c in d["contributors"]
+    )
+    size = f"{(d['ratio'] - 1) * 100:+.2f}% [{(lo - 1) * 100:+.2f}, {(hi - 1) * 100:+.2f}]"
+    return f"{d['step']} {size}" + (f", most from {most}" if most else "")
 
 
 def index_run(night: Night, dbr: list[str], run_id: str) -> bool:
@@ -489,6 +667,18 @@ def finish(night: Night, status: int, why: str = "") -> int:
     return status
 
 
+def failed(night: Night, why: str) -> None:
+    """A night that failed (a build that does not build, a git command) is recorded
+    first, then the site is written again, so that it shows the failed night."""
+    rec = night.record
+    if rec["outcome"] == "running":
+        rec["outcome"] = OUTCOMES[FAILED]
+    rec.update(status=FAILED, why=rec["why"] or why, ended=now())
+    night.save()
+    if not night.args.dry_run:
+        write_site(night, shlex.split(night.args.dbregress))
+
+
 def night_under_lock(night: Night) -> int:
     """The night, recorded as running first so that even a kill leaves a trace."""
     state = load_state(night.state_path)
@@ -502,6 +692,7 @@ def night_under_lock(night: Night) -> int:
         return finish(night, run_night(night))
     except RecipeError as e:
         night.say(str(e))
+        failed(night, str(e))
         return finish(night, FAILED, str(e))
     except (Stopped, KeyboardInterrupt) as e:
         rec["outcome"] = "interrupted"
@@ -526,6 +717,13 @@ def main(argv: list[str] | None = None) -> int:
     except RecipeError as e:  # before the night began: git, the lock, the state file
         print(f"nightly: {e}", file=sys.stderr)
         return NOT_JUDGED if "another night" in str(e) else FAILED
+    except OSError as e:  # the results folder: unwritable, a full disk (never exit 1)
+        print(f"nightly: the recipe failed: {e}", file=sys.stderr)
+        return FAILED
+    except Exception:  # a bug of the recipe's own, even while recording one: exit 3
+        traceback.print_exc()
+        print("nightly: the recipe failed (the traceback above)", file=sys.stderr)
+        return FAILED
 
 
 if __name__ == "__main__":

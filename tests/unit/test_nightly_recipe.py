@@ -32,7 +32,9 @@ def _load() -> ModuleType:
 nightly = _load()
 
 # Stands in for `dbregress`: FAKE (JSON in the environment) gives each subcommand's exit
-# status and the verdicts a run writes; every call is appended to calls.jsonl.
+# status, the verdicts a run writes, whether the run indexes itself in the history (as
+# `dbregress run` does; "unindexed": it does not), which fetch fails ("fetch_fails": a
+# part of its build) and the ledger's JSON; every call is appended to calls.jsonl.
 FAKE = """\
 import json, os, sys, tomllib
 from pathlib import Path
@@ -44,15 +46,23 @@ with log.open("a") as f:
 def results():
     return Path(args[args.index("--results") + 1])
 cmd = args[0]
+if cmd == "fetch" and mode.get("fetch_fails") and mode["fetch_fails"] in args[1]:
+    sys.exit(2)
 if cmd == "run":
     lab = tomllib.loads(Path(args[1]).read_text())
     n = len(list(results().glob("*-" + lab["name"])))
     run = results() / f"20260101-00000{n}-{lab['name']}"
     run.mkdir(parents=True)
     (run / "verdicts.json").write_text(json.dumps(mode.get("verdicts", {})))
+    if not mode.get("unindexed"):
+        with (results() / "index.txt").open("a") as f:
+            f.write(run.name + "\\n")
     print("run " + run.name, file=sys.stderr)
 elif cmd == "history":
-    print(" ".join(p.name for p in results().glob("2026*")))
+    index = results() / "index.txt"
+    print(" ".join(index.read_text().split()) if index.exists() else "")
+elif cmd == "ledger":
+    print(json.dumps(mode.get("ledger_json", {"drift": {"limit": 0.01, "beyond": []}})))
 elif cmd == "bisect":
     folder = results() / f"bisect-{len(list(results().glob('bisect-*')))}-x"
     folder.mkdir()
@@ -276,3 +286,114 @@ def test_a_second_night_while_one_runs_exits_2(setup: Setup) -> None:
     with nightly.night_lock(setup.results / "nightly"):
         assert setup.night("HEAD", "--base", "HEAD~2") == 2
     assert not (setup.results / "nightly" / "state.json").exists()
+
+
+def test_a_failure_of_the_results_folder_is_3_never_1(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 51 item 22: an OSError (an unwritable results folder, a full disk) escaped
+    as a traceback, which Python exits with 1, the status of a regression."""
+    argv = ["--tree", str(setup.tree), "--base", "HEAD~2", "--dbregress", setup.dbregress]
+    assert nightly.main([*argv, "--results", "/proc/x"]) == 3
+
+    def full(path: Path, state: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(nightly, "save_state", full)
+    assert setup.night("HEAD", "--base", "HEAD~2") == 3
+
+
+def test_a_slower_lane_the_gate_does_not_judge_keeps_the_last_good_night(setup: Setup) -> None:
+    """Issue 51 item 23: with --gate slower:cost, a time lane confirmed slower made the
+    night the last good one, and the next night measured against the slow commit."""
+    ids = _git(setup.tree, "rev-list", "--reverse", "HEAD").split()
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
+    assert setup.night("HEAD~1", "--base", "HEAD~2", verdicts=same) == 0
+    time_slow = _verdicts(("qp100", "slower", 0.8, "same", 1.0))
+    assert setup.night("HEAD", "--gate", "slower:cost", verdicts=time_slow) == 0
+    night = setup.state()["nights"][-1]
+    assert night["outcome"] == "green" and "qp100 (time 0.800)" in night["held"]
+    assert setup.state()["last_good"]["nightly-postgres"]["commit"] == ids[1]
+    assert setup.night("HEAD", "--gate", "slower:cost", verdicts=time_slow) == 0
+    assert setup.called()[0][1].endswith(f"#{ids[1]}+rel")  # the same base again
+    assert setup.night("HEAD", "--gate", "slower:cost", "--accept-ungated", verdicts=time_slow) == 0
+    assert setup.state()["last_good"]["nightly-postgres"]["commit"] == ids[2]
+    assert "accepted" in setup.state()["nights"][-1]["why"]
+
+
+def test_a_run_the_history_lacks_is_not_judged(setup: Setup) -> None:
+    """Issue 51 item 26: the stand-in history listed every run folder, so the path of a
+    run `dbregress run` did not index was never taken."""
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
+    assert setup.night("HEAD", "--base", "HEAD~2", verdicts=same, unindexed=True) == 2
+    assert "reindex" not in json.dumps(setup.called())
+    assert setup.state()["last_good"] == {}
+    assert setup.night("HEAD", "--base", "HEAD~2", verdicts=same) == 0
+    assert setup.state()["last_good"]["nightly-postgres"]["run"].endswith("1-nightly-postgres")
+
+
+def test_a_last_good_commit_that_no_longer_builds_says_the_way_forward(setup: Setup) -> None:
+    """Issue 51 item 27: every night after failed at the base build with exit 3 and no
+    way out; the failed night is recorded before the site is written, so it shows."""
+    ids = _git(setup.tree, "rev-list", "--reverse", "HEAD").split()
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
+    assert setup.night("HEAD~1", "--base", "HEAD~2", verdicts=same) == 0
+    assert setup.night("HEAD", fetch_fails=ids[1]) == 3
+    night = setup.state()["nights"][-1]
+    assert night["outcome"] == "failed" and "--against base --base REF" in night["why"]
+    assert [c[0] for c in setup.called()] == ["fetch", "site"]
+    assert setup.night("HEAD", "--against", "base", "--base", "HEAD~2", fetch_fails=ids[1]) == 0
+    assert setup.state()["last_good"]["nightly-postgres"]["commit"] == ids[2]
+
+
+def _ledger(*beyond: tuple[str, float, list[float], list[tuple[str, str, float]]]) -> Any:
+    """The ledger's JSON (format 1) with its drift.beyond: (step, ratio, ci, [(run,
+    commit, ratio)])."""
+    rows = [
+        {"comparison": "insert", "step": step, "ratio": ratio, "ci": ci,
+         "contributors": [{"run": r, "commit": c, "ratio": x} for r, c, x in who]}
+        for step, ratio, ci, who in beyond
+    ]  # fmt: skip
+    return {"lab": "nightly-postgres", "steps": [], "drift": {"limit": 0.01, "beyond": rows}}
+
+
+def test_drift_since_the_reference_fails_the_night_and_names_who(setup: Setup) -> None:
+    """Issue 50 item 2: each night passes against the last good night, while the steps
+    drift since the fixed reference (the first night's run) beyond --drift."""
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.004))
+    assert setup.night("HEAD~1", "--base", "HEAD~2", "--drift", "1%", verdicts=same) == 0
+    first = setup.state()["nights"][-1]
+    ref = setup.state()["reference"]["nightly-postgres"]
+    assert ref["run"] == first["run"] and ref["build"] == first["base"]
+    ledger = next(c for c in setup.called() if c[0] == "ledger")
+    assert ledger[ledger.index("--reference") + 1] == first["run"]
+    assert ledger[ledger.index("--fail-on") + 1] == "drift:1%"
+    head = _git(setup.tree, "rev-parse", "HEAD")
+    drifted = _ledger(
+        ("qp100", 1.012, [1.011, 1.013],
+         [(first["run"], "a" * 40, 1.004), ("20260101-000001-nightly-postgres", head, 1.008)]),
+        ("l.i0", 1.011, [1.009, 1.013], []),  # beyond, but its interval not all above 1%
+        ("qr100", 0.97, [0.96, 0.98], []),  # beyond the faster way
+    )  # fmt: skip
+    assert setup.night("HEAD", "--drift", "1%", verdicts=same, ledger=1, ledger_json=drifted) == 1
+    night = setup.state()["nights"][-1]
+    assert night["outcome"] == "drift" and [d["step"] for d in night["drift"]["above"]] == ["qp100"]
+    assert "qp100 +1.20% [+1.10, +1.30]" in night["why"]
+    most = f"most from {night['night']} ({head[:12]}, +0.80%), {first['night']} (aaaaaaaaaaaa"
+    assert most in night["why"]
+    assert setup.state()["last_good"]["nightly-postgres"]["night"] == first["night"]
+    assert setup.state()["reference"]["nightly-postgres"] == ref  # fixed, not the last good
+
+
+def test_drift_that_cannot_be_judged_is_2_and_within_the_limit_is_0(setup: Setup) -> None:
+    same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
+    argv = ("--base", "HEAD~2", "--drift", "2%", "--force")
+    assert setup.night("HEAD", *argv, verdicts=same, ledger=3) == 2
+    assert "ledger exit 3" in setup.state()["nights"][-1]["drift"]["why"]
+    assert setup.night("HEAD", *argv, verdicts=same, ledger=1) == 2  # 1 with nothing beyond
+    assert setup.night("HEAD", *argv, verdicts=same, ledger_json={"drift": {}}) == 2
+    inside = _ledger(("qp100", 1.015, [1.014, 1.016], []))
+    assert setup.night("HEAD", *argv, verdicts=same, ledger_json=inside) == 0
+    with pytest.raises(SystemExit):
+        nightly.parse_args(["--tree", ".", "--drift", "two"])
+    assert nightly.parse_args(["--tree", ".", "--drift", "0.5%"]).drift == 0.005
