@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -21,10 +21,12 @@ from dbregress.bisect import (
     Bisection,
     BisectPoint,
     BisectRequest,
+    Outcome,
     Verdict,
     cause_of,
     probe_order,
 )
+from dbregress.cli.bisect import commits_request
 from dbregress.model.errors import BuildNotFound, ProvisionError
 
 
@@ -76,7 +78,11 @@ class Fake:
                 return Verdict(word(level[x], level[y]), level[y] / level[x], None, "simulated")
 
             run = f"run{len(self.measured)}"
-            return BisectPoint(lo, mid, hi, run, attempt, v(lo, mid), v(hi, mid), v(lo, hi), 0.0)
+            good = b.builds[0]  # a point judges mid against the good end too (points.py)
+            vs_good = v(good, mid) if lo != good else None
+            return BisectPoint(
+                lo, mid, hi, run, attempt, v(lo, mid), v(hi, mid), v(lo, hi), 0.0, "", vs_good
+            )
 
         monkeypatch.setattr(Bisection, "_fetch", fetch)
         monkeypatch.setattr(Bisection, "_measure", measure)
@@ -298,3 +304,85 @@ def test_a_cause_is_the_error_without_what_differs_between_builds() -> None:
     assert "misc.c:812:1: error: unknown type name 'this'" in cause_of(str(a), name(3))
     other = build_error(name(4), line=900)
     assert cause_of(str(other), name(4)) != cause_of(str(a), name(3))
+
+
+def test_a_build_faster_than_the_good_end_is_never_the_first_bad(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # an improvement (100 -> 90), a smaller regression (90 -> 97, still 3% faster than
+    # the good end), then the regression looked for (97 -> 105). The first point, 1.4
+    # (90), is faster than the good end; a walk that re-based on it judged 1.6 (97)
+    # against 90, called it slower and named 1.5 (97) "first bad" although it is faster
+    # than the good end. Judged against the good end (100) throughout, 1.5 and 1.6 are
+    # not slower, 1.7 (105) is, and its neighbour 1.6 was measured: 1.7 is the answer.
+    levels = [100.0, 100.0, 90.0, 90.0, 90.0, 97.0, 97.0, 105.0, 105.0]
+    lines: list[str] = []
+    fake = Fake(levels)
+    fake.install(monkeypatch)
+    o = fake.bisection(tmp_path, lines).run()
+    assert o.first_bad != name(5)
+    assert (o.first_bad, o.last_good, o.direction) == (name(7), name(6), "slower")
+    assert fake.measured == [name(4), name(6), name(7)]
+    # the range holds changes both ways: the answer says so and names --all-changes
+    assert o.other_way == [name(4), name(6)]
+    assert any("changes both ways" in ln and "--all-changes" in ln for ln in lines)
+    saved = json.loads((tmp_path / "bisect.json").read_text())
+    assert saved["other_way"] == [name(4), name(6)]
+    assert saved["points"][1]["mid_vs_good"]["word"] == "faster"
+
+
+@pytest.mark.parametrize(
+    ("levels", "asked", "first_bad"),
+    [
+        # the ends are faster: asked for faster, 1.3 (110) moved the other way and is
+        # passed over; 1.4 (90) is the first faster than the good end
+        ([100.0, 100.0, 110.0, 110.0, 90.0, 90.0], "faster", name(4)),
+        # the same history without --direction: the ends' own direction, the same answer
+        ([100.0, 100.0, 110.0, 110.0, 90.0, 90.0], None, name(4)),
+        # asked for slower: 1.3 (110) is slower than the good end and its neighbour 1.2 is not
+        ([100.0, 100.0, 100.0, 110.0, 110.0, 110.0], "slower", name(3)),
+    ],
+)
+def test_a_direction_asked_is_followed_and_never_answered_the_other_way(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    levels: list[float],
+    asked: str | None,
+    first_bad: str,
+) -> None:
+    fake = Fake(levels)
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="revrange", direction=asked)
+    o = Bisection(request, tmp_path, print).run()
+    assert o.first_bad == first_bad and o.direction == (asked or "faster")
+    level = dict(zip(fake.builds, levels, strict=True))
+    assert word(levels[0], level[first_bad]) == o.direction
+    saved = json.loads((tmp_path / "bisect.json").read_text())
+    assert saved["request"]["direction"] == asked and saved["direction"] == o.direction
+
+
+def test_ends_the_other_way_than_asked_are_nothing_to_bisect(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = Fake(step_at(9, 4))  # slower
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="revrange", direction="faster")
+    o = Bisection(request, tmp_path, print).run()
+    assert o.first_bad is None and o.ends_other_way and not o.ends_same
+    assert o.stopped and "not faster (--direction)" in o.stopped
+    assert len(fake.measured) == 1
+
+
+def test_the_commits_phase_keeps_the_releases_direction() -> None:
+    releases = BisectRequest(
+        builds=("postgres@15.1.0", "postgres@15.2.0"),
+        benchmark="insert",
+        step="qp100",
+        then_src="/src/postgres",
+    )
+    found = Outcome(builds=list(releases.builds), direction="faster")
+    commits = ("postgres@src:/src/postgres#a+rel", "postgres@src:/src/postgres#b+rel")
+    follow = commits_request(releases, found, commits)
+    assert (follow.direction, follow.builds, follow.then_src) == ("faster", commits, None)
+    asked = commits_request(replace(releases, direction="slower"), found, commits)
+    assert asked.direction == "slower"

@@ -48,6 +48,8 @@ class BisectRequest:
     flavors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # --recount: take no counting replay from the count store (store/counted.py)
     recount: bool = False
+    # --direction: the change looked for (slower or faster); None: the ends' own
+    direction: str | None = None
 
 
 @dataclass
@@ -70,6 +72,14 @@ class BisectPoint:
     hi_vs_lo: Verdict
     took_s: float
     decision: str = ""
+    # mid against the bisection's original good end, when lo is not that end: every
+    # candidate is judged against it too, so a build that moved the other way never
+    # becomes the end the rest is judged against (None: lo is the good end)
+    mid_vs_good: Verdict | None = None
+
+    def judged(self) -> Verdict:
+        """mid against the original good end: the verdict the walk decides on."""
+        return self.mid_vs_good if self.mid_vs_good is not None else self.mid_vs_lo
 
 
 class VerdictJson(TypedDict):
@@ -95,6 +105,7 @@ class BisectPointJson(TypedDict):
     hi_vs_lo: VerdictJson
     took_s: NotRequired[float]
     decision: NotRequired[str]
+    mid_vs_good: NotRequired[VerdictJson | None]
 
 
 class CurrentPoint(TypedDict):
@@ -125,6 +136,11 @@ class Outcome:
     tries: list[str] = field(default_factory=list)  # skipped builds to measure (--try)
     stopped: str | None = None  # why it ended without an answer
     ends_same: bool = False  # stopped: the ends are `same`, nothing to bisect (an answer)
+    # stopped: the ends differ the other way than --direction asked (an answer)
+    ends_other_way: bool = False
+    # builds measured that moved the other way (against the good end or their bracket's
+    # lo): the range holds changes both ways, and the answer says so
+    other_way: list[str] = field(default_factory=list)
     took_s: float = 0.0
 
 
@@ -157,6 +173,7 @@ def _point_from(d: BisectPointJson) -> BisectPoint:
         hi_vs_lo=_verdict_from(d["hi_vs_lo"]),
         took_s=float(d.get("took_s", 0.0)),
         decision=str(d.get("decision", "")),
+        mid_vs_good=_verdict_from(good) if (good := d.get("mid_vs_good")) else None,
     )
 
 

@@ -87,10 +87,13 @@ def point_lab(
     attempt: int,
 ) -> Lab:
     """The lab of the point (lo, mid, hi) at its `attempt`-th run (3 more replays each
-    time), written to the folder `labs` as LABEL-ATTEMPT.toml (LABEL: mid's)."""
+    time), written to the folder `labs` as LABEL-ATTEMPT.toml (LABEL: mid's). The
+    bisection's good end (the request's first build) is a column too when lo is not it:
+    mid is judged against it (its counts come from the count store)."""
     replays = request.replays + 3 * (attempt - 1)
     name = f"bisect-{attempt}"
-    columns = [(labels[b], b) for b in dict.fromkeys((lo, mid, hi))]
+    good = request.builds[0]
+    columns = [(labels[b], b) for b in dict.fromkeys((lo, mid, hi, good))]
     text = lab_text(request, columns, replays, name)
     path = labs / f"{labels[mid]}-{attempt}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,6 +150,7 @@ def point_of(
     and the ends against each other."""
     comp, step, lane = lab.comparisons[0].name, request.step, request.lane
     label = labels.__getitem__
+    good = request.builds[0]
     return BisectPoint(
         lo=lo,
         mid=mid,
@@ -161,6 +165,13 @@ def point_of(
         ),
         hi_vs_lo=verdict_of(run, comp, label(lo), label(hi), step, lane),
         took_s=round(took, 1),
+        mid_vs_good=(
+            None
+            if lo == good
+            else Verdict("same", 1.0, None, "the same build")
+            if mid == good
+            else verdict_of(run, comp, label(good), label(mid), step, lane)
+        ),
     )
 
 

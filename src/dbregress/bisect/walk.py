@@ -124,6 +124,8 @@ class Bisection:
         between = f"{shown(b_mid)} against {shown(b_lo)} and {shown(b_hi)}"
         for attempt in range(1, self.request.attempts + 1):
             point = self.done.get((b_lo, b_mid, b_hi, attempt))
+            if point is not None and point.mid_vs_good is None and b_lo != self.builds[0]:
+                point = None  # measured by a dbregress that judged it against lo only
             if point is not None:  # measured before the bisection was resumed
                 self._say(f"point {n}: {between}: reusing run {point.run}")
                 self.outcome.points.append(point)
@@ -152,11 +154,12 @@ class Bisection:
             self.outcome.points.append(point)
             self.current = None
             self._save()
-            v = point.mid_vs_lo
+            v = point.judged()
             ratio = f" ({v.ratio:.4f})" if v.ratio is not None else ""
+            against = shown(self.builds[0] if point.mid_vs_good is not None else b_lo)
             self._say(
                 f"point {n}: measured in {point.took_s:.0f} s: {shown(b_mid)} is "
-                f"{v.word} against {shown(b_lo)}{ratio}"
+                f"{v.word} against {against}{ratio}"
             )
             if decided(self.outcome.direction, point):
                 break
@@ -208,35 +211,26 @@ class Bisection:
 
     def _rule(self, point: BisectPoint, lo: int, i: int, hi: int) -> tuple[int, int] | None:
         """The bracket after a point, with the point's decision; None when the
-        bisection stops there (nothing to bisect, or a point that stayed undecided)."""
+        bisection stops there (nothing to bisect, or a point that stayed undecided).
+        Every build is judged against the original good end (point.judged()): lo stays
+        a build that is not in the direction looked for against it, hi one that is."""
         o = self.outcome
         b_lo, b_mid, b_hi = self.builds[lo], self.builds[i], self.builds[hi]
         if o.direction is None:
-            ends = point.hi_vs_lo
-            if ends.word == "same":
-                o.ends_same = True
-                o.stopped = (
-                    f"{b_hi} is the same as {b_lo} in {self.request.step} ({ends.reason}): "
-                    "nothing to bisect"
-                )
-            elif ends.word not in DIRECTIONS:
-                o.stopped = (
-                    f"{b_hi} stayed {ends.word} against {b_lo} in {self.request.step} after "
-                    f"{point.attempt} run(s) ({ends.reason}): no direction to follow; no guess"
-                )
-            if o.stopped:
-                self._say(o.stopped)
+            if not self._first(point, b_lo, b_hi):
                 return None
-            o.direction = point.hi_vs_lo.word
             if i == hi:
                 between = "its neighbour" if hi == lo + 1 else "no build between could be built"
                 point.decision = f"{b_hi} is {o.direction} than {b_lo}; {between}"
                 self._say(point.decision)
                 return lo, hi
-        word = point.mid_vs_lo.word
+        judged, good = point.judged(), self.builds[0]
+        word = judged.word
+        against = "the good end " + good if point.mid_vs_good is not None else b_lo
+        self._other_way(point)
         if word == o.direction:
             bracket = lo, i
-            point.decision = f"{b_mid} is {word} than {b_lo}: the change is at or before it"
+            point.decision = f"{b_mid} is {word} than {against}: the change is at or before it"
             if point.mid_vs_hi.word in DIRECTIONS:
                 point.decision += (
                     f" ({b_mid} also differs from {b_hi}: more than one change; "
@@ -244,24 +238,60 @@ class Bisection:
                 )
         elif word == "same":
             bracket = i, hi
-            point.decision = f"{b_mid} is the same as {b_lo}: the change is after it"
-        elif word in DIRECTIONS:  # the other way: better than the good build
+            point.decision = f"{b_mid} is the same as {against}: the change is after it"
+        elif word in DIRECTIONS:  # the other way: better than the good end
             bracket = i, hi
             point.decision = (
-                f"{b_mid} is {word} than {b_lo}, the other way: not the change; it is "
-                f"after {b_mid}, and the bisection goes on against {b_mid}"
+                f"{b_mid} is {word} than {against}, the other way: not the change; it is "
+                f"after {b_mid}, and every later build is still judged against {good}"
             )
         else:
             o.stopped = (
-                f"{b_mid} stayed {word} against {b_lo} after {point.attempt} run(s) "
-                f"({point.mid_vs_lo.reason}); the first bad build is in "
-                f"({b_lo}, {b_hi}]; no guess"
+                f"{b_mid} stayed {word} against {against} after {point.attempt} run(s) "
+                f"({judged.reason}); the first bad build is in ({b_lo}, {b_hi}]; no guess"
             )
             self._say(o.stopped)
             return None
-        self._say(_short_specs(point.decision, (b_lo, b_mid, b_hi)))
+        self._say(_short_specs(point.decision, (b_lo, b_mid, b_hi, good)))
         self._save()
         return bracket
+
+    def _first(self, point: BisectPoint, b_lo: str, b_hi: str) -> bool:
+        """The first point: whether the ends differ in a direction to follow (the one
+        asked with --direction, or theirs); sets it, or says why not."""
+        o, asked = self.outcome, self.request.direction
+        ends = point.hi_vs_lo
+        step = self.request.step
+        if ends.word == "same":
+            o.ends_same = True
+            o.stopped = f"{b_hi} is the same as {b_lo} in {step} ({ends.reason}): nothing to bisect"
+        elif ends.word not in DIRECTIONS:
+            o.stopped = (
+                f"{b_hi} stayed {ends.word} against {b_lo} in {step} after "
+                f"{point.attempt} run(s) ({ends.reason}): no direction to follow; no guess"
+            )
+        elif asked is not None and ends.word != asked:
+            o.ends_other_way = True
+            o.stopped = (
+                f"{b_hi} is {ends.word} than {b_lo} in {step}, not {asked} (--direction): "
+                f"nothing {asked} to bisect between the ends; a range with changes both "
+                "ways is what --all-changes splits"
+            )
+        if o.stopped:
+            self._say(o.stopped)
+            return False
+        o.direction = ends.word
+        return True
+
+    def _other_way(self, point: BisectPoint) -> None:
+        """Note a build that moved the other way (against the good end or its lo): the
+        range holds changes both ways."""
+        o = self.outcome
+        assert o.direction is not None
+        other = DIRECTIONS[1 - DIRECTIONS.index(o.direction)]
+        moved = other in (point.judged().word, point.mid_vs_lo.word)
+        if moved and point.mid not in o.other_way:
+            o.other_way.append(point.mid)
 
     def _tried(self, lo: int, hi: int) -> tuple[int, int] | None:
         """The final bracket after the skipped builds the user asked to measure (--try):
@@ -291,7 +321,7 @@ def decided(direction: str | None, p: BisectPoint) -> bool:
             return True
         if p.hi_vs_lo.word not in DIRECTIONS:
             return False
-    return p.mid == p.hi or p.mid_vs_lo.word in (*DIRECTIONS, "same")
+    return p.mid == p.hi or p.judged().word in (*DIRECTIONS, "same")
 
 
 def answer(o: Outcome, lo: int, hi: int) -> str:
@@ -307,7 +337,19 @@ def answer(o: Outcome, lo: int, hi: int) -> str:
             f"{', '.join(shown(b) for b in o.candidates)} (last good {shown(o.last_good)})"
         )
     o.first_bad = builds[hi]
-    return f"first bad build {o.first_bad} (last good {o.last_good})"
+    return f"first bad build {o.first_bad} (last good {o.last_good}){both_ways(o)}"
+
+
+def both_ways(o: Outcome) -> str:
+    """What an answer adds when the range holds changes both ways."""
+    if not o.other_way:
+        return ""
+    names = ", ".join(shown(b) for b in o.other_way)
+    return (
+        f"; the range holds changes both ways ({names} moved the other way): this is the "
+        f"first build {o.direction} than the good end whose measured neighbour before it "
+        "is not; `--all-changes` names every change"
+    )
 
 
 def _short_specs(text: str, builds: tuple[str, ...]) -> str:

@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 from dbregress.bisect import (
     BENCHMARKS,
+    DIRECTIONS,
     LANES,
     BisectError,
     Bisection,
@@ -25,6 +26,7 @@ from dbregress.bisect import (
     source_builds,
 )
 from dbregress.bisect.builds import FlavorTables, check_flavor
+from dbregress.bisect.walk import both_ways
 from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
 from dbregress.fleet.tls import scheduler_address, tls_dir
@@ -32,6 +34,7 @@ from dbregress.model import interrupts
 from dbregress.model.errors import Interrupted, LabError
 from dbregress.provision import BuildSpec, source
 
+DEFAULT_REPLAYS = 3
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
 
 
@@ -113,7 +116,14 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
     p.add_argument("--config", help="the config profile of every build (default: the engine's)")
-    p.add_argument("--lane", choices=LANES, default="cost", help="the verdicts' lane")
+    p.add_argument("--lane", choices=LANES, help="the verdicts' lane (default: cost)")
+    p.add_argument(
+        "--direction",
+        choices=DIRECTIONS,
+        help="the change to find: a build slower or faster than the good end (default: "
+        "the way the ends differ); a build that moved the other way is never the answer, "
+        "in every phase",
+    )
     p.add_argument(
         "--size",
         action="append",
@@ -122,7 +132,7 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
         help="a benchmark size (e.g. keys=50000; see docs/lab-file.md), repeatable",
     )
     p.add_argument(
-        "--replays", type=int, default=3, help="counting replays per build at a point (2-20)"
+        "--replays", type=int, help="counting replays per build at a point (2-20; default 3)"
     )
     p.add_argument(
         "--recount",
@@ -223,18 +233,20 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         raise LabError(f"the builds are of several engines ({', '.join(sorted(engines))})")
     engine = engines.pop()
     benchmark = args.benchmark or DEFAULT_BENCHMARK.get(engine, "insert")
-    if not 2 <= args.replays <= 20:
-        raise LabError(f"--replays {args.replays}: give 2 to 20")
+    replays = DEFAULT_REPLAYS if args.replays is None else args.replays
+    if not 2 <= replays <= 20:
+        raise LabError(f"--replays {replays}: give 2 to 20")
     return BisectRequest(
         builds=builds,
         benchmark=benchmark,
         step=args.step,
         config=args.config,
-        lane=args.lane,
+        lane=args.lane or "cost",
         sizes=_sizes(args.size),
-        replays=args.replays,
+        replays=replays,
         flavors=flavors,
         recount=args.recount,
+        direction=args.direction,
         **then,
     )
 
@@ -244,14 +256,17 @@ def render(o: Outcome) -> str:
     lines.append("| run | measured | vs | verdict | ratio [CI] | then |")
     lines.append("|---|---|---|---|---|---|")
     for p in o.points:
-        v = p.mid_vs_lo
+        v = p.judged()
+        against = o.builds[0] if p.mid_vs_good is not None else p.lo
         ratio = f"{v.ratio:.4f}" if v.ratio is not None else "-"
         if v.ci is not None:
             ratio += f" [{v.ci[0]:.4f}, {v.ci[1]:.4f}]"
         then = p.decision or "measured again"
         for build in (p.mid, p.lo, p.hi):
             then = then.replace(build, shown(build))
-        lines.append(f"| {p.run} | {shown(p.mid)} | {shown(p.lo)} | {v.word} | {ratio} | {then} |")
+        lines.append(
+            f"| {p.run} | {shown(p.mid)} | {shown(against)} | {v.word} | {ratio} | {then} |"
+        )
     measured = {p.mid for p in o.points}
     if o.skipped:
         lines.append("")
@@ -266,6 +281,8 @@ def render(o: Outcome) -> str:
         commit = commit_of(o.first_bad)
         if commit is not None:
             lines.append(f"first bad commit: {commit}")
+        if o.other_way:
+            lines.append(both_ways(o).removeprefix("; "))
     elif o.candidates:
         lines += candidates(o)
     elif o.stopped:
@@ -344,7 +361,7 @@ def run(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"bisect: {note}", file=sys.stderr)
     if commits is not None:
-        _commits(request, commits, root / "commits", notify, args)
+        _commits(request, outcome, commits, root / "commits", notify, args)
     return EXIT_OK
 
 
@@ -364,13 +381,14 @@ def _phase(bisection: Bisection, resume_at: Path, what: str) -> Outcome:
             f"\nto measure one of them once it builds: dbregress bisect --resume {resume_at} "
             "--try ID"
         )
-    if outcome.stopped and not outcome.ends_same:
+    if outcome.stopped and not (outcome.ends_same or outcome.ends_other_way):
         raise BisectError(f"the {what} stopped undecided; its runs are in {bisection.root}")
     return outcome
 
 
 def _commits(
     request: BisectRequest,
+    releases: Outcome,
     builds: tuple[str, ...],
     root: Path,
     notify: Any,
@@ -382,7 +400,7 @@ def _commits(
         bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
         _add_tries(bisection, args.tries)
     else:
-        follow = dataclasses.replace(request, builds=builds, then_src=None)
+        follow = commits_request(request, releases, builds)
         bisection = Bisection(follow, root, notify, args.scheduler, args.tls)
     print(
         f"\nthen the commits: {builds[0].split('#')[-1][:12]} .. "
@@ -392,6 +410,16 @@ def _commits(
     )
     print()
     return _phase(bisection, root.parent, "bisection of the commits")
+
+
+def commits_request(
+    request: BisectRequest, releases: Outcome, builds: tuple[str, ...]
+) -> BisectRequest:
+    """The request of the commits' phase: the releases' own, over the commits, in the
+    releases' direction (the one asked, or the one the releases found): a commit that
+    moved the other way is never its answer."""
+    direction = request.direction or releases.direction
+    return dataclasses.replace(request, builds=builds, then_src=None, direction=direction)
 
 
 def _add_tries(bisection: Bisection, tries: list[str]) -> None:
