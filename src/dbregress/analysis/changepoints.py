@@ -28,9 +28,11 @@ lane's replays of estimated cycles per operation). On the logs of the samples:
    runs across every series of one call. The weakest candidate above alpha is dropped
    and the rest re-tested against their new neighbours, until every one passes.
 4. **Verdict**, as the lanes give one: `same` when the (1 - 2 alpha) interval of the
-   ratio lies inside 1 +/- band (a real shift too small to matter is not a change point);
-   else `slower` or `faster` for a confirmed shift (QPS down, or cost per operation up,
-   is slower).
+   ratio lies inside 1 +/- band (a real shift too small to matter for a gate); such a
+   shift that is confirmed (BH) and whose interval clears 1 +/- `small_floor` (the cost
+   lane's small-change floor) is kept as `small` rather than dropped: the thousand cuts
+   are made of them (docs/ledger.md); else `slower` or `faster` for a confirmed shift
+   (QPS down, or cost per operation up, is slower).
 
 Assumptions: samples within a column are independent and roughly log-normal; between
 change points the level is constant up to tau; columns are ordered as the builds were
@@ -77,10 +79,26 @@ class Change:
     adjusted: float  # that, Benjamini-Hochberg across the call's series
     verdict: str  # slower | faster | same | undecided
     reason: str
+    # a confirmed shift inside the band whose interval clears 1 ± the small-change floor
+    # (the cost lane's: docs/ledger.md): `same` for every gate, kept and named
+    small: bool = False
 
     @property
     def decided(self) -> bool:
         return self.verdict in ("slower", "faster")
+
+    @property
+    def mark(self) -> str:
+        """▼ slower, ▲ faster; a small shift (the cost lane's: above 1 is more work)
+        ▽ more, △ less."""
+        if self.small:
+            return "▽" if self.ratio > 1 else "△"
+        return {"slower": "▼", "faster": "▲"}.get(self.verdict, "")
+
+    @property
+    def word(self) -> str:
+        """The verdict, or `small` for a small shift."""
+        return "small" if self.small else self.verdict
 
 
 @dataclass(frozen=True)
@@ -95,6 +113,10 @@ class Series:
 
     def decided(self) -> list[Change]:
         return [c for c in self.changes if c.decided]
+
+    def moved(self) -> list[Change]:
+        """The decided change points and the small ones."""
+        return [c for c in self.changes if c.decided or c.small]
 
 
 SeriesKey = tuple[str, str]  # (comparison, step)
@@ -236,7 +258,15 @@ def _word(d: float, better: Better) -> str:
 
 
 def _change(
-    f: _Fit, cuts: list[int], i: int, t: _Test, q: float, alpha: float, band: float, better: Better
+    f: _Fit,
+    cuts: list[int],
+    i: int,
+    t: _Test,
+    q: float,
+    alpha: float,
+    band: float,
+    better: Better,
+    small_floor: float | None = None,
 ) -> Change:
     edges = [0, *cuts, len(f.m)]
     ppf = distributions.t_ppf(1 - alpha / 2, f.df)
@@ -244,8 +274,14 @@ def _change(
     ci = (math.exp(t.d - ppf * t.se), math.exp(t.d + ppf * t.se))
     lo, hi = math.exp(t.d - ppf2 * t.se), math.exp(t.d + ppf2 * t.se)
     test = f"p={t.p:.2g} over {len(f.m) - 1} places (BH-adjusted {q:.2g})"
+    small = False
     if lo >= 1 - band and hi <= 1 + band:
         verdict, why = "same", f"{1 - 2 * alpha:.0%} CI {lo:.3f}-{hi:.3f} inside ±{band:g}"
+        if small_floor is not None and q <= alpha:
+            margin = math.log1p(small_floor)
+            small = ci[0] > math.exp(margin) or ci[1] < math.exp(-margin)
+            if small:
+                why = f"{why}; a small shift: {test}, its interval clears ±{small_floor:.2%}"
     elif q <= alpha:
         verdict, why = _word(t.d, better), test
     else:
@@ -261,6 +297,7 @@ def _change(
         adjusted=q,
         verdict=verdict,
         reason=why,
+        small=small,
     )
 
 
@@ -271,10 +308,13 @@ def find_all(
     alpha: float = ALPHA,
     band: float = 0.05,
     floor_sd: float = 0.0,
+    small_floor: float | None = None,
 ) -> dict[Key, Series]:
     """Change points of every series given: key -> samples per column, in order.
     Benjamini-Hochberg runs across all of them, so pass one lane's series of a report at
-    once. `better` says which direction of the values is good (QPS: higher)."""
+    once. `better` says which direction of the values is good (QPS: higher).
+    `small_floor` (a fraction; the cost lane's cost_small_floor): a confirmed shift
+    inside the band whose interval clears 1 ± it is kept as `small`; None: none is."""
     fits: dict[Key, _Fit] = {}
     cuts: dict[Key, list[int]] = {}
     for key, columns in series.items():
@@ -302,7 +342,7 @@ def find_all(
             out[key] = Series(levels, counts, (), 0.0, 0.0)
             continue
         found = tuple(
-            _change(f, cuts[key], i, t, q[(key, i)], alpha, band, better)
+            _change(f, cuts[key], i, t, q[(key, i)], alpha, band, better, small_floor)
             for i, t in enumerate(tests[key])
         )
         out[key] = Series(levels, counts, found, f.sd_within, f.sd_between)

@@ -32,6 +32,11 @@ step's spread is measured, never assumed:
 - p: the two-sided Welch t-test; Benjamini-Hochberg across every key of the lab, one
   family per metric, as the time lane does.
 
+Small changes: a `same` verdict whose (1 - alpha) interval lies wholly beyond
+1 ± max(cost_small_floor, noise) is marked `small` (still `same` for every gate): the
+floor is what separates two builds of the same code counted in two runs, measured
+(docs/ledger.md), not only two replays of one build.
+
 Verdicts, in this order: `undecided` when a side has fewer than two ok replays, or a
 side's replays split into clusters and a side has fewer than `settled`; `same` when the
 (1 - 2 alpha) interval lies inside 1 ± cost_band; `slower` (more cost per operation) or
@@ -47,6 +52,7 @@ anything about time.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -118,6 +124,15 @@ class CostComparison:
     # (base, column): the counted windows' engine state against the timed window's
     # (analysis/state.py); a side whose state differs makes the verdict `undecided`
     state: tuple[SideState | None, SideState | None] = (None, None)
+    # a `same` verdict whose interval lies wholly beyond 1 ± `small_floor`: a change
+    # too small for the gate, sized and named (docs/ledger.md)
+    small: bool = False
+    small_floor: float | None = None  # the margin (log) the interval had to clear
+
+    @property
+    def size(self) -> float | None:
+        """The change as a fraction (ratio - 1): +0.0042 is 0.42% more work."""
+        return None if self.ratio is None else self.ratio - 1
 
 
 @dataclass(frozen=True)
@@ -200,6 +215,7 @@ def _judge(
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     verdict = "undecided"
+    small, margin = False, None
     if t is None or adjusted is None:
         if x and y:
             ratio = statistics.fmean(y) / statistics.fmean(x)
@@ -220,6 +236,10 @@ def _judge(
             )
         elif lo >= 1 - band and hi <= 1 + band:
             verdict, why = "same", f"{tost} inside ±{band:.0%}; {floor}"
+            margin = max(policy.cost_small_floor, t.noise)
+            small = is_small(ci, margin)
+            if small:
+                why = f"{why}; a small change: the interval clears ±{math.expm1(margin):.2%}"
         elif adjusted <= alpha:
             verdict, why = ("slower" if w.d > 0 else "faster"), f"{test}; {floor}"
         else:
@@ -242,7 +262,34 @@ def _judge(
         noise_from=t.noise_from if t is not None else "",
         floors=floors,
         left_out=left_out,
+        small=small,
+        small_floor=margin,
     )
+
+
+def is_small(ci: tuple[float, float] | None, margin: float) -> bool:
+    """Whether an interval (on a ratio) lies wholly beyond 1 ± margin (log)."""
+    if ci is None:
+        return False
+    return ci[0] > math.exp(margin) or ci[1] < math.exp(-margin)
+
+
+def cost_class(c: CostComparison | None) -> str:
+    """A cost verdict's class for the ledger and the exports: slower, faster, small,
+    same or undecided (no verdict at all: undecided)."""
+    if c is None:
+        return "undecided"
+    return "small" if c.small else c.verdict
+
+
+def _withheld(
+    verdict: CostComparison, pair: tuple[SideState | None, SideState | None] | None
+) -> CostComparison:
+    """state.withheld, and a withheld verdict is no small change either."""
+    found = state.withheld(verdict, pair)
+    if found.small and found.verdict != "same":
+        return dataclasses.replace(found, small=False)
+    return found
 
 
 def compare_counts(
@@ -346,7 +393,7 @@ def cost_verdicts(
         pvalues = [t.welch.p for t in tests.values()]
         adjusted = dict(zip(tests, stats.bh_adjusted(pvalues), strict=True))
         metrics[metric.key] = {
-            k: state.withheld(
+            k: _withheld(
                 _judge(
                     metric.key,
                     x,

@@ -126,5 +126,6 @@ def run_changes(
         better="lower",
         band=policy.cost_band,
         floor_sd=FLOOR_SD,
+        small_floor=policy.cost_small_floor,
     )
     return RunChanges(time, cost, changepoints.ALPHA)

@@ -42,7 +42,6 @@ from dbregress.store.history import (
 )
 
 LANES = ("time", "cost")
-MARKS = {"slower": "▼", "faster": "▲"}
 WHAT = {
     "time": "median QPS over the run's repeats (higher is better)",
     "cost": "mean estimated cycles per operation over the run's counting replays (lower is better)",
@@ -102,7 +101,7 @@ def _host(p: SeriesPoint) -> str:
 
 
 def _mark(c: Change) -> str:
-    return f" {MARKS[c.verdict]} {c.ratio:.2f} {c.verdict}"
+    return f" {c.mark} {c.ratio:.2f} {c.word}"
 
 
 def _trim(series: list[StepSeries], last: int | None) -> list[StepSeries]:
@@ -197,14 +196,15 @@ def render(
     hosts: dict[str, str],
     methods: dict[str, MethodIdentity | None] | None = None,
 ) -> str:
-    marks = series_changes(series, lane, policy)
+    marks = series_changes(series, lane, policy, small=True)
     lines = [
         f"# Run history of {lab}: {lane} lane",
         "",
         f"Rows: the lab's runs, oldest first. Cells: the {WHAT[lane]}, in brackets relative "
         "to the column's first run shown. A mark is a change point: the level shifts at "
-        "that run and stays until the next mark (▼ slower, ▲ faster; the ratio is the new "
-        "level over the old), found over the runs by the method of docs/changepoints.md at "
+        "that run and stays until the next mark (▼ slower, ▲ faster; ▽ △ a small shift of "
+        "the cost lane, inside the band yet beyond the small-change floor; the ratio is the "
+        "new level over the old), found over the runs by the method of docs/changepoints.md at "
         f"a false-alarm rate of {changepoints.ALPHA:.0%} over every series shown. A "
         "**method changed** row is a boundary: the runs below it were measured another "
         "way (what changed is named), and no change point is looked for across it.",

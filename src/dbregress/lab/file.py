@@ -133,6 +133,11 @@ class VerdictPolicy:
     alpha: float = 0.05  # false-alarm rate over the whole lab (Benjamini-Hochberg)
     band: float = 0.05  # `same` means the ratio's interval lies within 1 ± band
     cost_band: float = 0.01  # the cost lane's `same` band (its counts are near-exact)
+    # a `same` cost verdict whose interval lies wholly beyond 1 ± this (and beyond its
+    # noise floor) is a `small` change: what separates two builds of the same code (a
+    # rebuild, a comment-only commit, the same build counted in another run) stays
+    # inside it (docs/ledger.md, "The floor of a small change")
+    cost_small_floor: float = 0.0025
 
     @classmethod
     def of_record(cls, record: Mapping[str, Any]) -> VerdictPolicy:
@@ -213,6 +218,7 @@ class Lab:
             "alpha": self.verdict.alpha,
             "band": self.verdict.band,
             "cost_band": self.verdict.cost_band,
+            "cost_small_floor": self.verdict.cost_small_floor,
             "count_replays": self.count_replays,
             "count_replays_max": self.count_replays_max,
             "repeats": {"min": self.repeats.minimum, "max": self.repeats.maximum},
@@ -396,7 +402,13 @@ def _verdict(top: TableReader) -> VerdictPolicy:
         alpha=_fraction(r, "alpha", d.alpha, 0.0, 0.5),
         band=_fraction(r, "band", d.band, 0.0, 1.0),
         cost_band=_fraction(r, "cost_band", d.cost_band, 0.0, 1.0),
+        cost_small_floor=_fraction(r, "cost_small_floor", d.cost_small_floor, 0.0, 1.0),
     )
+    if policy.cost_small_floor >= policy.cost_band:
+        raise r.fail(
+            "cost_small_floor",
+            f"must be below cost_band ({policy.cost_band}), got {policy.cost_small_floor}",
+        )
     r.reject_unknown()
     return policy
 

@@ -16,8 +16,6 @@ from dbregress.analysis.summary import Matrix
 from dbregress.report import svg
 
 LANE_COLOURS = {"time": "#1f6fb2", "cost": "#c2571a"}  # the series charts' lines and marks
-# A change point's mark, before the value of the column where the new level starts.
-MARKS = {"slower": "▼", "faster": "▲"}
 LANES = {
     "time": ("Time lane: QPS relative to col-1 (higher is better)", "relative QPS"),
     "cost": (
@@ -27,7 +25,9 @@ LANES = {
 }
 LEGEND = (
     "A mark before a value is a change point: the step's level shifts at that column and "
-    "stays until the next mark (▼ slower, ▲ faster: more cost per operation is slower). "
+    "stays until the next mark (▼ slower, ▲ faster: more cost per operation is slower; "
+    "in the cost lane ▽ and △ mark a small shift, inside the band yet beyond the "
+    "small-change floor: docs/ledger.md). "
     "Found by PELT over the columns and confirmed by a two-sample test of the levels "
     "before and after, at a false-alarm rate of {alpha:.0%} over every series of this "
     "report (docs/changepoints.md)."
@@ -41,11 +41,11 @@ def _relative(s: Series) -> list[float | None]:
 
 def _cell(value: float | None, change: Change | None) -> str:
     text = "-" if value is None else f"{value:.2f}"
-    return f"{MARKS[change.verdict]}{text}" if change is not None else text
+    return f"{change.mark}{text}" if change is not None else text
 
 
 def _at(s: Series) -> dict[int, Change]:
-    return {c.index: c for c in s.decided()}
+    return {c.index: c for c in s.moved()}
 
 
 def shown(m: Matrix, v: RunVerdicts) -> dict[str, dict[str, Series]]:
@@ -82,14 +82,14 @@ def markdown(m: Matrix, v: RunVerdicts) -> list[str]:
             at = _at(s)
             cells = [_cell(x, at.get(i)) for i, x in enumerate(_relative(s))]
             out.append("| " + " | ".join([*cells, step]) + " |")
-            for c in s.decided():
+            for c in s.moved():
                 found.append(
                     [
                         step,
                         lane,
                         f"col-{c.index + 1} {m.labels[c.index]}",
                         f"{c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}]",
-                        c.verdict,
+                        c.word,
                         f"col-{c.before[0] + 1}..{c.before[1] + 1} vs "
                         f"col-{c.after[0] + 1}..{c.after[1] + 1}; {c.reason}",
                     ]
@@ -134,10 +134,10 @@ def charts(m: Matrix, v: RunVerdicts) -> list[Markup]:
                 (
                     float(c.index),
                     colours[lane],
-                    f"{lane} lane: {c.verdict} from col-"
+                    f"{lane} lane: {c.word} from col-"
                     f"{c.index + 1}, {c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}]",
                 )
-                for c in s.decided()
+                for c in s.moved()
             ]
         chart = svg.line_chart(
             lines,

@@ -8,7 +8,8 @@ separated by tabs and the step name last.
 
 CSV has one row per (comparison, column, step), header row first: the QPS ratio with its
 interval and verdict, the repeats, the median QPS and every per-operation metric with
-its own ratio and verdict. The base column's rows carry its absolute values only.
+its own ratio and verdict, and whether the cost verdict is a small change
+(`cost_small`: `same` for the gate, beyond the small-change floor). The base column's rows carry its absolute values only.
 
 Where a cost lane counted the run, TSV lists after each comparison's tables what its
 counting replays changed, and CSV's `cost_counting_changes` says it for each column and
@@ -92,7 +93,11 @@ def tsv(
 
 
 def _cost_ratio(c: CostComparison | None) -> str:
-    return "" if c is None or c.ratio is None else f"{c.ratio:.3f}"
+    """The cost ratio; a small change (same for the gate, beyond the floor) to four
+    decimals and marked, as `1.0042 small`."""
+    if c is None or c.ratio is None:
+        return ""
+    return f"{c.ratio:.4f} small" if c.small else f"{c.ratio:.3f}"
 
 
 def _num(value: float | None) -> str:
@@ -142,6 +147,9 @@ CSV_HEADER = [
     ),
     "cost_replays_base",
     "cost_replays_column",
+    # the headline's `same` verdict is a small change: beyond the floor of what separates
+    # two builds of the same code, inside the band (docs/ledger.md)
+    "cost_small",
     # what the column's counting replays changed for the step (cost/lane.json)
     "cost_counting_changes",
 ]
@@ -199,6 +207,7 @@ def csv_rows(
                         row += [_num(cc.value) if cc else "", *_triple(cc)]
                 head = v.cost_for((m.comparison, lb, s)) if lb != m.base else None
                 row += [str(head.replays[0]), str(head.replays[1])] if head else ["", ""]
+                row.append(("true" if head.small else "false") if head else "")
                 row.append(changed.for_cell(lb, s) if changed is not None else "")
                 if stored is not None:
                     row += stored.csv_cells((m.comparison, lb, s) if lb != m.base else None)

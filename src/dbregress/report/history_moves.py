@@ -53,7 +53,6 @@ def warn(line: str) -> None:
 
 
 MIN_EARLIER = 2
-MARKS = {"slower": "▼", "faster": "▲"}
 
 
 @dataclass(frozen=True)
@@ -79,22 +78,27 @@ class HistoryMoves:
 
 
 def series_changes(
-    series: list[StepSeries], lane: str, policy: VerdictPolicy
+    series: list[StepSeries], lane: str, policy: VerdictPolicy, small: bool = False
 ) -> dict[tuple[str, str, str, str | None], dict[str, Change]]:
-    """series key -> run id -> the decided change point whose new level starts there.
+    """series key -> run id -> the decided change point whose new level starts there
+    (`small`: and the cost lane's small shifts, docs/ledger.md).
     Each series is searched in pieces of one method identity (method_segments), all
     pieces of all series in one call, so the false-alarm rate holds over all of them."""
     pieces = {(s.key, i): piece for s in series for i, piece in enumerate(method_segments(s))}
     samples = {k: piece.samples() for k, piece in pieces.items()}
     if lane == "cost":
         found = changepoints.find_all(
-            samples, better="lower", band=policy.cost_band, floor_sd=FLOOR_SD
+            samples,
+            better="lower",
+            band=policy.cost_band,
+            floor_sd=FLOOR_SD,
+            small_floor=policy.cost_small_floor,
         )
     else:
         found = changepoints.find_all(samples, better="higher", band=policy.band)
     out: dict[tuple[str, str, str, str | None], dict[str, Change]] = {s.key: {} for s in series}
     for (key, _), piece in pieces.items():
-        for c in found[(key, _)].decided():
+        for c in found[(key, _)].moved() if small else found[(key, _)].decided():
             out[key][piece.points[c.index].run_id] = c
     return out
 
@@ -143,10 +147,11 @@ def against_history(run_dir: Path, record: RunJson, notify: Notify = warn) -> Hi
             better=better,  # type: ignore[arg-type]
             band=band,
             floor_sd=floor,
+            small_floor=policy.cost_small_floor if lane == "cost" else None,
         )
         for k, s in keyed.items():
             last = len(s.points) - 1
-            for c in result[k].decided():
+            for c in result[k].moved():
                 if c.index == last:
                     moved.append(Moved(lane, s.comparison, s.step, s.column, c, last))
     mine = next((i for i, r in enumerate(runs) if r.run_id == run_id), 0)
@@ -213,7 +218,7 @@ def markdown(moves: HistoryMoves | None) -> list[str]:
     for m in moves.moved:
         c = m.change
         out.append(
-            f"| {m.step} | {m.column} | {m.lane} | {MARKS[c.verdict]} {c.verdict} | "
+            f"| {m.step} | {m.column} | {m.lane} | {c.mark} {c.word} | "
             f"{c.ratio:.3f} [{c.ci[0]:.3f}, {c.ci[1]:.3f}] | "
             f"runs {c.before[0] + 1}..{c.before[1] + 1} of {m.earlier} earlier |"
         )

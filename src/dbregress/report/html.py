@@ -162,9 +162,10 @@ def cost_cell(c: CostComparison | None) -> TableCell:
         return TableCell("-")
     title = f"{c.verdict}: {c.reason}; counting replays {c.replays[0]}/{c.replays[1]}"
     ci = f"[{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci is not None else ""
-    return TableCell(
-        f"{c.ratio:.3f} {vt.QPS_MARKS.get(c.verdict, '?')}", ci, f"v-{c.verdict}", title
-    )
+    text = f"{c.ratio:.3f} {vt.QPS_MARKS.get(c.verdict, '?')}"
+    if c.small and c.ci is not None:
+        return TableCell(f"{text} · small", vt.small_text(c.ratio, c.ci), "v-small", title)
+    return TableCell(text, ci, f"v-{c.verdict}", title)
 
 
 def lanes_rows(m: Matrix, v: RunVerdicts) -> list[Row]:

@@ -3,6 +3,7 @@ described by schema/verdicts.schema.json."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Final, Literal, cast
 
@@ -151,6 +152,9 @@ def _cost(
         # operation, and the hit rate where the engine counts hits); a side further
         # apart than its tolerance gets no verdict
         "state": {"base": _state(head.state[0]), "column": _state(head.state[1])},
+        "small": head.small,
+        "size": head.size,
+        "small_floor": None if head.small_floor is None else math.expm1(head.small_floor),
     }
     reused = stored.step_json(key) if stored is not None else None
     if reused is not None:
@@ -229,6 +233,7 @@ def render(
             "alpha": v.policy.alpha,
             "band": v.policy.band,
             "cost_band": v.policy.cost_band,
+            "cost_small_floor": v.policy.cost_small_floor,
         },
         # which lanes judged the run; a lane absent from "judged" says why in "not_judged"
         "lanes": {

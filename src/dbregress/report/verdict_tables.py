@@ -214,9 +214,17 @@ def cost_text(c: CostComparison | None) -> str:
     if c is None or c.ratio is None:
         return "-"
     text = f"{c.ratio:.3f} {QPS_MARKS.get(c.verdict, '?')}"
+    if c.small and c.ci is not None:
+        return f"{text} · {small_text(c.ratio, c.ci)} small"
     if c.ci is not None:
         text += f" [{c.ci[0]:.3f}, {c.ci[1]:.3f}]"
     return text
+
+
+def small_text(ratio: float, ci: tuple[float, float]) -> str:
+    """A small change in percent with its interval: `+0.42% [0.39, 0.45]`."""
+    lo, hi = (100 * (v - 1) for v in ci)
+    return f"{100 * (ratio - 1):+.2f}% [{lo:.2f}, {hi:.2f}]"
 
 
 def reading(time: StepVerdict | None, cost: CostComparison | None) -> str:

@@ -99,6 +99,7 @@ class VerdictPolicyJson(TypedDict):
     alpha: float
     band: float
     cost_band: NotRequired[float]
+    cost_small_floor: NotRequired[float]
     count_replays: NotRequired[int]
     count_replays_max: NotRequired[int]
     repeats: NotRequired[RepeatsJson]

@@ -19,6 +19,7 @@ class PolicyJson(TypedDict):
     alpha: float
     band: float
     cost_band: NotRequired[float]
+    cost_small_floor: NotRequired[float]
 
 
 class Lanes(TypedDict):
@@ -215,6 +216,11 @@ class CostVerdict(TypedDict):
     background_estimated_cycles: NotRequired[BackgroundEstimatedCycles]
     noise: NotRequired[Noise]
     state: NotRequired[State]
+    # a `same` verdict whose interval clears the small-change floor (docs/ledger.md):
+    # `size` is ratio - 1, `small_floor` the margin (a fraction) its interval cleared
+    small: NotRequired[bool]
+    size: NotRequired[float | None]
+    small_floor: NotRequired[float | None]
 
 
 class StepVerdictJson(TypedDict):
