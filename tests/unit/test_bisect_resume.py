@@ -16,8 +16,10 @@ from dbregress.bisect import (
     Bisection,
     BisectPoint,
     BisectRequest,
+    Outcome,
     load_state,
 )
+from dbregress.cli.main import main
 from dbregress.model.errors import BuildNotFound, ProvisionError
 from tests.unit.test_bisect_rule import Fake, build_error, name, step_at
 
@@ -209,3 +211,39 @@ def test_an_unknown_step_is_said_before_any_run(
     else:
         with pytest.raises(BisectError, match=f"{step}.*steps are"):
             b.check_step()
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--lane", "time"], "--lane time (it has cost)"),
+        (["--replays", "5"], "--replays 5 (it has 3)"),
+        (["--size", "keys=5000"], "--size keys=5000 (it has none)"),
+        (["--recount"], "--recount true (it has false)"),
+        (["--direction", "faster"], "--direction faster (it has none)"),
+    ],
+)
+def test_resume_refuses_another_way_of_measuring_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    option: list[str],
+    said: str,
+) -> None:
+    fake = Fake(LEVELS)
+    fake.install(monkeypatch)
+    log: list[Any] = []
+    stopping(monkeypatch, fake, 2, log)
+    with pytest.raises(Stop):
+        fake.bisection(tmp_path / "b").run()
+    before = (tmp_path / "b" / "bisect.json").read_text()
+    assert main(["bisect", "--resume", str(tmp_path / "b"), *option]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "that bisection measures otherwise" in err, err
+    assert said in err
+    assert (tmp_path / "b" / "bisect.json").read_text() == before  # nothing measured
+    # the same value as the saved one is no difference
+    same = {"--lane": "cost", "--replays": "3"}.get(option[0])
+    if same is not None:
+        monkeypatch.setattr(Bisection, "run", lambda self: Outcome(builds=[], stopped=None))
+        assert main(["bisect", "--resume", str(tmp_path / "b"), option[0], same]) == 0

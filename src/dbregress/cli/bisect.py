@@ -304,6 +304,37 @@ def candidates(o: Outcome) -> list[str]:
     return lines
 
 
+def check_same_measure(args: argparse.Namespace, saved: BisectRequest, root: Path) -> None:
+    """--resume with an option that measures otherwise than the saved bisection (its
+    points would not be comparable): refused in one line, as `run --resume` refuses
+    another method. An option not given keeps the saved value."""
+    asked = {
+        "--lane": (args.lane, saved.lane),
+        "--replays": (args.replays, saved.replays),
+        "--size": (_sizes(args.size) if args.size else None, saved.sizes),
+        "--recount": (True if args.recount else None, saved.recount),
+        "--direction": (args.direction, saved.direction),
+    }
+    differ = [
+        f"{option} {_said(mine)} (it has {_said(theirs)})"
+        for option, (mine, theirs) in asked.items()
+        if mine is not None and mine != theirs
+    ]
+    if differ:
+        raise LabError(
+            f"--resume {root}: that bisection measures otherwise: {'; '.join(differ)}; "
+            "drop the option to continue it, or start a new bisection"
+        )
+
+
+def _said(value: object) -> str:
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
+    if value is None:
+        return "none"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def resume_root(arg: str, results: Path) -> Path:
     """--resume: a bisection folder, or 'latest' (the newest under --results)."""
     if arg == "latest":
@@ -337,6 +368,7 @@ def run(args: argparse.Namespace) -> int:
         root = resume_root(args.resume, args.results)
         interrupts.install()
         bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
+        check_same_measure(args, bisection.request, root)
         if not (root / "commits" / "bisect.json").is_file():  # else the commits' phase's
             _add_tries(bisection, args.tries)
         request = bisection.request
