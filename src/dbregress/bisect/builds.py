@@ -301,3 +301,34 @@ def described(spec: str) -> str:
         return shown(spec)
     subject = _subject(src.path, src.ref)[0]
     return f"{src.ref[:12]} {subject[:60]!r}"
+
+
+def merge_note(first_bad: str, last_good: str | None) -> str | None:
+    """When a source build's first bad commit is a merge: that it is one, and which of
+    its parents brought the change (not the one measured good: the branch it merges),
+    with the bisection of that branch to run next; None for any other build."""
+    parsed = provision.BuildSpec.parse(first_bad)
+    if not parsed.is_source:
+        return None
+    src = source.SourceSpec.parse(parsed)
+    parents = source.parents_of(src.path, src.ref) if src.ref else []
+    if len(parents) < 2:
+        return None
+    good = source.SourceSpec.parse(provision.BuildSpec.parse(last_good)).ref if last_good else None
+    if good not in parents:
+        listed = ", ".join(p[:12] for p in parents)
+        return f"{src.ref and src.ref[:12]} is a merge (parents {listed})"
+    others = [p for p in parents if p != good]
+    brought = "; ".join(f"{p[:12]} {_subject(src.path, p)[0]!r}" for p in others)
+    base = source.branch_point(src.path, good, others[0])
+    again = (
+        f"; bisect that branch with the same options: dbregress bisect --src {src.path} "
+        f"{base[:12]} {others[0][:12]}"
+        if base and base != others[0]
+        else ""
+    )
+    return (
+        f"{src.ref and src.ref[:12]} is a merge: its parent {good[:12]} (the last good, "
+        f"measured) does not have the change, so it came with the other parent, the "
+        f"branch it merges ({brought}), or with the merge's own resolution{again}"
+    )

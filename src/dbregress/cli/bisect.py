@@ -25,7 +25,7 @@ from dbregress.bisect import (
     shown,
     source_builds,
 )
-from dbregress.bisect.builds import FlavorTables, check_flavor
+from dbregress.bisect.builds import FlavorTables, check_flavor, merge_note
 from dbregress.bisect.walk import both_ways
 from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
@@ -281,6 +281,9 @@ def render(o: Outcome) -> str:
         commit = commit_of(o.first_bad)
         if commit is not None:
             lines.append(f"first bad commit: {commit}")
+        merge = merge_note(o.first_bad, o.last_good)
+        if merge is not None:
+            lines.append(merge)
         if o.other_way:
             lines.append(both_ways(o).removeprefix("; "))
     elif o.candidates:

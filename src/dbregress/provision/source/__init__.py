@@ -48,8 +48,10 @@ from dbregress.provision.source.spec import (
 )
 from dbregress.provision.source.tree import (
     Commit,
+    branch_point,
     commits_between,
     list_tags,
+    parents_of,
     resolve_commit,
     subject_and_date,
     tree_digest,
@@ -68,6 +70,7 @@ __all__ = [
     "RawRecipe",
     "Recipe",
     "SourceSpec",
+    "branch_point",
     "canonical",
     "check_range",
     "commits_between",
@@ -77,6 +80,7 @@ __all__ = [
     "last_error",
     "list_tags",
     "normalized",
+    "parents_of",
     "patch_entry",
     "plan",
     "recipe",

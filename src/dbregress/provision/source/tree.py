@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -340,7 +341,10 @@ def commits_between(
     oldest first: `git rev-list --reverse good..bad` (first-parent by default: the
     merges of a main line, not every commit of the branches they bring). When `good`
     is on another branch (two release series), the range starts at their merge base
-    and the second value says so; otherwise it is None."""
+    and the second value says so; otherwise it is None. Every commit (first_parent
+    False) only when they form a chain, each one's only parent the one before it: a
+    range with merges is a DAG, and neighbours in a date-ordered list of it need not be
+    parent and child (BuildNotFound says so in one line)."""
     g, _ = resolve_commit(path, good)
     b, _ = resolve_commit(path, bad)
     if g == b:
@@ -349,17 +353,48 @@ def commits_between(
     # --ancestry-path: only commits that contain the start (GOOD merged into the main
     # line later must not be paired with the main line's commits from before the merge)
     args = ["git", "-C", str(path), "rev-list", "--reverse", "--ancestry-path"]
-    args.append("--format=%H%x09%aI%x09%s")
+    args.append("--format=%H%x09%P%x09%aI%x09%s")
     done = _run([*args, *(["--first-parent"] if first_parent else []), f"{start}..{b}"])
     if done.returncode != 0:
         raise BuildNotFound(f"src:{path}: git rev-list failed: {done.stderr.strip()[-300:]}")
     out = [Commit(start, *subject_and_date(path, start))]
+    parents: dict[str, list[str]] = {}
     for line in done.stdout.splitlines():
         if line.startswith("commit "):
             continue
-        sha, date, subject = [*line.split("\t", 2), "", ""][:3]
+        sha, up, date, subject = [*line.split("\t", 3), "", "", ""][:4]
+        parents[sha] = up.split()
         out.append(Commit(sha, subject, date))
+    if not first_parent:
+        _check_chain(path, good, bad, out, parents)
     return out, note
+
+
+def _check_chain(
+    path: Path, good: str, bad: str, commits: list[Commit], parents: dict[str, list[str]]
+) -> None:
+    """--all-commits: the commits form a chain, or BuildNotFound in one line."""
+    merges = sum(len(parents[c.id]) > 1 for c in commits[1:])
+    broken = sum(parents[c.id] != [p.id] for p, c in pairwise(commits))
+    if broken:
+        raise BuildNotFound(
+            f"src:{path}: --all-commits: {good}..{bad} is not a chain ({merges} merge(s), "
+            f"{broken} commit(s) whose parent is not the one before it): bisecting a DAG "
+            "is not supported; bisect the first-parent line (drop --all-commits), and a "
+            "merge it names says which branch to bisect next"
+        )
+
+
+def parents_of(path: Path, commit: str) -> list[str]:
+    """The parents of `commit` in the git checkout at `path` (first parent first)."""
+    done = _run(["git", "-C", str(path), "rev-list", "--parents", "-n", "1", commit])
+    return done.stdout.split()[1:] if done.returncode == 0 else []
+
+
+def branch_point(path: Path, a: str, b: str) -> str | None:
+    """The merge base of two commits (`git merge-base`), None when they share none."""
+    done = _run(["git", "-C", str(path), "merge-base", a, b])
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _start(path: Path, good: str, bad: str, g: str, b: str) -> tuple[str, str | None]:
