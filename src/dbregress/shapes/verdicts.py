@@ -285,3 +285,67 @@ class Verdicts(TypedDict):
     comparisons: list[VerdictComparison]
     disturbed: NotRequired[list[DisturbedItem]]
     cost_lane: NotRequired[CostLaneNote | None]
+
+
+# `dbregress ledger --format json` (report/ledger.py, docs/ledger.md), format 1: a
+# change (later over earlier) with its interval and class.
+LedgerCellJson = TypedDict(
+    "LedgerCellJson",
+    {"ratio": float | None, "ci": list[float] | None, "class": str},
+)
+
+
+class LedgerPointJson(TypedDict):
+    run: str
+    column: str
+    build: str
+    commit: str | None
+    subject: str | None
+    cumulative: LedgerCellJson | None  # from the first point (None: it is the first)
+    increment: LedgerCellJson | None  # over the point before
+
+
+class LedgerStepJson(TypedDict):
+    comparison: str
+    step: str
+    lane: str  # cost | time
+    metric: str
+    points: list[LedgerPointJson]
+    total: LedgerCellJson | None
+    product_of_increments: float | None
+    remainder: float | None  # total / product - 1
+
+
+class LedgerReferenceJson(TypedDict):
+    run: str
+    column: str
+    build: str
+
+
+class LedgerContributorJson(TypedDict):
+    run: str
+    column: str
+    commit: str | None
+    ratio: float | None
+
+
+class LedgerDriftItemJson(TypedDict):
+    comparison: str
+    step: str
+    ratio: float | None
+    ci: list[float]
+    contributors: list[LedgerContributorJson]
+
+
+class LedgerDriftJson(TypedDict):
+    limit: float | None
+    beyond: list[LedgerDriftItemJson]
+
+
+class LedgerJson(TypedDict):
+    format: int
+    lab: str
+    reference: LedgerReferenceJson | None
+    steps: list[LedgerStepJson]
+    notes: list[str]
+    drift: LedgerDriftJson

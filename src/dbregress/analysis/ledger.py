@@ -1,0 +1,201 @@
+"""The drift ledger (docs/ledger.md): along an ordered series of points (a run's columns,
+or the nights and releases of a lab's history from a pinned reference), each point's
+cumulative change from the first and its increment over the previous one, per step and
+lane, each with its interval and class (slower, faster, small, same, undecided).
+
+Pure: a record and its counting replays in, rows out. The cost lane's figures are the
+cost verdicts' own (analysis/cost.py `cost_verdicts`: Welch on log counts, the measured
+floors, one counting method per figure, the engine-state check), computed once for the
+cumulative changes (every point against the first) and once per increment (each point
+against the one before). A ratio is exp(mean log y - mean log x), so when every point
+keeps the same replays the increments' product telescopes to the total exactly; the
+remainder says how far apart they are where a point's replays differ between the two
+(another counting method left out, a withheld side).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import cast
+
+from dbregress.analysis.cost import CostComparison, cost_class, cost_verdicts
+from dbregress.analysis.cost_floors import Floors
+from dbregress.analysis.verdict import StepVerdict
+from dbregress.lab.file import VerdictPolicy
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import ComparisonEntry, RunJson
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One change: a ratio (later over earlier; cost: above 1 is more work, time: above
+    1 is more QPS), its interval, its class and why."""
+
+    ratio: float | None
+    ci: tuple[float, float] | None
+    word: str  # slower | faster | small | same | undecided
+    reason: str = ""
+
+    @classmethod
+    def of_cost(cls, c: CostComparison | None) -> Cell:
+        if c is None:
+            return cls(None, None, "undecided", "no counts of one side")
+        return cls(c.ratio, c.ci, cost_class(c), c.reason)
+
+    @classmethod
+    def of_time(cls, v: StepVerdict | None) -> Cell:
+        if v is None:
+            return cls(None, None, "undecided", "no repeats of one side")
+        return cls(v.ratio, v.ci, v.verdict, v.reason)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A column of the series: where it was measured, what it is, and its changes
+    (None at the first point, the reference)."""
+
+    run: str
+    column: str  # its label in its own run
+    build: str
+    commit: str | None = None
+    subject: str | None = None
+    cumulative: Cell | None = None
+    increment: Cell | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One step's ledger in one lane."""
+
+    comparison: str
+    step: str
+    lane: str  # cost | time
+    metric: str  # estimated_cycles | qps
+    points: tuple[Point, ...]
+
+    @property
+    def total(self) -> Cell | None:
+        return self.points[-1].cumulative if len(self.points) > 1 else None
+
+    @property
+    def product(self) -> float | None:
+        """The product of the increments; None where one has no ratio."""
+        ratios = [p.increment.ratio if p.increment else None for p in self.points[1:]]
+        if not ratios or any(r is None for r in ratios):
+            return None
+        return math.prod(cast(list[float], ratios))
+
+    @property
+    def remainder(self) -> float | None:
+        """total / product - 1: what the increments do not account for."""
+        total, product = self.total, self.product
+        if total is None or total.ratio is None or not product:
+            return None
+        return total.ratio / product - 1
+
+
+@dataclass(frozen=True)
+class Ledger:
+    title: str  # the run or the lab
+    reference: Point | None  # the pinned first point (a lab's ledger)
+    rows: tuple[Row, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _with(record: RunJson, comparison: ComparisonEntry, labels: Sequence[str]) -> RunJson:
+    """The record with one comparison of these columns, in this order."""
+    out = dict(record)
+    out["comparisons"] = [cast(ComparisonEntry, {**comparison, "labels": list(labels)})]
+    return cast(RunJson, out)
+
+
+def cost_cells(
+    record: RunJson,
+    replays: list[ReplayRecord],
+    comparison: ComparisonEntry,
+    labels: Sequence[str],
+    policy: VerdictPolicy,
+    floors: tuple[Floors | None, Floors | None] = (None, None),
+) -> dict[tuple[str, str], tuple[Cell, Cell]]:
+    """(label, step) -> (cumulative from labels[0], increment over the label before),
+    for labels[1:] and every step the replays count."""
+    name = comparison["name"]
+    calibration, history = floors
+
+    def verdicts(columns: Sequence[str]) -> dict[tuple[str, str], CostComparison]:
+        found = cost_verdicts(
+            _with(record, comparison, columns),
+            replays,
+            policy,
+            calibration=calibration,
+            history=history,
+        )
+        if found is None:
+            return {}
+        return {(k[1], k[2]): c for k, c in found.headline().items() if k[0] == name}
+
+    cumulative = verdicts(labels)
+    increments: dict[tuple[str, str], CostComparison] = {}
+    for before, label in itertools.pairwise(labels):
+        increments |= {k: c for k, c in verdicts([before, label]).items() if k[0] == label}
+    keys = list(dict.fromkeys([*cumulative, *increments]))
+    return {k: (Cell.of_cost(cumulative.get(k)), Cell.of_cost(increments.get(k))) for k in keys}
+
+
+def rows_of(
+    comparison: str,
+    lane: str,
+    metric: str,
+    points: Sequence[Point],
+    cells: dict[tuple[str, str], tuple[Cell, Cell]],
+    keys: Sequence[str],
+    steps: Sequence[str],
+) -> list[Row]:
+    """One row per step: `points` in order, `keys` their labels in `cells`."""
+    out = []
+    for step in steps:
+        found = [cells.get((k, step)) for k in keys[1:]]
+        if not any(found):
+            continue
+        shown = [points[0]]
+        for p, pair in zip(points[1:], found, strict=True):
+            cum, inc = pair if pair is not None else (Cell.of_cost(None), Cell.of_cost(None))
+            shown.append(_point(p, cum, inc))
+        out.append(Row(comparison, step, lane, metric, tuple(shown)))
+    return out
+
+
+def _point(p: Point, cumulative: Cell, increment: Cell) -> Point:
+    return Point(p.run, p.column, p.build, p.commit, p.subject, cumulative, increment)
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A step whose cumulative cost change is beyond the limit (its interval all above
+    1 + limit), with the increments that contributed, largest first."""
+
+    row: Row
+    contributors: tuple[Point, ...]
+
+
+def drift(ledger: Ledger, limit: float) -> list[Drift]:
+    """The cost rows whose total is beyond `limit` (a fraction) the slower way, whole
+    interval; each with its points' increments that added work, largest first."""
+    out = []
+    for row in ledger.rows:
+        total = row.total
+        if row.lane != "cost" or total is None or total.ci is None:
+            continue
+        if total.ci[0] <= 1 + limit:
+            continue
+        adding = [
+            p
+            for p in row.points[1:]
+            if p.increment is not None and p.increment.ratio is not None and p.increment.ratio > 1
+        ]
+        adding.sort(key=lambda p: -(p.increment.ratio or 0) if p.increment else 0)
+        out.append(Drift(row, tuple(adding)))
+    return out

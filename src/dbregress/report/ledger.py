@@ -1,0 +1,450 @@
+"""`dbregress ledger`: the drift ledger of a run (its comparisons' columns in order) or
+of a lab's history from a pinned reference, as Markdown, JSON (format 1) or TSV
+(docs/ledger.md). The figures are analysis/ledger.py's; this module finds the points,
+reads their run folders and writes the tables."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import cast
+
+from dbregress.analysis import ledger as lg
+from dbregress.analysis.compare import compare_run
+from dbregress.analysis.ledger import Cell, Ledger, Point, Row
+from dbregress.lab.file import VerdictPolicy
+from dbregress.method import identity as method
+from dbregress.model.errors import DbregressError, StoreError
+from dbregress.report import history_moves
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
+from dbregress.shapes.verdicts import LedgerCellJson, LedgerJson, LedgerPointJson, LedgerStepJson
+from dbregress.store.history import History, RunInfo, history_path
+from dbregress.store.replays import load_replays
+from dbregress.store.run import read_run
+
+FORMAT = 1
+Notify = Callable[[str], None]
+
+
+def _point(record: RunJson, label: str) -> Point:
+    build = (record.get("builds") or {}).get(label) or {}
+    column = next((c for c in record["columns"] if c["label"] == label), None)
+    return Point(
+        run=str(record["run_id"]),
+        column=label,
+        build=column["build"] if column else "?",
+        commit=build.get("commit") or None,
+        subject=build.get("subject") or None,
+    )
+
+
+def run_ledger(
+    path: Path, step: str | None = None, lanes: Sequence[str] = ("cost", "time")
+) -> Ledger:
+    """The ledger of one run: per comparison of two or more columns, each column's
+    change from the base (the first) and over the column before it."""
+    data = read_run(path)
+    record, replays = data.record, load_replays(path)
+    policy = VerdictPolicy.of_record(record)
+    floors = history_moves.measured_floors(path, record, replays)
+    rows: list[Row] = []
+    for comp in record["comparisons"]:
+        labels = comp["labels"]
+        if len(labels) < 2:
+            continue
+        points = [_point(record, lb) for lb in labels]
+        steps = _steps(data.steps, replays, comp["labels"], step)
+        if "cost" in lanes and replays:
+            cells = lg.cost_cells(
+                record,
+                replays,
+                comp,
+                labels,
+                policy,
+                (floors["calibration"], floors["history"]),
+            )
+            rows += lg.rows_of(
+                comp["name"], "cost", "estimated_cycles", points, cells, labels, steps
+            )
+        if "time" in lanes:
+            rows += _time_rows(record, data.steps, comp, points, steps)
+    notes = () if replays else ("the run has no counting replays: no cost lane",)
+    return Ledger(str(record["run_id"]), None, tuple(rows), notes)
+
+
+def _steps(
+    steps_by_job: dict[str, list[dict[str, object]]] | object,
+    replays: list[ReplayRecord],
+    labels: Sequence[str],
+    only: str | None,
+) -> list[str]:
+    found: list[str] = []
+    for r in replays:
+        if r.get("column") in labels and r.get("status") == "ok":
+            found += [s for s in r["steps"] if s not in found]
+    for results in cast(dict[str, list[dict[str, object]]], steps_by_job).values():
+        for res in results:
+            s = str(res.get("step"))
+            if res.get("column") in labels and s not in found:
+                found.append(s)
+    if only is not None:
+        if only not in found:
+            raise DbregressError(
+                f"--step {only}: no such step in this ledger; its steps: {', '.join(found)}"
+            )
+        return [only]
+    return found
+
+
+def _time_rows(
+    record: RunJson,
+    steps_by_job: object,
+    comp: ComparisonEntry,
+    points: list[Point],
+    steps: list[str],
+) -> list[Row]:
+    """The time lane's ledger within one run (repeats are only comparable within it)."""
+    labels = comp["labels"]
+    by_job = cast(dict[str, list[dict[str, object]]], steps_by_job)
+
+    def verdicts(columns: Sequence[str]) -> dict[tuple[str, str], Cell]:
+        one = dict(record)
+        one["comparisons"] = [{**comp, "labels": list(columns)}]
+        found = compare_run(cast(RunJson, one), by_job)  # type: ignore[arg-type]
+        return {(k[1], k[2]): Cell.of_time(v) for k, v in found.qps.items()}
+
+    cumulative = verdicts(labels)
+    increments: dict[tuple[str, str], Cell] = {}
+    for before, label in itertools.pairwise(labels):
+        increments |= {k: c for k, c in verdicts([before, label]).items() if k[0] == label}
+    cells = {
+        k: (cumulative.get(k, Cell.of_time(None)), increments.get(k, Cell.of_time(None)))
+        for k in dict.fromkeys([*cumulative, *increments])
+    }
+    return lg.rows_of(comp["name"], "time", "qps", points, cells, labels, steps)
+
+
+# -- a lab's history from a pinned reference -------------------------------------------
+
+
+def lab_ledger(
+    root: Path, lab: str, reference: str, step: str | None = None, notify: Notify | None = None
+) -> Ledger:
+    """The cost ledger of a lab's runs from a pinned reference: `reference` is a run id
+    (its comparisons' base columns) or a build (the first column, oldest run first,
+    whose build is it). The points are every later non-base column of every run of the
+    lab, oldest first (a nightly's head each night); each is compared with the reference
+    (cumulative) and with the point before it (increment), never with "the last good".
+    The time lane is left out: repeats of two runs met different moments of the host."""
+    if not history_path(root).is_file():
+        raise StoreError(
+            f"no run history under {root}: run a lab first, or `dbregress history "
+            f"{lab} --reindex --results {root}`"
+        )
+    with History(root) as h:
+        runs = [r for r in h.runs(lab) if r.kind == "native"]
+    if not runs:
+        raise StoreError(f"no runs of lab {lab!r} in the history under {root}")
+    start, ref_label = _reference(runs, reference, root)
+    comps: dict[str, tuple[ComparisonEntry, list[tuple[Point, RunJson, list[ReplayRecord]]]]] = {}
+    notes: list[str] = []
+    ref_point: Point | None = None
+    for info in runs[start:]:
+        folder = Path(info.path)
+        if not (folder / "run.json").is_file():
+            folder = root / info.run_id
+        try:
+            data = read_run(folder)
+        except (StoreError, OSError) as e:
+            notes.append(f"{info.run_id}: not read ({e})")
+            continue
+        record, replays = data.record, load_replays(folder)
+        for comp in record["comparisons"]:
+            base, *others = comp["labels"]
+            entry = comps.get(comp["name"])
+            if entry is None:
+                first = (
+                    ref_label.get(comp["name"], base) if info.run_id == runs[start].run_id else None
+                )
+                if first is None:
+                    continue
+                ref_point = ref_point or _point(record, first)
+                entry = (comp, [(_point(record, first), record, replays)])
+                comps[comp["name"]] = entry
+                others = [lb for lb in comp["labels"] if lb != first and lb != base]
+            entry[1].extend((_point(record, lb), record, replays) for lb in others)
+    rows: list[Row] = []
+    for name, (comp, points) in comps.items():
+        if len(points) < 2:
+            notes.append(f"{name}: no run after the reference")
+            continue
+        record, replays, keys = _joined(comp, points)
+        policy = VerdictPolicy.of_record(points[-1][1])
+        cells = lg.cost_cells(record, replays, comp, keys, policy)
+        steps = list(dict.fromkeys(s for (_, s) in cells))
+        if step is not None:
+            if step not in steps:
+                raise DbregressError(
+                    f"--step {step}: not counted in lab {lab}; its steps: {', '.join(steps)}"
+                )
+            steps = [step]
+        rows += lg.rows_of(
+            name, "cost", "estimated_cycles", [p for p, _, _ in points], cells, keys, steps
+        )
+        notes += _method_notes(points)
+    return Ledger(lab, ref_point, tuple(rows), tuple(notes))
+
+
+def _reference(runs: Sequence[RunInfo], reference: str, root: Path) -> tuple[int, dict[str, str]]:
+    """(index of the reference's run, comparison -> the reference's column label)."""
+    for i, info in enumerate(runs):
+        if info.run_id == reference:
+            return i, {}
+    for i, info in enumerate(runs):
+        folder = Path(info.path)
+        try:
+            record = read_run(
+                folder if (folder / "run.json").is_file() else root / info.run_id
+            ).record
+        except (StoreError, OSError):
+            continue
+        found = {
+            c["comparison"]: c["label"]
+            for c in record["columns"]
+            if c["build"] == reference
+            or method.build_key((record.get("builds") or {}).get(c["label"])) == reference
+        }
+        if found:
+            return i, found
+    ids = ", ".join(r.run_id for r in runs[-5:])
+    raise DbregressError(
+        f"--reference {reference}: neither a run of this lab nor a build any of its runs "
+        f"measured (its last runs: {ids})"
+    )
+
+
+def _joined(
+    comp: ComparisonEntry, points: list[tuple[Point, RunJson, list[ReplayRecord]]]
+) -> tuple[RunJson, list[ReplayRecord], list[str]]:
+    """One record whose comparison holds every point as a column p0..pN (the reference
+    first), and their replays relabelled so: the cost verdicts compare them as columns of
+    one run, each replay keeping its own counting method (never pooled across two)."""
+    keys = [f"p{i}" for i in range(len(points))]
+    last = points[-1][1]
+    columns: list[ColumnEntry] = []
+    builds: dict[str, dict[str, str]] = {}
+    replays: list[ReplayRecord] = []
+    for key, (p, record, found) in zip(keys, points, strict=True):
+        col = next(c for c in record["columns"] if c["label"] == p.column)
+        columns.append(cast(ColumnEntry, {**col, "label": key, "comparison": comp["name"]}))
+        builds[key] = (record.get("builds") or {}).get(p.column) or {}
+        for r in found:
+            if r.get("column") == p.column and r.get("comparison", comp["name"]) == comp["name"]:
+                replays.append(cast(ReplayRecord, {**r, "column": key}))
+    joined = dict(last)
+    joined["columns"] = columns
+    joined["builds"] = builds
+    joined["comparisons"] = [cast(ComparisonEntry, {**comp, "labels": keys})]
+    return cast(RunJson, joined), replays, keys
+
+
+def _method_notes(points: list[tuple[Point, RunJson, list[ReplayRecord]]]) -> list[str]:
+    first = method.count_key(points[0][1].get("method_identity"))
+    other = [
+        p.run for p, rec, _ in points[1:] if method.count_key(rec.get("method_identity")) != first
+    ]
+    if not other:
+        return []
+    return [
+        f"runs counted by another method than the reference's ({', '.join(dict.fromkeys(other))}): "
+        "their replays are not pooled with the reference's, so a step may have no figure"
+    ]
+
+
+# -- output ----------------------------------------------------------------------------
+
+
+def _cell_json(c: Cell | None) -> LedgerCellJson | None:
+    if c is None:
+        return None
+    return {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "class": c.word}
+
+
+def _point_json(p: Point) -> LedgerPointJson:
+    return {
+        "run": p.run,
+        "column": p.column,
+        "build": p.build,
+        "commit": p.commit,
+        "subject": p.subject,
+        "cumulative": _cell_json(p.cumulative),
+        "increment": _cell_json(p.increment),
+    }
+
+
+def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
+    steps: list[LedgerStepJson] = [
+        {
+            "comparison": r.comparison,
+            "step": r.step,
+            "lane": r.lane,
+            "metric": r.metric,
+            "points": [_point_json(p) for p in r.points],
+            "total": _cell_json(r.total),
+            "product_of_increments": r.product,
+            "remainder": r.remainder,
+        }
+        for r in ledger.rows
+    ]
+    beyond = lg.drift(ledger, limit) if limit is not None else []
+    ref = ledger.reference
+    return {
+        "format": FORMAT,
+        "lab": ledger.title,
+        "reference": None
+        if ref is None
+        else {"run": ref.run, "column": ref.column, "build": ref.build},
+        "steps": steps,
+        "notes": list(ledger.notes),
+        "drift": {
+            "limit": limit,
+            "beyond": [
+                {
+                    "comparison": d.row.comparison,
+                    "step": d.row.step,
+                    "ratio": cast(Cell, d.row.total).ratio,
+                    "ci": list(cast(tuple[float, float], cast(Cell, d.row.total).ci)),
+                    "contributors": [
+                        {
+                            "run": p.run,
+                            "column": p.column,
+                            "commit": p.commit,
+                            "ratio": p.increment.ratio,
+                        }
+                        for p in d.contributors
+                        if p.increment is not None
+                    ],
+                }
+                for d in beyond
+            ],
+        },
+    }
+
+
+def _pct(c: Cell | None) -> str:
+    if c is None or c.ratio is None:
+        return "-"
+    text = f"{100 * (c.ratio - 1):+.2f}%"
+    if c.ci is not None:
+        text += f" [{100 * (c.ci[0] - 1):+.2f}, {100 * (c.ci[1] - 1):+.2f}]"
+    return text
+
+
+def _what(p: Point) -> str:
+    what = f"{p.column} ({p.build})"
+    if p.commit:
+        what += f" {p.commit[:12]}"
+    if p.subject:
+        what += f" {p.subject[:60]}"
+    return f"{p.run}: {what}" if p.run else what
+
+
+LANE_TITLES = {
+    "cost": "cost lane, estimated cycles per operation (above 0: more work)",
+    "time": "time lane, QPS (above 0: faster)",
+}
+
+
+def markdown(ledger: Ledger, limit: float | None = None) -> str:
+    out = [f"# Drift ledger: {ledger.title}", ""]
+    if ledger.reference is not None:
+        out += [f"Reference (pinned): {_what(ledger.reference)}.", ""]
+    out += [
+        "Each point's cumulative change from the first and its increment over the point "
+        "before, with intervals; class: slower/faster (beyond the band, confirmed), small "
+        "(inside the band, beyond the small-change floor), same, undecided "
+        "(docs/ledger.md).",
+        "",
+    ]
+    for r in ledger.rows:
+        out += [f"## {r.comparison} / {r.step}: {LANE_TITLES[r.lane]}", ""]
+        out += ["| point | cumulative | class | increment | class |", "|---|---|---|---|---|"]
+        first = r.points[0]
+        out.append(f"| {_what(first)} | (first) | | | |")
+        for p in r.points[1:]:
+            cum, inc = p.cumulative, p.increment
+            out.append(
+                f"| {_what(p)} | {_pct(cum)} | {cum.word if cum else '-'} | "
+                f"{_pct(inc)} | {inc.word if inc else '-'} |"
+            )
+        product, remainder = r.product, r.remainder
+        total = _pct(r.total)
+        tail = f"Total {total}"
+        if product is not None:
+            tail += f"; product of the increments {100 * (product - 1):+.2f}%"
+        if remainder is not None:
+            tail += f"; remainder {100 * remainder:+.3f}%"
+        out += ["", tail + ".", ""]
+    if limit is not None:
+        found = lg.drift(ledger, limit)
+        if found:
+            out += [f"Drift beyond {limit:.2%}:", ""]
+            for d in found:
+                most = ", ".join(_contributor(p) for p in d.contributors[:3])
+                where = f"{d.row.comparison} / {d.row.step}"
+                out.append(f"- {where}: {_pct(d.row.total)}; most from {most or '-'}")
+            out.append("")
+        else:
+            out += [f"No step drifted beyond {limit:.2%} (whole interval).", ""]
+    for n in ledger.notes:
+        out += [f"Note: {n}", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _contributor(p: Point) -> str:
+    who = p.run or p.column
+    if p.commit:
+        who += f" {p.commit[:12]}"
+    return f"{who} {_pct(p.increment)}"
+
+
+def tsv(ledger: Ledger) -> str:
+    head = [
+        "comparison", "step", "lane", "position", "run", "column", "build", "commit",
+        "cumulative", "cumulative_low", "cumulative_high", "cumulative_class",
+        "increment", "increment_low", "increment_high", "increment_class",
+    ]  # fmt: skip
+    lines = ["\t".join(head)]
+
+    def nums(c: Cell | None) -> list[str]:
+        if c is None:
+            return ["", "", "", ""]
+        lo, hi = c.ci if c.ci else (None, None)
+        return [_num(c.ratio), _num(lo), _num(hi), c.word]
+
+    for r in ledger.rows:
+        for i, p in enumerate(r.points):
+            cells = [r.comparison, r.step, r.lane, str(i), p.run, p.column, p.build, p.commit or ""]
+            lines.append("\t".join([*cells, *nums(p.cumulative), *nums(p.increment)]))
+    return "\n".join(lines) + "\n"
+
+
+def _num(v: float | None) -> str:
+    return "" if v is None or not math.isfinite(v) else repr(float(v))
+
+
+def dumps(ledger: Ledger, fmt: str, limit: float | None = None) -> str:
+    if fmt == "json":
+        return json.dumps(to_json(ledger, limit), indent=1) + "\n"
+    if fmt == "tsv":
+        return tsv(ledger)
+    return markdown(ledger, limit)
+
+
+def replaced(ledger: Ledger, rows: Sequence[Row]) -> Ledger:
+    return dataclasses.replace(ledger, rows=tuple(rows))

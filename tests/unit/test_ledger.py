@@ -1,0 +1,83 @@
+"""The drift ledger on simulated replays: each column's cumulative change and its
+increment, their classes, the product of the increments against the total, and the
+drift limit (analysis/ledger.py)."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any, cast
+
+from dbregress.analysis import ledger as lg
+from dbregress.analysis.ledger import Ledger, Point
+from dbregress.lab.file import VerdictPolicy
+from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import ComparisonEntry, RunJson
+
+STEPS = ("qp100", "l.i1")
+
+
+def replays(rng: random.Random, label: str, factor: float, n: int = 3) -> list[dict[str, Any]]:
+    out = []
+    for k in range(1, n + 1):
+        steps = {}
+        for i, s in enumerate(STEPS):
+            value = 1e6 * (i + 1) * factor * math.exp(rng.gauss(0, 0.0002))
+            steps[s] = {"per_op": {"estimated_cycles": value, "instructions": value / 2}}
+        out.append(
+            {"comparison": "c", "column": label, "replay": k, "status": "ok", "steps": steps}
+        )
+    return out
+
+
+def ledger_of(factors: dict[str, float], seed: int = 1) -> Ledger:
+    rng = random.Random(seed)
+    labels = list(factors)
+    comp = cast(ComparisonEntry, {"name": "c", "benchmark": "insert", "labels": labels})
+    record = cast(RunJson, {"run_id": "r", "comparisons": [comp], "columns": []})
+    found = cast(
+        list[ReplayRecord], [r for lb, f in factors.items() for r in replays(rng, lb, f)]
+    )
+    cells = lg.cost_cells(record, found, comp, labels, VerdictPolicy())
+    points = [Point("r", lb, f"null@{lb}") for lb in labels]
+    rows = lg.rows_of("c", "cost", "estimated_cycles", points, cells, labels, list(STEPS))
+    return Ledger("r", None, tuple(rows))
+
+
+def test_two_equal_small_increments_are_named_and_add_up_to_the_total() -> None:
+    found = ledger_of({"base": 1.0, "plus4": 1.004, "plus8": 1.008})
+    row = next(r for r in found.rows if r.step == "qp100")
+    _, first, second = row.points
+    assert first.increment is not None and second.increment is not None
+    assert first.increment.word == "small" and second.increment.word == "small"
+    assert abs(first.increment.ratio - second.increment.ratio) < 0.001  # type: ignore[operator]
+    assert second.cumulative is not None and second.cumulative.word == "small"
+    assert row.product is not None and row.total is not None and row.total.ratio is not None
+    # exp(mean log) ratios telescope: the increments' product is the total
+    assert abs(row.remainder or 0) < 1e-12
+    assert abs(row.product - 1.008) < 0.0005
+
+
+def test_the_drift_limit_names_the_step_beyond_it_with_its_contributors() -> None:
+    found = ledger_of({"base": 1.0, "plus4": 1.004, "plus8": 1.008})
+    beyond = lg.drift(found, 0.005)
+    assert {d.row.step for d in beyond} == {"qp100", "l.i1"}
+    assert [p.column for p in beyond[0].contributors] in (["plus4", "plus8"], ["plus8", "plus4"])
+    assert lg.drift(found, 0.02) == []
+
+
+def test_an_improvement_then_a_regression_shows_both_increments() -> None:
+    found = ledger_of({"base": 1.0, "better": 0.995, "worse": 1.02})
+    row = next(r for r in found.rows if r.step == "qp100")
+    words = [p.increment.word for p in row.points[1:] if p.increment is not None]
+    assert words == ["small", "slower"]
+    assert row.points[2].cumulative is not None
+    assert row.points[2].cumulative.word == "slower"
+
+
+def test_equal_columns_are_same_everywhere() -> None:
+    found = ledger_of({"a": 1.0, "b": 1.0, "c": 1.0})
+    for row in found.rows:
+        for p in row.points[1:]:
+            assert p.cumulative is not None and p.cumulative.word == "same"
+            assert p.increment is not None and p.increment.word == "same"
