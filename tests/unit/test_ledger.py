@@ -35,9 +35,7 @@ def ledger_of(factors: dict[str, float], seed: int = 1) -> Ledger:
     labels = list(factors)
     comp = cast(ComparisonEntry, {"name": "c", "benchmark": "insert", "labels": labels})
     record = cast(RunJson, {"run_id": "r", "comparisons": [comp], "columns": []})
-    found = cast(
-        list[ReplayRecord], [r for lb, f in factors.items() for r in replays(rng, lb, f)]
-    )
+    found = cast(list[ReplayRecord], [r for lb, f in factors.items() for r in replays(rng, lb, f)])
     cells = lg.cost_cells(record, found, comp, labels, VerdictPolicy())
     points = [Point("r", lb, f"null@{lb}") for lb in labels]
     rows = lg.rows_of("c", "cost", "estimated_cycles", points, cells, labels, list(STEPS))
@@ -62,6 +60,7 @@ def test_the_drift_limit_names_the_step_beyond_it_with_its_contributors() -> Non
     found = ledger_of({"base": 1.0, "plus4": 1.004, "plus8": 1.008})
     beyond = lg.drift(found, 0.005)
     assert {d.row.step for d in beyond} == {"qp100", "l.i1"}
+    assert {d.point.column for d in beyond} == {"plus8"}
     assert [p.column for p in beyond[0].contributors] in (["plus4", "plus8"], ["plus8", "plus4"])
     assert lg.drift(found, 0.02) == []
 

@@ -174,28 +174,42 @@ def _point(p: Point, cumulative: Cell, increment: Cell) -> Point:
 
 @dataclass(frozen=True)
 class Drift:
-    """A step whose cumulative cost change is beyond the limit (its interval all above
-    1 + limit), with the increments that contributed, largest first."""
+    """A point whose cumulative cost change is beyond the limit (its interval all above
+    1 + limit), with the increments up to it that added work, largest first."""
 
     row: Row
+    point: Point
     contributors: tuple[Point, ...]
 
+    @property
+    def total(self) -> Cell:
+        assert self.point.cumulative is not None
+        return self.point.cumulative
 
-def drift(ledger: Ledger, limit: float) -> list[Drift]:
-    """The cost rows whose total is beyond `limit` (a fraction) the slower way, whole
-    interval; each with its points' increments that added work, largest first."""
+
+def drift(ledger: Ledger, limit: float, last_only: bool = False) -> list[Drift]:
+    """The cost lane's points whose cumulative change is beyond `limit` (a fraction)
+    the slower way, whole interval: every such column of a run, or (`last_only`, a
+    lab's history) the newest point only, as where the series stands now. Each with
+    the increments up to it that added work, largest first."""
     out = []
     for row in ledger.rows:
-        total = row.total
-        if row.lane != "cost" or total is None or total.ci is None:
+        if row.lane != "cost":
             continue
-        if total.ci[0] <= 1 + limit:
-            continue
-        adding = [
-            p
-            for p in row.points[1:]
-            if p.increment is not None and p.increment.ratio is not None and p.increment.ratio > 1
-        ]
-        adding.sort(key=lambda p: -(p.increment.ratio or 0) if p.increment else 0)
-        out.append(Drift(row, tuple(adding)))
+        points = row.points[1:]
+        for i, p in enumerate(points):
+            if last_only and i != len(points) - 1:
+                continue
+            total = p.cumulative
+            if total is None or total.ci is None or total.ci[0] <= 1 + limit:
+                continue
+            adding = [
+                q
+                for q in points[: i + 1]
+                if q.increment is not None
+                and q.increment.ratio is not None
+                and q.increment.ratio > 1
+            ]
+            adding.sort(key=lambda q: -(q.increment.ratio or 0) if q.increment else 0)
+            out.append(Drift(row, p, tuple(adding)))
     return out

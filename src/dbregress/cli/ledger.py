@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dbregress.analysis import ledger as lg
 from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER
 from dbregress.model.errors import DbregressError
 from dbregress.report import ledger
@@ -86,14 +85,8 @@ def run(args: argparse.Namespace) -> int:
         found = ledger.run_ledger(resolve_run(args.run, args.results), args.step, lanes)
     sys.stdout.write(ledger.dumps(found, args.format, args.fail_on))
     if args.fail_on is not None:
-        beyond = lg.drift(found, args.fail_on)
-        for d in beyond:
-            total = d.row.total
-            assert total is not None and total.ratio is not None
-            print(
-                f"drift: {d.row.comparison}/{d.row.step} {100 * (total.ratio - 1):+.2f}% beyond "
-                f"{args.fail_on:.2%}",
-                file=sys.stderr,
-            )
-        return EXIT_SLOWER if beyond else EXIT_OK
+        found_drift = ledger.beyond(found, args.fail_on)
+        for d in found_drift:
+            print(f"drift: {ledger.drift_line(d, args.fail_on)}", file=sys.stderr)
+        return EXIT_SLOWER if found_drift else EXIT_OK
     return EXIT_OK

@@ -287,6 +287,11 @@ def _point_json(p: Point) -> LedgerPointJson:
     }
 
 
+def beyond(ledger: Ledger, limit: float) -> list[lg.Drift]:
+    """The drift the limit names: a lab's newest point, or every column of a run."""
+    return lg.drift(ledger, limit, last_only=ledger.reference is not None)
+
+
 def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
     steps: list[LedgerStepJson] = [
         {
@@ -301,7 +306,7 @@ def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
         }
         for r in ledger.rows
     ]
-    beyond = lg.drift(ledger, limit) if limit is not None else []
+    found = beyond(ledger, limit) if limit is not None else []
     ref = ledger.reference
     return {
         "format": FORMAT,
@@ -317,8 +322,10 @@ def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
                 {
                     "comparison": d.row.comparison,
                     "step": d.row.step,
-                    "ratio": cast(Cell, d.row.total).ratio,
-                    "ci": list(cast(tuple[float, float], cast(Cell, d.row.total).ci)),
+                    "column": d.point.column,
+                    "run": d.point.run,
+                    "ratio": d.total.ratio,
+                    "ci": list(d.total.ci or ()),
                     "contributors": [
                         {
                             "run": p.run,
@@ -330,7 +337,7 @@ def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
                         if p.increment is not None
                     ],
                 }
-                for d in beyond
+                for d in found
             ],
         },
     }
@@ -391,19 +398,28 @@ def markdown(ledger: Ledger, limit: float | None = None) -> str:
             tail += f"; remainder {100 * remainder:+.3f}%"
         out += ["", tail + ".", ""]
     if limit is not None:
-        found = lg.drift(ledger, limit)
+        found = beyond(ledger, limit)
         if found:
             out += [f"Drift beyond {limit:.2%}:", ""]
             for d in found:
                 most = ", ".join(_contributor(p) for p in d.contributors[:3])
-                where = f"{d.row.comparison} / {d.row.step}"
-                out.append(f"- {where}: {_pct(d.row.total)}; most from {most or '-'}")
+                where = f"{d.row.comparison} / {d.row.step} / {d.point.column}"
+                out.append(f"- {where}: {_pct(d.total)}; most from {most or '-'}")
             out.append("")
         else:
             out += [f"No step drifted beyond {limit:.2%} (whole interval).", ""]
     for n in ledger.notes:
         out += [f"Note: {n}", ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def drift_line(d: lg.Drift, limit: float) -> str:
+    """One drift in words: where, its size with interval, the limit, who added most."""
+    most = ", ".join(_contributor(p) for p in d.contributors[:3])
+    where = f"{d.row.comparison}/{d.row.step} {d.point.column}"
+    if d.point.run and d.point.commit:
+        where += f" ({d.point.run}, {d.point.commit[:12]})"
+    return f"{where} {_pct(d.total)} beyond {limit:.2%}; most from {most or '-'}"
 
 
 def _contributor(p: Point) -> str:

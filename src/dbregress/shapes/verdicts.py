@@ -332,6 +332,8 @@ class LedgerContributorJson(TypedDict):
 class LedgerDriftItemJson(TypedDict):
     comparison: str
     step: str
+    column: str  # the point beyond the limit (a lab's: its newest)
+    run: str
     ratio: float | None
     ci: list[float]
     contributors: list[LedgerContributorJson]
