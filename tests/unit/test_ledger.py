@@ -80,3 +80,40 @@ def test_equal_columns_are_same_everywhere() -> None:
         for p in row.points[1:]:
             assert p.cumulative is not None and p.cumulative.word == "same"
             assert p.increment is not None and p.increment.word == "same"
+
+
+def test_an_increment_that_moved_names_the_function_that_moved() -> None:
+    from dbregress.analysis.functions_moved import functions_moved
+
+    rng = random.Random(2)
+    found = [
+        *replays(rng, "base", 1.0),
+        *replays(rng, "plus", 1.004),
+    ]
+    for r in found:
+        for s, figures in r["steps"].items():
+            extra = 4000.0 if r["column"] == "plus" else 0.0
+            figures["functions"] = {
+                "ExecScan (postgres)": 300_000.0,
+                "send (libsendcost.so)": 30_000.0 + extra,
+                "memcpy (libc.so.6)": 20_000.0,
+            }
+            figures["per_op"]["instructions"] += extra
+    moved = functions_moved(cast(list[ReplayRecord], found), "base", "plus", "qp100")
+    assert moved[0].function == "send (libsendcost.so)"
+    assert moved[0].ratio is not None and abs(moved[0].ratio - 34_000 / 30_000) < 1e-9
+    assert "+4,000 instr/op (+13.3%)" in moved[0].words()
+    led = ledger_of_replays(found, ["base", "plus"])
+    inc = next(r for r in led.rows if r.step == "qp100").points[1].increment
+    assert inc is not None and inc.word == "small"
+    assert inc.functions and inc.functions[0].function == "send (libsendcost.so)"
+
+
+def ledger_of_replays(found: list[dict[str, Any]], labels: list[str]) -> Ledger:
+    comp = cast(ComparisonEntry, {"name": "c", "benchmark": "insert", "labels": labels})
+    record = cast(RunJson, {"run_id": "r", "comparisons": [comp], "columns": []})
+    typed = cast(list[ReplayRecord], found)
+    cells = lg.cost_cells(record, typed, comp, labels, VerdictPolicy())
+    points = [Point("r", lb, f"null@{lb}") for lb in labels]
+    rows = lg.rows_of("c", "cost", "estimated_cycles", points, cells, labels, list(STEPS))
+    return Ledger("r", None, tuple(rows))

@@ -15,6 +15,7 @@ remainder says how far apart they are where a point's replays differ between the
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -23,10 +24,13 @@ from typing import cast
 
 from dbregress.analysis.cost import CostComparison, cost_class, cost_verdicts
 from dbregress.analysis.cost_floors import Floors
+from dbregress.analysis.functions_moved import FunctionMove, functions_moved
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.lab.file import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ComparisonEntry, RunJson
+
+MOVED = ("slower", "faster", "small")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,9 @@ class Cell:
     ci: tuple[float, float] | None
     word: str  # slower | faster | small | same | undecided
     reason: str = ""
+    # an increment that moved (slower, faster, small): the functions whose counted
+    # instructions per operation moved most, from the same replays
+    functions: tuple[FunctionMove, ...] = ()
 
     @classmethod
     def of_cost(cls, c: CostComparison | None) -> Cell:
@@ -142,7 +149,15 @@ def cost_cells(
     for before, label in itertools.pairwise(labels):
         increments |= {k: c for k, c in verdicts([before, label]).items() if k[0] == label}
     keys = list(dict.fromkeys([*cumulative, *increments]))
-    return {k: (Cell.of_cost(cumulative.get(k)), Cell.of_cost(increments.get(k))) for k in keys}
+    previous = {label: prev for prev, label in itertools.pairwise(labels)}
+    out = {}
+    for k in keys:
+        inc = Cell.of_cost(increments.get(k))
+        if inc.word in MOVED and k[0] in previous:
+            moved = functions_moved(replays, previous[k[0]], k[0], k[1])
+            inc = dataclasses.replace(inc, functions=tuple(moved))
+        out[k] = (Cell.of_cost(cumulative.get(k)), inc)
+    return out
 
 
 def rows_of(

@@ -30,7 +30,9 @@ from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
 from dbregress.shapes.replay import ReplayError, ReplayRecord, ReplayStep
 
-# What a replay keeps of explain's figures for each step: no function tables.
+# What a replay keeps of explain's figures for each step; of its function table only the
+# costliest FUNCTIONS_IN_REPLAY functions' instructions per operation (`functions`).
+FUNCTIONS_IN_REPLAY = 40
 KEPT = (
     *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
     "wall_s",
@@ -164,6 +166,12 @@ def _kept(figures: CountFigures, band: float = VerdictPolicy.cost_band) -> Repla
         out["background_per_op"] = figures["background_per_op"]
     if "client_per_op" in figures:  # an embedded engine's
         out["client_per_op"] = figures["client_per_op"]
+    # the costliest functions' instructions per operation: where a change moved
+    # (analysis/functions_moved.py), read from the same replays as the verdict
+    out["functions"] = {
+        f"{f['function']} ({Path(f['object']).name})": f["instructions"]
+        for f in figures.get("functions", [])[:FUNCTIONS_IN_REPLAY]
+    }
     state.settle(cast(state.Counted, out), band)
     return out
 

@@ -272,7 +272,13 @@ def _method_notes(points: list[tuple[Point, RunJson, list[ReplayRecord]]]) -> li
 def _cell_json(c: Cell | None) -> LedgerCellJson | None:
     if c is None:
         return None
-    return {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "class": c.word}
+    out: LedgerCellJson = {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "class": c.word}
+    if c.functions:
+        out["functions"] = [
+            {"function": f.function, "base": f.base, "value": f.value, "share": f.share}
+            for f in c.functions
+        ]
+    return out
 
 
 def _point_json(p: Point) -> LedgerPointJson:
@@ -389,6 +395,14 @@ def markdown(ledger: Ledger, limit: float | None = None) -> str:
                 f"| {_what(p)} | {_pct(cum)} | {cum.word if cum else '-'} | "
                 f"{_pct(inc)} | {inc.word if inc else '-'} |"
             )
+        moved = [
+            f"- {_what(p)}: " + "; ".join(f.words() for f in p.increment.functions)
+            for p in r.points[1:]
+            if p.increment is not None and p.increment.functions
+        ]
+        if moved:
+            out += ["", "Where the increments moved (instructions per operation by function):"]
+            out += ["", *moved]
         product, remainder = r.product, r.remainder
         total = _pct(r.total)
         tail = f"Total {total}"

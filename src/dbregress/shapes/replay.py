@@ -12,7 +12,7 @@ from dbregress.shapes.method import MethodIdentity
 
 class ReplayStep(TypedDict):
     """What a replay keeps of a counted window's figures (shapes/explain.py
-    CountFigures): no function tables."""
+    CountFigures): of its function table, the costliest functions only."""
 
     index: int
     unit: str
@@ -33,6 +33,9 @@ class ReplayStep(TypedDict):
     spec: NotRequired[str]
     background_per_op: NotRequired[dict[str, float]]
     client_per_op: NotRequired[dict[str, float]]  # an embedded engine's
+    # the costliest functions' instructions per operation, "name (object file)": where
+    # a change moved (absent in replays counted before they were kept)
+    functions: NotRequired[dict[str, float]]
 
 
 class ReplayError(TypedDict):

@@ -289,9 +289,22 @@ class Verdicts(TypedDict):
 
 # `dbregress ledger --format json` (report/ledger.py, docs/ledger.md), format 1: a
 # change (later over earlier) with its interval and class.
+class LedgerFunctionJson(TypedDict):
+    function: str  # "name (object file)"
+    base: float | None  # instructions per operation (None: not among the costliest 40)
+    value: float | None
+    share: float | None  # of the step's change in instructions per operation
+
+
 LedgerCellJson = TypedDict(
     "LedgerCellJson",
-    {"ratio": float | None, "ci": list[float] | None, "class": str},
+    {
+        "ratio": float | None,
+        "ci": list[float] | None,
+        "class": str,
+        # an increment that moved: where (analysis/functions_moved.py)
+        "functions": NotRequired[list[LedgerFunctionJson]],
+    },
 )
 
 
