@@ -110,6 +110,8 @@ def main() -> int:
     base = ub.postgres_basedir("17.2.0")
     t0 = time.monotonic()
     iters = args.iters
+    if args.run is not None:
+        return check(args.run.absolute(), work, t0)
     if not iters:
         probe_lib = ub.build_library(work / "lib", PROBE_ITERS)
         probe = ub.wrap_postgres(base, work / "pg-probe", probe_lib)
@@ -139,6 +141,10 @@ def main() -> int:
     done = dbregress("run", str(path), "--results", str(results), cwd=work)
     run = newest_run(results)
     print(f"series run {run.name}: exit {done.returncode}, {time.monotonic() - t1:.0f} s")
+    return check(run, work, t0)
+
+
+def check(run: Path, work: Path, t0: float) -> int:
     failed = []
     for step in ("qp100", "l.i1"):
         out = dbregress("ledger", str(run), "--step", step, "--lane", "cost", cwd=work)
