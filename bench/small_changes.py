@@ -101,6 +101,7 @@ def main() -> int:
     ap.add_argument(
         "--iters", type=int, default=0, help="skip the probe: iterations for one increment"
     )
+    ap.add_argument("--run", type=Path, help="check this series run again instead of running")
     args = ap.parse_args()
     ub = fixture()
     work = args.work.absolute()
