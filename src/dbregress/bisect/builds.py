@@ -277,6 +277,15 @@ def _subject(tree: Path, ref: str) -> tuple[str, str]:
     return source.subject_and_date(tree, ref)
 
 
+def commit_and_subject(spec: str) -> tuple[str, str] | None:
+    """A source build's full commit id and subject; None for any other build."""
+    parsed = provision.BuildSpec.parse(spec)
+    if not parsed.is_source:
+        return None
+    src = source.SourceSpec.parse(parsed)
+    return (src.ref, _subject(src.path, src.ref)[0]) if src.ref else None
+
+
 def commit_of(spec: str) -> str | None:
     """A source build's commit as `git log` shows it (id, subject, author date); None
     for any other build."""

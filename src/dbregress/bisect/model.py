@@ -50,6 +50,10 @@ class BisectRequest:
     recount: bool = False
     # --direction: the change looked for (slower or faster); None: the ends' own
     direction: str | None = None
+    # --all-changes: every change of at least `minimum` (a fraction: 0.0025 is 0.25%),
+    # both ways, by splitting the range (split.py), instead of the first one
+    all_changes: bool = False
+    minimum: float = 0.0025
 
 
 @dataclass
@@ -120,6 +124,38 @@ class CurrentPoint(TypedDict):
 
 
 @dataclass
+class ChangeRow:
+    """One change --all-changes names: `build` against `last_good`, the build before it
+    (both measured), its size with its interval and its share of the whole range's
+    change (log-ratios add along a history). When builds between them could not be
+    measured, the change is in one of `candidates` (those, then `build`)."""
+
+    commit: str  # a source build's commit id, or the build's spec
+    build: str
+    last_good: str
+    subject: str  # the commit's subject ("" for a build that is not a commit)
+    direction: str  # slower | faster
+    ratio: float | None
+    ci: tuple[float, float] | None
+    share: float | None
+    candidates: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RangeRow:
+    """A range --all-changes left whole: `below` the minimum (its total beyond the
+    noise), or neighbours `undecided` against it (the interval straddles it, or no
+    interval)."""
+
+    first: str
+    last: str
+    kind: str  # below | undecided
+    ratio: float | None
+    ci: tuple[float, float] | None
+    share: float | None
+
+
+@dataclass
 class Outcome:
     builds: list[str]
     direction: str | None = None
@@ -141,6 +177,13 @@ class Outcome:
     # builds measured that moved the other way (against the good end or their bracket's
     # lo): the range holds changes both ways, and the answer says so
     other_way: list[str] = field(default_factory=list)
+    # --all-changes: every change found, the ranges left whole, the last build against
+    # the first, the part of it the changes explain, and how many builds were counted
+    changes: list[ChangeRow] = field(default_factory=list)
+    ranges: list[RangeRow] = field(default_factory=list)
+    total: Verdict | None = None
+    explained: float | None = None
+    counted: int = 0
     took_s: float = 0.0
 
 

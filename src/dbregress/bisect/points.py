@@ -92,8 +92,8 @@ def point_lab(
     mid is judged against it (its counts come from the count store)."""
     replays = request.replays + 3 * (attempt - 1)
     name = f"bisect-{attempt}"
-    good = request.builds[0]
-    columns = [(labels[b], b) for b in dict.fromkeys((lo, mid, hi, good))]
+    good = () if request.all_changes else (request.builds[0],)
+    columns = [(labels[b], b) for b in dict.fromkeys((lo, mid, hi, *good))]
     text = lab_text(request, columns, replays, name)
     path = labs / f"{labels[mid]}-{attempt}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -167,7 +167,7 @@ def point_of(
         took_s=round(took, 1),
         mid_vs_good=(
             None
-            if lo == good
+            if lo == good or request.all_changes
             else Verdict("same", 1.0, None, "the same build")
             if mid == good
             else verdict_of(run, comp, label(good), label(mid), step, lane)

@@ -217,7 +217,9 @@ class Bisection:
         o = self.outcome
         b_lo, b_mid, b_hi = self.builds[lo], self.builds[i], self.builds[hi]
         if o.direction is None:
-            if not self._first(point, b_lo, b_hi):
+            o.stopped = first_direction(o, self.request, point, b_lo, b_hi)
+            if o.stopped:
+                self._say(o.stopped)
                 return None
             if i == hi:
                 between = "its neighbour" if hi == lo + 1 else "no build between could be built"
@@ -227,7 +229,7 @@ class Bisection:
         judged, good = point.judged(), self.builds[0]
         word = judged.word
         against = "the good end " + good if point.mid_vs_good is not None else b_lo
-        self._other_way(point)
+        note_other_way(o, point)
         if word == o.direction:
             bracket = lo, i
             point.decision = f"{b_mid} is {word} than {against}: the change is at or before it"
@@ -256,43 +258,6 @@ class Bisection:
         self._save()
         return bracket
 
-    def _first(self, point: BisectPoint, b_lo: str, b_hi: str) -> bool:
-        """The first point: whether the ends differ in a direction to follow (the one
-        asked with --direction, or theirs); sets it, or says why not."""
-        o, asked = self.outcome, self.request.direction
-        ends = point.hi_vs_lo
-        step = self.request.step
-        if ends.word == "same":
-            o.ends_same = True
-            o.stopped = f"{b_hi} is the same as {b_lo} in {step} ({ends.reason}): nothing to bisect"
-        elif ends.word not in DIRECTIONS:
-            o.stopped = (
-                f"{b_hi} stayed {ends.word} against {b_lo} in {step} after "
-                f"{point.attempt} run(s) ({ends.reason}): no direction to follow; no guess"
-            )
-        elif asked is not None and ends.word != asked:
-            o.ends_other_way = True
-            o.stopped = (
-                f"{b_hi} is {ends.word} than {b_lo} in {step}, not {asked} (--direction): "
-                f"nothing {asked} to bisect between the ends; a range with changes both "
-                "ways is what --all-changes splits"
-            )
-        if o.stopped:
-            self._say(o.stopped)
-            return False
-        o.direction = ends.word
-        return True
-
-    def _other_way(self, point: BisectPoint) -> None:
-        """Note a build that moved the other way (against the good end or its lo): the
-        range holds changes both ways."""
-        o = self.outcome
-        assert o.direction is not None
-        other = DIRECTIONS[1 - DIRECTIONS.index(o.direction)]
-        moved = other in (point.judged().word, point.mid_vs_lo.word)
-        if moved and point.mid not in o.other_way:
-            o.other_way.append(point.mid)
-
     def _tried(self, lo: int, hi: int) -> tuple[int, int] | None:
         """The final bracket after the skipped builds the user asked to measure (--try):
         each one still inside it is measured against its ends, in the order asked."""
@@ -311,6 +276,41 @@ class Bisection:
                 return None
             lo, hi = bracket
         return lo, hi
+
+
+def first_direction(
+    o: Outcome, request: BisectRequest, point: BisectPoint, b_lo: str, b_hi: str
+) -> str | None:
+    """The first point: sets the direction to follow when the ends differ in one (the
+    one asked with --direction, or theirs); else why there is none to follow."""
+    ends, asked, step = point.hi_vs_lo, request.direction, request.step
+    if ends.word == "same":
+        o.ends_same = True
+        return f"{b_hi} is the same as {b_lo} in {step} ({ends.reason}): nothing to bisect"
+    if ends.word not in DIRECTIONS:
+        return (
+            f"{b_hi} stayed {ends.word} against {b_lo} in {step} after "
+            f"{point.attempt} run(s) ({ends.reason}): no direction to follow; no guess"
+        )
+    if asked is not None and ends.word != asked:
+        o.ends_other_way = True
+        return (
+            f"{b_hi} is {ends.word} than {b_lo} in {step}, not {asked} (--direction): "
+            f"nothing {asked} to bisect between the ends; a range with changes both "
+            "ways is what --all-changes splits"
+        )
+    o.direction = ends.word
+    return None
+
+
+def note_other_way(o: Outcome, point: BisectPoint) -> None:
+    """Note a build that moved the other way (against the good end or its lo): the
+    range holds changes both ways."""
+    assert o.direction is not None
+    other = DIRECTIONS[1 - DIRECTIONS.index(o.direction)]
+    moved = other in (point.judged().word, point.mid_vs_lo.word)
+    if moved and point.mid not in o.other_way:
+        o.other_way.append(point.mid)
 
 
 def decided(direction: str | None, p: BisectPoint) -> bool:

@@ -18,15 +18,16 @@ from dbregress.bisect import (
     BisectRequest,
     Outcome,
     Size,
-    commit_of,
     commits_after,
     read_flavor_file,
     registry_builds,
     shown,
     source_builds,
 )
-from dbregress.bisect.builds import FlavorTables, check_flavor, merge_note
-from dbregress.bisect.walk import both_ways
+from dbregress.bisect.builds import FlavorTables, check_flavor
+from dbregress.bisect.every import LANE_ONLY, AllChanges, at_least
+from dbregress.bisect.model import load_state
+from dbregress.bisect.table import render, render_changes
 from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
 from dbregress.fleet.tls import scheduler_address, tls_dir
@@ -51,6 +52,7 @@ def add_parser(sub: Any) -> None:
     )
     _add_builds(p)
     _add_measure(p)
+    _add_answer(p)
     p.set_defaults(func=run)
 
 
@@ -96,6 +98,28 @@ def _add_builds(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_answer(p: argparse.ArgumentParser) -> None:
+    """What is looked for: one change in a direction, or every change."""
+    p.add_argument(
+        "--direction",
+        choices=DIRECTIONS,
+        help="the change to find: a build slower or faster than the good end (default: "
+        "the way the ends differ); a build that moved the other way is never the answer, "
+        "in every phase",
+    )
+    p.add_argument(
+        "--all-changes",
+        action="store_true",
+        help="name every build whose own change of the step's cost is at least --min, both "
+        "ways, by splitting the range where its ends differ (cost lane; docs/bisect.md)",
+    )
+    p.add_argument(
+        "--min",
+        metavar="PERCENT",
+        help="with --all-changes: the smallest change to name (default 0.25%%)",
+    )
+
+
 def _add_measure(p: argparse.ArgumentParser) -> None:
     """How each point is measured and judged, where it is kept, and a resumed bisection."""
     p.add_argument("--step", help="the step to bisect (e.g. revrange, qp100)")
@@ -117,13 +141,6 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--benchmark", choices=BENCHMARKS, help="default: the engine's usual one")
     p.add_argument("--config", help="the config profile of every build (default: the engine's)")
     p.add_argument("--lane", choices=LANES, help="the verdicts' lane (default: cost)")
-    p.add_argument(
-        "--direction",
-        choices=DIRECTIONS,
-        help="the change to find: a build slower or faster than the good end (default: "
-        "the way the ends differ); a build that moved the other way is never the answer, "
-        "in every phase",
-    )
     p.add_argument(
         "--size",
         action="append",
@@ -233,6 +250,10 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         raise LabError(f"the builds are of several engines ({', '.join(sorted(engines))})")
     engine = engines.pop()
     benchmark = args.benchmark or DEFAULT_BENCHMARK.get(engine, "insert")
+    if args.all_changes:
+        _check_all_changes(args, then)
+    elif args.min:
+        raise LabError("--min is the smallest change --all-changes names: give --all-changes too")
     replays = DEFAULT_REPLAYS if args.replays is None else args.replays
     if not 2 <= replays <= 20:
         raise LabError(f"--replays {replays}: give 2 to 20")
@@ -247,64 +268,23 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         flavors=flavors,
         recount=args.recount,
         direction=args.direction,
+        all_changes=args.all_changes,
+        minimum=at_least(args.min) if args.min else BisectRequest.minimum,
         **then,
     )
 
 
-def render(o: Outcome) -> str:
-    lines = [f"{len(o.builds)} build(s), {len(o.points)} run(s) in {o.took_s:.0f} s:", ""]
-    lines.append("| run | measured | vs | verdict | ratio [CI] | then |")
-    lines.append("|---|---|---|---|---|---|")
-    for p in o.points:
-        v = p.judged()
-        against = o.builds[0] if p.mid_vs_good is not None else p.lo
-        ratio = f"{v.ratio:.4f}" if v.ratio is not None else "-"
-        if v.ci is not None:
-            ratio += f" [{v.ci[0]:.4f}, {v.ci[1]:.4f}]"
-        then = p.decision or "measured again"
-        for build in (p.mid, p.lo, p.hi):
-            then = then.replace(build, shown(build))
-        lines.append(
-            f"| {p.run} | {shown(p.mid)} | {shown(against)} | {v.word} | {ratio} | {then} |"
+def _check_all_changes(args: argparse.Namespace, then: _Then) -> None:
+    """--all-changes: the cost lane, one list of builds, both directions."""
+    if (args.lane or "cost") != "cost":
+        raise LabError(LANE_ONLY)
+    if then:
+        raise LabError(
+            "--all-changes splits one list of builds: give registry versions (GOOD BAD or "
+            "--builds) or --src PATH with two commits, not releases then commits"
         )
-    measured = {p.mid for p in o.points}
-    if o.skipped:
-        lines.append("")
-    order = {b: i for i, b in reversed(list(enumerate(o.builds)))}
-    for build in sorted(o.skipped, key=lambda b: order.get(b, len(order))):
-        why = o.skipped[build].removeprefix(f"{build}: ")
-        later = " (measured later, by --try)" if build in o.tries and build in measured else ""
-        lines.append(f"skipped {shown(build)}: {why}{later}")
-    lines.append("")
-    if o.first_bad:
-        lines.append(f"first bad build: {o.first_bad} (last good: {o.last_good}), {o.direction}")
-        commit = commit_of(o.first_bad)
-        if commit is not None:
-            lines.append(f"first bad commit: {commit}")
-        merge = merge_note(o.first_bad, o.last_good)
-        if merge is not None:
-            lines.append(merge)
-        if o.other_way:
-            lines.append(both_ways(o).removeprefix("; "))
-    elif o.candidates:
-        lines += candidates(o)
-    elif o.stopped:
-        lines.append(f"stopped: {o.stopped}")
-    return "\n".join(lines)
-
-
-def candidates(o: Outcome) -> list[str]:
-    """The answer when skipped builds leave more than one candidate: every one of them,
-    as `git bisect` says it, and never a single one."""
-    commits = [commit_of(b) for b in o.candidates]
-    what = "commit" if all(commits) else "build"
-    lines = [
-        f"the first bad {what} could be any of these {len(o.candidates)} ({o.direction} than "
-        f"the last good, {shown(o.last_good or '')}; the ones before the last could not be "
-        "built or started, so the measurements do not say which):"
-    ]
-    lines += [f"  {commit or build}" for build, commit in zip(o.candidates, commits, strict=True)]
-    return lines
+    if args.direction:
+        raise LabError("--all-changes finds changes both ways: drop --direction")
 
 
 def check_same_measure(args: argparse.Namespace, saved: BisectRequest, root: Path) -> None:
@@ -317,6 +297,8 @@ def check_same_measure(args: argparse.Namespace, saved: BisectRequest, root: Pat
         "--size": (_sizes(args.size) if args.size else None, saved.sizes),
         "--recount": (True if args.recount else None, saved.recount),
         "--direction": (args.direction, saved.direction),
+        "--all-changes": (True if args.all_changes else None, saved.all_changes),
+        "--min": (at_least(args.min) if args.min else None, saved.minimum),
     }
     differ = [
         f"{option} {_said(mine)} (it has {_said(theirs)})"
@@ -331,6 +313,8 @@ def check_same_measure(args: argparse.Namespace, saved: BisectRequest, root: Pat
 
 
 def _said(value: object) -> str:
+    if isinstance(value, float):  # --min
+        return f"{value * 100:g}%"
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items()) or "none"
     if value is None:
@@ -370,7 +354,8 @@ def run(args: argparse.Namespace) -> int:
             raise LabError(f"--resume takes the bisection's own request; drop {', '.join(given)}")
         root = resume_root(args.resume, args.results)
         interrupts.install()
-        bisection = Bisection.resume(root, notify, args.scheduler, args.tls)
+        kind = AllChanges if load_state(root).request.all_changes else Bisection
+        bisection = kind.resume(root, notify, args.scheduler, args.tls)
         check_same_measure(args, bisection.request, root)
         if not (root / "commits" / "bisect.json").is_file():  # else the commits' phase's
             _add_tries(bisection, args.tries)
@@ -383,7 +368,8 @@ def run(args: argparse.Namespace) -> int:
         request = request_of(args)
         interrupts.install()
         root = args.results / f"bisect-{time.strftime('%Y%m%d-%H%M%S')}-{request.step}"
-        bisection = Bisection(request, root, notify, args.scheduler, args.tls)
+        kind = AllChanges if request.all_changes else Bisection
+        bisection = kind(request, root, notify, args.scheduler, args.tls)
     print(
         f"{'resuming ' if args.resume else ''}bisect {request.builds[0]} .. "
         f"{request.builds[-1]}: {len(request.builds)} build(s), step {request.step} "
@@ -410,7 +396,8 @@ def _phase(bisection: Bisection, resume_at: Path, what: str) -> Outcome:
             f"bisection interrupted; every finished run is kept: continue it with "
             f"`dbregress bisect --resume {resume_at}`"
         ) from None
-    print(render(outcome))
+    request = bisection.request
+    print(render_changes(outcome, request) if request.all_changes else render(outcome))
     if outcome.candidates:
         print(
             f"\nto measure one of them once it builds: dbregress bisect --resume {resume_at} "

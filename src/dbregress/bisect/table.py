@@ -1,0 +1,137 @@
+"""A bisection's answer as text: the path taken and the first bad build (render), or
+for `bisect --all-changes` (render_changes) every change (commit, subject, increment
+with its interval, share of the whole range's change), the ranges left whole, the part
+of the total the changes explain, and what it took (points against their bound, builds,
+wall time)."""
+
+from __future__ import annotations
+
+from dbregress.bisect.builds import commit_of, merge_note, shown
+from dbregress.bisect.model import BisectRequest, Outcome
+from dbregress.bisect.split import point_bound
+from dbregress.bisect.walk import both_ways
+
+
+def _pct(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{(ratio - 1) * 100:+.2f}%"
+
+
+def _size(ratio: float | None, ci: tuple[float, float] | None) -> str:
+    text = _pct(ratio)
+    return text if ci is None else f"{text} [{_pct(ci[0])}, {_pct(ci[1])}]"
+
+
+def _share(share: float | None) -> str:
+    return "-" if share is None else f"{share:.0%}"
+
+
+def render_changes(o: Outcome, request: BisectRequest) -> str:
+    n, k = len(o.builds), len(o.changes)
+    lines = [
+        f"every change of at least {request.minimum * 100:g}% in {request.step} "
+        f"({request.lane} lane, estimated cycles per operation), {n} build(s):",
+        "",
+        "| change | commit | subject | increment [CI] | share of the total |",
+        "|---|---|---|---|---|",
+    ]
+    for c in o.changes:
+        commit = shown(c.build) if c.commit == c.build else c.commit[:12]
+        lines.append(
+            f"| {c.direction} | {commit} | {c.subject} | {_size(c.ratio, c.ci)} | "
+            f"{_share(c.share)} |"
+        )
+        if c.candidates:
+            lines.append(
+                f"|  | one of {len(c.candidates)}: "
+                f"{', '.join(shown(b) for b in c.candidates)} (those before the last could "
+                f"not be built or run; last good {shown(c.last_good)}) |  |  |  |"
+            )
+    if not o.changes:
+        lines.append("| none |  |  |  |  |")
+    if o.ranges:
+        lines += ["", "ranges left whole:", ""]
+        lines += ["| from | to | why | total [CI] | share |", "|---|---|---|---|---|"]
+        for r in o.ranges:
+            why = (
+                f"below {request.minimum * 100:g}%"
+                if r.kind == "below"
+                else f"undecided against {request.minimum * 100:g}%"
+            )
+            lines.append(
+                f"| {shown(r.first)} | {shown(r.last)} | {why} | {_size(r.ratio, r.ci)} | "
+                f"{_share(r.share)} |"
+            )
+    if o.skipped:
+        lines.append("")
+    for build, why in o.skipped.items():
+        lines.append(f"skipped {shown(build)}: {why.removeprefix(build + ': ')}")
+    lines.append("")
+    if o.total is not None:
+        lines.append(
+            f"total: {shown(o.builds[-1])} against {shown(o.builds[0])} "
+            f"{_size(o.total.ratio, o.total.ci)}; the named changes explain "
+            f"{_share(o.explained)} of it"
+        )
+    tried = o.counted + len(o.skipped)
+    lines.append(
+        f"points: {o.counted} build(s) counted (at most {point_bound(k, n):g} for {k} "
+        f"change(s) among {n - 1} increments), {tried} build(s) tried, {len(o.points)} "
+        f"run(s), {o.took_s:.0f} s"
+    )
+    return "\n".join(lines)
+
+
+def render(o: Outcome) -> str:
+    lines = [f"{len(o.builds)} build(s), {len(o.points)} run(s) in {o.took_s:.0f} s:", ""]
+    lines.append("| run | measured | vs | verdict | ratio [CI] | then |")
+    lines.append("|---|---|---|---|---|---|")
+    for p in o.points:
+        v = p.judged()
+        against = o.builds[0] if p.mid_vs_good is not None else p.lo
+        ratio = f"{v.ratio:.4f}" if v.ratio is not None else "-"
+        if v.ci is not None:
+            ratio += f" [{v.ci[0]:.4f}, {v.ci[1]:.4f}]"
+        then = p.decision or "measured again"
+        for build in (p.mid, p.lo, p.hi):
+            then = then.replace(build, shown(build))
+        lines.append(
+            f"| {p.run} | {shown(p.mid)} | {shown(against)} | {v.word} | {ratio} | {then} |"
+        )
+    measured = {p.mid for p in o.points}
+    if o.skipped:
+        lines.append("")
+    order = {b: i for i, b in reversed(list(enumerate(o.builds)))}
+    for build in sorted(o.skipped, key=lambda b: order.get(b, len(order))):
+        why = o.skipped[build].removeprefix(f"{build}: ")
+        later = " (measured later, by --try)" if build in o.tries and build in measured else ""
+        lines.append(f"skipped {shown(build)}: {why}{later}")
+    lines.append("")
+    if o.first_bad:
+        lines.append(f"first bad build: {o.first_bad} (last good: {o.last_good}), {o.direction}")
+        commit = commit_of(o.first_bad)
+        if commit is not None:
+            lines.append(f"first bad commit: {commit}")
+        merge = merge_note(o.first_bad, o.last_good)
+        if merge is not None:
+            lines.append(merge)
+        if o.other_way:
+            lines.append(both_ways(o).removeprefix("; "))
+    elif o.candidates:
+        lines += candidates(o)
+    elif o.stopped:
+        lines.append(f"stopped: {o.stopped}")
+    return "\n".join(lines)
+
+
+def candidates(o: Outcome) -> list[str]:
+    """The answer when skipped builds leave more than one candidate: every one of them,
+    as `git bisect` says it, and never a single one."""
+    commits = [commit_of(b) for b in o.candidates]
+    what = "commit" if all(commits) else "build"
+    lines = [
+        f"the first bad {what} could be any of these {len(o.candidates)} ({o.direction} than "
+        f"the last good, {shown(o.last_good or '')}; the ones before the last could not be "
+        "built or started, so the measurements do not say which):"
+    ]
+    lines += [f"  {commit or build}" for build, commit in zip(o.candidates, commits, strict=True)]
+    return lines

@@ -1,0 +1,215 @@
+"""`bisect --all-changes` over synthetic cost histories: several changes both ways, one
+below --min, commits that cannot be built (one of them the change's own commit). Every
+change at least --min is named at its build, no other build is, the counts are compared
+by the cost lane's own statistics (compare_counts on three replays a build, 0.02% apart),
+and the builds counted stay within k·log2(N/k) + 2k. The splitting (split.py) is tested
+alone, then through a bisection with a simulated provision and counting layer (its
+table, bisect.json and the command line's refusals)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from dbregress.analysis.cost_methods import Group
+from dbregress.bisect import Bisection, BisectPoint, BisectRequest, Verdict
+from dbregress.bisect.every import AllChanges, compare
+from dbregress.bisect.split import Counts, is_change, point_bound, reaches, split
+from dbregress.bisect.table import render_changes
+from dbregress.cli.main import main
+from dbregress.model.errors import ProvisionError
+
+REPLAYS = (0.9998, 1.0, 1.0002)  # three replays a build, as counts repeat here (0.02%)
+MIN = 0.0025
+
+
+def history(n: int, changes: dict[int, float], start: float = 1000.0) -> list[float]:
+    """A build's cost per operation: each change multiplies it from its build on."""
+    levels, level = [], start
+    for i in range(n):
+        level *= changes.get(i, 1.0)
+        levels.append(level)
+    return levels
+
+
+def counts(level: float) -> list[float]:
+    return [level * m for m in REPLAYS]
+
+
+def run_split(
+    levels: list[float], broken: set[int] = frozenset(), minimum: float = MIN
+) -> tuple[object, list[tuple[int, int, int]]]:
+    asked: list[tuple[int, int, int]] = []
+
+    def measure(lo: int, i: int, hi: int) -> dict[int, Counts] | None:
+        asked.append((lo, i, hi))
+        if i in broken:
+            return None
+        return {j: counts(levels[j]) for j in (lo, i, hi)}
+
+    return split(len(levels), measure, compare, minimum), asked
+
+
+# 41 builds, 40 increments: +0.4%, -0.8% (an improvement), +1.2%, +0.6%, and +0.1%
+# (below --min 0.25%)
+CHANGES = {7: 1.004, 15: 0.992, 23: 1.012, 31: 1.006, 36: 1.001}
+NAMED = {i: r for i, r in CHANGES.items() if abs(r - 1) >= MIN}
+
+
+@pytest.mark.parametrize("broken", [set(), {19}, {8, 27}])
+def test_every_change_at_least_the_minimum_is_named_and_no_other(broken: set[int]) -> None:
+    levels = history(41, CHANGES)
+    found, _ = run_split(levels, broken)
+    assert [(c.lo, c.hi) for c in found.changes] == [(i - 1, i) for i in NAMED]
+    for c in found.changes:
+        assert c.verdict.ratio == pytest.approx(NAMED[c.hi], abs=1e-9)
+        assert c.verdict.ci is not None and c.verdict.ci[0] <= NAMED[c.hi] <= c.verdict.ci[1]
+        assert c.candidates == []
+    assert set(found.skipped) <= broken
+    # the +0.1% is in a range left whole below the minimum, with its total
+    assert any(r.lo < 36 <= r.hi for r in found.below)
+    assert all(not is_change(r.verdict, MIN) for r in found.below + found.undecided)
+    # the shares add up: the four changes and the +0.1% make the whole
+    total = math.log(levels[-1] / levels[0])
+    assert found.total.ratio == pytest.approx(levels[-1] / levels[0])
+    explained = found.explained()
+    assert explained == pytest.approx(1 - math.log(1.001) / total, abs=1e-6)
+    k = len(NAMED)
+    assert len(found.measured) <= k * math.log2(40 / k) + 2 * k
+    assert len(set(found.measured)) == len(found.measured)  # each build counted once
+
+
+@pytest.mark.parametrize("at", [1, 5, 12, 20, 31, 40])
+def test_a_single_change_takes_log2_n_points_and_the_ends(at: int) -> None:
+    levels = history(41, {at: 1.005})
+    found, _ = run_split(levels)
+    assert [(c.lo, c.hi) for c in found.changes] == [(at - 1, at)]
+    # ceil(log2 40) builds between the ends: log2(40) + 2 = 7.3 rounded up
+    assert len(found.measured) <= point_bound(1, 41) == math.ceil(math.log2(40)) + 2
+
+
+def test_a_change_whose_commit_does_not_build_is_one_of_it_and_the_next() -> None:
+    levels = history(41, CHANGES)
+    found, _ = run_split(levels, {23})
+    at = {c.hi: c for c in found.changes}
+    assert 23 not in at and at[24].lo == 22 and at[24].candidates == [23, 24]
+    assert [c.hi for c in found.changes] == [7, 15, 24, 31]
+
+
+def test_a_range_without_a_change_takes_three_points() -> None:
+    found, _ = run_split(history(33, {10: 1.001}))
+    assert found.changes == [] and len(found.measured) == 3
+    assert len(found.below) == 1 and found.below[0].verdict.ratio == pytest.approx(1.001)
+
+
+def test_an_interval_straddling_the_minimum_is_not_a_change() -> None:
+    v = Verdict("same", 1.0026, (1.0020, 1.0032), "")
+    assert reaches(v, MIN) and not is_change(v, MIN)
+    assert is_change(Verdict("same", 0.996, (0.9955, 0.9965), ""), MIN)
+    found, _ = run_split(history(9, {4: 1.0026}))
+    assert found.changes == [] and [(r.lo, r.hi) for r in found.undecided] == [(3, 4)]
+
+
+def test_a_build_without_an_interval_is_no_claim() -> None:
+    def measure(lo: int, i: int, hi: int) -> dict[int, Counts]:
+        return {
+            j: ([1000.0] if j == 4 else counts(1000.0 * (1.01 if j >= 4 else 1)))
+            for j in (lo, i, hi)
+        }
+
+    found = split(9, measure, compare, MIN)
+    assert found.changes == [] and found.undecided  # never a silent "no change"
+
+
+# -- through a bisection ---------------------------------------------------------------
+
+
+class Fake:
+    """Builds rocksdb@1.i.0 with cost levels; `broken` do not build."""
+
+    def __init__(self, levels: list[float], broken: set[int] = frozenset()) -> None:
+        self.levels, self.broken = levels, broken
+        self.builds = tuple(f"rocksdb@1.{i}.0" for i in range(len(levels)))
+        self.level = dict(zip(self.builds, levels, strict=True))
+        self.built: list[str] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        def fetch(b: Bisection, build: str) -> None:
+            self.built.append(build)
+            if self.builds.index(build) in self.broken:
+                raise ProvisionError(f"{build}: make failed (exit 2): x.c:1: error")
+
+        def measure(b: Bisection, lo: str, mid: str, hi: str, attempt: int) -> BisectPoint:
+            v = Verdict("same", 1.0, None, "simulated")
+            return BisectPoint(lo, mid, hi, f"run-{b.labels[mid]}", attempt, v, v, v, 1.0)
+
+        def counted(b: AllChanges, p: BisectPoint) -> dict[str, list[tuple[float, Group]]]:
+            return {
+                b.labels[x]: [(v, ("valgrind", "sessions")) for v in counts(self.level[x])]
+                for x in (p.lo, p.mid, p.hi)
+            }
+
+        monkeypatch.setattr(Bisection, "_fetch", fetch)
+        monkeypatch.setattr(Bisection, "_measure", measure)
+        monkeypatch.setattr(Bisection, "check_step", lambda self: None)
+        monkeypatch.setattr(AllChanges, "counts", counted)
+
+
+def test_all_changes_table_and_bisect_json(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = Fake(history(41, CHANGES), {20, 23})  # 20: the first middle tried
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="revrange", all_changes=True)
+    o = AllChanges(request, tmp_path, print).run()
+    saved = json.loads((tmp_path / "bisect.json").read_text())
+    rows = saved["changes"]
+    assert [r["commit"] for r in rows] == [fake.builds[i] for i in (7, 15, 24, 31)]
+    assert rows[2]["candidates"] == [fake.builds[23], fake.builds[24]]
+    assert [r["direction"] for r in rows] == ["slower", "faster", "slower", "slower"]
+    for r in rows:
+        assert {"commit", "ratio", "ci", "share", "last_good"} <= set(r)
+        assert r["ci"][0] <= r["ratio"] <= r["ci"][1]
+    assert sum(r["share"] for r in rows) == pytest.approx(saved["explained"])
+    assert saved["counted"] == o.counted <= point_bound(4, 41)
+    # each build counted once; the two that do not build were tried, never counted
+    assert len(fake.built) == len(set(fake.built)) == o.counted + 2
+    assert set(o.skipped) == {fake.builds[20], fake.builds[23]}
+    text = render_changes(o, request)
+    assert "| slower | rocksdb@1.7.0 |  | +0.40% [" in text
+    assert "| faster | rocksdb@1.15.0 |  | -0.80% [" in text
+    assert "one of 2: rocksdb@1.23.0, rocksdb@1.24.0" in text
+    assert "below 0.25%" in text and "the named changes explain" in text
+    assert f"points: {o.counted} build(s) counted (at most 24 for 4 change(s)" in text
+
+
+def test_a_resumed_all_changes_reads_its_runs_again(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = Fake(history(17, {5: 1.01, 12: 0.99}))
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="x", all_changes=True)
+    first = AllChanges(request, tmp_path, print).run()
+    fake.built.clear()
+    again = AllChanges.resume(tmp_path, print).run()
+    assert fake.built[:2] == [fake.builds[0], fake.builds[-1]]  # the ends: a cache hit
+    assert [c.commit for c in again.changes] == [c.commit for c in first.changes]
+    assert [p.run for p in again.points] == [p.run for p in first.points]
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (["--all-changes", "--lane", "time"], "--all-changes works in the cost lane only"),
+        (["--min", "0.5%"], "--min is the smallest change --all-changes names"),
+        (["--all-changes", "--min", "x"], "--min x: give a percentage"),
+        (["--all-changes", "--direction", "slower"], "finds changes both ways"),
+    ],
+)
+def test_all_changes_options_are_checked(
+    capsys: pytest.CaptureFixture[str], extra: list[str], said: str
+) -> None:
+    builds = "rocksdb@7.10.2,rocksdb@8.0.0,rocksdb@10.2.1"
+    assert main(["bisect", "--builds", builds, "--step", "readrandom", *extra]) == 2
+    assert said in capsys.readouterr().err
