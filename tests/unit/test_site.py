@@ -128,12 +128,18 @@ def test_only_what_changed_is_written_again(tmp_path: Path) -> None:
     assert first.written and not first.unchanged
     again = build_site(root, site)
     assert again.labs_kept == ["nightly"] and again.written == []
+    moved = site / "nightly" / "moved.html"
+    before = (moved.read_bytes(), moved.stat().st_mtime_ns)
     make_run(root, tmp_path, "run-6", "2026-01-07T03:00:00+0000", {"base": 1000.0, "head": 800.0})
     assert reindex(root) == []
     third = build_site(root, site)
     assert third.labs_read == ["nightly"]
     assert "nightly/step-insert-qp100.html" in third.written
-    assert "nightly/moved.html" in third.unchanged or "nightly/moved.html" in third.written
+    # run-6 has no verdicts.json and continues run-5's level: nothing new moved, so the
+    # page is the same bytes and is not written again (issue 51 item 26: the assertion
+    # was "unchanged or written", always true)
+    assert "nightly/moved.html" in third.unchanged and "nightly/moved.html" not in third.written
+    assert (moved.read_bytes(), moved.stat().st_mtime_ns) == before
     (site / "nightly" / "moved.html").unlink()  # a file gone: the lab is read again
     assert build_site(root, site).labs_read == ["nightly"]
 
@@ -335,3 +341,105 @@ def test_the_index_says_what_the_last_run_left_undecided(tmp_path: Path) -> None
 def test_a_version_series_line_breaks_where_a_column_has_no_value() -> None:
     chart = charts.series_chart("t", ["a", "b", "c", "d"], [("s", (1.0, None, 0.9, 0.8))], "r")
     assert chart.count("<polyline") == 2
+
+
+def _step_of(verdicts_json: dict[str, Any]) -> dict[str, Any]:
+    step: dict[str, Any] = verdicts_json["comparisons"][0]["columns"][0]["steps"][0]
+    return step
+
+
+def test_a_lane_the_last_run_did_not_judge_is_not_green(tmp_path: Path) -> None:
+    """Issue 51 item 24: a last run without a cost lane, or whose steps have no verdict,
+    said "No open regression: the last run confirmed no step slower"."""
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=3, lab_change=99)
+    last = verdicts(1.0)
+    del _step_of(last)["cost"]
+    last["lanes"] = {"judged": ["time"], "not_judged": {"cost": "not run, valgrind is missing"}}
+    write_json(runs[-1] / "verdicts.json", last)
+    build_site(root, root / "site")
+    index = (root / "site/index.html").read_text()
+    assert "No open regression" not in index and "Not all judged" in index
+    assert "the cost lane (not run, valgrind is missing)" in index
+    empty = {"comparisons": [{"name": "insert", "columns": [{"label": "head", "steps": []}]}]}
+    write_json(runs[-1] / "verdicts.json", empty)  # no `lanes`, no verdict at all
+    build_site(root, root / "site2")
+    index = (root / "site2/index.html").read_text()
+    assert "No open regression" not in index
+    assert index.count("no step has a decided verdict in this lane") == 2
+    write_json(runs[-1] / "verdicts.json", verdicts(1.0))  # both lanes judged: green
+    build_site(root, root / "site3")
+    assert "No open regression" in (root / "site3/index.html").read_text()
+
+
+def test_a_slowdown_stays_open_until_a_judged_run_closes_it(tmp_path: Path) -> None:
+    """Issue 51 item 24: a slowdown confirmed on night N left "Open regressions" when
+    night N+1 was merely undecided."""
+    root = tmp_path / "results"
+    runs = history(root, tmp_path, runs=6, lab_change=99)  # no change point: verdicts only
+    write_json(runs[3] / "verdicts.json", verdicts(0.8))
+    undecided = verdicts(1.0)
+    _step_of(undecided)["verdict"] = _step_of(undecided)["cost"]["verdict"] = "undecided"
+    write_json(runs[4] / "verdicts.json", undecided)
+    cost_only = verdicts(1.0)  # the cost lane closes its own, the time lane is absent
+    cost_only["comparisons"][0]["columns"][0]["steps"][0]["verdict"] = "undecided"
+    write_json(runs[5] / "verdicts.json", cost_only)
+    build_site(root, root / "site")
+    lab = json.loads((root / "site/nightly/data/lab.json").read_text())
+    opened = [(m["lane"], m["run_id"], m["still"]) for m in lab["open_regressions"]]
+    assert opened == [("time", "run-3", "not judged in the 2 run(s) since")]
+    index = (root / "site/index.html").read_text()
+    assert "Open regressions (1)" in index and "not judged in the 2 run(s) since" in index
+    write_json(runs[5] / "verdicts.json", verdicts(1.0))  # judged same in both lanes
+    build_site(root, root / "site2")
+    lab = json.loads((root / "site2/nightly/data/lab.json").read_text())
+    assert lab["open_regressions"] == []
+
+
+def test_the_site_s_digest_holds_the_code_docs_site_md_names() -> None:
+    """Issue 51 item 25: the digest held site/*.py, its templates and report/svg.py
+    only, while docs/site.md said the change points' code too."""
+    from dbregress.site import write
+
+    package = Path(write.__file__).resolve().parents[1]
+    names = {str(f.relative_to(package)) for f in write.code_files()}
+    assert names >= {
+        "site/write.py", "site/templates/index.html.j2", "report/svg.py",
+        "analysis/changepoints.py", "report/history_moves.py", "store/history.py",
+        "store/history_index.py", "store/history_rows.py",
+    }  # fmt: skip
+    assert write._own_code() == write._own_code(write.code_files())
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "site.md").read_text()
+    for name in ("analysis/changepoints.py", "report/history_moves.py", "store/history*.py"):
+        assert name in docs
+
+
+def _state(root: Path, *nights: dict[str, Any]) -> None:
+    write_json(root / "nightly" / "state.json", {"format": 1, "nights": list(nights)})
+
+
+def test_a_night_that_failed_to_build_shows_on_the_index(tmp_path: Path) -> None:
+    """Issue 51 item 27: a night whose HEAD did not build made no run, and the site,
+    which showed runs only, did not show it."""
+    root = tmp_path / "results"
+    history(root, tmp_path, runs=2)
+    night = {"lab": "nightly", "commit": "f" * 40, "subject": "breaks the build",
+             "outcome": "failed", "status": 3, "run": None}  # fmt: skip
+    _state(
+        root,
+        {**night, "night": "20260103T010000Z-ffffffffffff", "why": "the head build failed"},
+        {**night, "night": "20260102T010000Z-eeeeeeeeeeee", "outcome": "green", "status": 0,
+         "run": "run-1", "why": ""},
+        {**night, "lab": "other", "night": "20260103T020000Z-ffffffffffff", "why": "no base"},
+    )  # fmt: skip
+    build_site(root, root / "site")
+    index = (root / "site/index.html").read_text()
+    assert "the last night 20260103T010000Z-ffffffffffff was <b" in index
+    assert "failed</b> (exit 3)" in index and "the head build failed" in index
+    assert "<h2>other</h2>" in index and "no base" in index  # a lab with no run yet
+    empty = tmp_path / "fresh"  # the first night failed: no history at all, a site still
+    _state(empty, {**night, "night": "20260101T010000Z-ffffffffffff", "why": "no base"})
+    assert build_site(empty, empty / "site").labs_read == []
+    assert "breaks the build" in (empty / "site/index.html").read_text()
+    with pytest.raises(DbregressError, match="no run history"):
+        build_site(tmp_path / "nothing", tmp_path / "nothing" / "site")

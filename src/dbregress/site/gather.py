@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import cast
 from urllib.parse import quote
 
 from dbregress.analysis.changepoints import Change
@@ -25,11 +25,15 @@ from dbregress.lab.file import VerdictPolicy
 from dbregress.method import identity as method
 from dbregress.model.errors import DbregressError
 from dbregress.report.history_moves import series_changes
+from dbregress.shapes.run import BuildIdentity, ColumnEntry, RunJson
+from dbregress.shapes.site import JsonObject, NightlyStateRead, NightRead
+from dbregress.shapes.verdicts import CostVerdict, StepVerdictJson, Verdicts
 from dbregress.site.model import (
     Break,
     ChangeMark,
     Chart,
     Line,
+    NightLine,
     Point,
     RunSummary,
     StepData,
@@ -38,6 +42,7 @@ from dbregress.site.model import (
 from dbregress.store.history import (
     History,
     RunInfo,
+    SeriesPoint,
     StepSeries,
     history_path,
     level,
@@ -48,7 +53,7 @@ LANES = ("time", "cost")
 CellKey = tuple[str, str, str, str]  # (lane, comparison, column, step)
 
 
-def read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
+def read_json(path: Path, problems: list[str]) -> JsonObject | None:
     """A JSON object from a file; a file that is missing gives None, one that cannot be
     read gives None and a line in `problems` (the site says it, never hides it)."""
     try:
@@ -61,16 +66,16 @@ def read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         problems.append(f"{path.name} of {path.parent.name} is not a JSON object")
         return None
-    return value
+    return cast(JsonObject, value)
 
 
-def _pair(value: Any) -> tuple[float, float] | None:
+def _pair(value: object) -> tuple[float, float] | None:
     if isinstance(value, list | tuple) and len(value) == 2 and None not in value:
         return (float(value[0]), float(value[1]))
     return None
 
 
-def _verdict(entry: dict[str, Any]) -> Verdict:
+def _verdict(entry: StepVerdictJson | CostVerdict) -> Verdict:
     ratio = entry.get("ratio")
     return Verdict(
         str(entry.get("verdict", "undecided")),
@@ -80,7 +85,22 @@ def _verdict(entry: dict[str, Any]) -> Verdict:
     )
 
 
-def verdict_cells(verdicts: dict[str, Any]) -> tuple[dict[CellKey, Verdict], dict[CellKey, str]]:
+def not_judged(verdicts: Verdicts, cells: dict[CellKey, Verdict]) -> dict[str, str]:
+    """Each lane the run did not judge, with why: verdicts.json's `lanes.not_judged`
+    (report/json_report.py), and any lane in which no step has a decided verdict (a
+    file written before `lanes`, or one whose steps have no verdict at all)."""
+    lanes = verdicts.get("lanes")
+    gaps = lanes.get("not_judged") if isinstance(lanes, dict) else None
+    out = {str(k): str(v) for k, v in (gaps if isinstance(gaps, dict) else {}).items()}
+    for lane in LANES:
+        if lane not in out and not any(
+            k[0] == lane and v.word in ("slower", "faster", "same") for k, v in cells.items()
+        ):
+            out[lane] = "no step has a decided verdict in this lane"
+    return out
+
+
+def verdict_cells(verdicts: Verdicts) -> tuple[dict[CellKey, Verdict], dict[CellKey, str]]:
     """Every (lane, comparison, column, step) verdict of a run's verdicts.json, and the
     cost lane's reading of it where it gives one."""
     cells: dict[CellKey, Verdict] = {}
@@ -106,11 +126,12 @@ class RunFolder:
     place: int  # on the lab's axis, oldest first
     folder: Path
     report: str | None  # report.html relative to the site's root
-    builds: dict[str, dict[str, Any]] = field(default_factory=dict)  # column -> build record
-    columns: list[dict[str, Any]] = field(default_factory=list)
+    builds: dict[str, BuildIdentity] = field(default_factory=dict)  # column -> its build
+    columns: list[ColumnEntry] = field(default_factory=list)  # as run.json has them
     verdicts: dict[CellKey, Verdict] = field(default_factory=dict)
     readings: dict[CellKey, str] = field(default_factory=dict)
     judged: bool = False  # its verdicts.json was read
+    not_judged: dict[str, str] = field(default_factory=dict)  # lane -> why it was not
 
     @property
     def host(self) -> str:
@@ -124,17 +145,18 @@ def read_runs(root: Path, out: Path, runs: list[RunInfo], problems: list[str]) -
         html = folder / "report.html"
         report = quote(os.path.relpath(html, out)) if html.is_file() else None
         rf = RunFolder(info, i, folder, report)
-        record = read_json(folder / "run.json", problems)
-        if record is None:
+        raw = read_json(folder / "run.json", problems)
+        if raw is None:
             problems.append(f"run {info.run_id}: no run.json in {info.path} (moved or removed?)")
-            record = {}
+        record = cast(RunJson, raw or {})  # as read: every part checked before use
         rf.builds = {
             str(k): v for k, v in (record.get("builds") or {}).items() if isinstance(v, dict)
         }
         rf.columns = [c for c in record.get("columns") or [] if isinstance(c, dict)]
-        verdicts = read_json(folder / "verdicts.json", problems)
+        verdicts = cast("Verdicts | None", read_json(folder / "verdicts.json", problems))
         if verdicts is not None:
             rf.verdicts, rf.readings = verdict_cells(verdicts)
+            rf.not_judged = not_judged(verdicts, rf.verdicts)
             rf.judged = True
         elif record:
             problems.append(
@@ -151,7 +173,7 @@ def summaries(folders: Iterable[RunFolder]) -> list[RunSummary]:
     ]
 
 
-def _point(rf: RunFolder, s: StepSeries, p: Any, value: float) -> Point:
+def _point(rf: RunFolder, s: StepSeries, p: SeriesPoint, value: float) -> Point:
     build = rf.builds.get(s.column, {})
     return Point(
         run=rf.place,
@@ -275,6 +297,37 @@ def steps(lab: str, every: list[Chart]) -> list[StepData]:
         StepData(comp, step, f"{slug(lab)}/step-{slug(comp)}-{slug(step)}.html", tuple(cs))
         for (comp, step), cs in order.items()
     ]
+
+
+def night_lines(
+    root: Path, out: Path, problems: list[str], last: int = 10
+) -> dict[str, list[NightLine]]:
+    """The nightly recipe's last nights per lab, newest first, from its state file
+    (RESULTS/nightly/state.json, docs/nightly.md); none without the file. A night that
+    failed before it made a run (a build that does not build) has no run in the
+    history: this is where the site shows it."""
+    raw = read_json(root / "nightly" / "state.json", problems)
+    state = cast(NightlyStateRead, raw or {})
+    by_lab: dict[str, list[NightRead]] = {}
+    for n in state.get("nights") or []:
+        if isinstance(n, dict) and n.get("lab") and n.get("night"):
+            by_lab.setdefault(str(n["lab"]), []).append(n)
+    lines: dict[str, list[NightLine]] = {}
+    for lab, mine in by_lab.items():
+        for n in sorted(mine, key=lambda n: str(n.get("night")), reverse=True)[:last]:
+            run = n.get("run")
+            html = root / str(run) / "report.html" if run else None
+            status = n.get("status")
+            lines.setdefault(lab, []).append(
+                NightLine(
+                    str(n.get("night")), n.get("started"), str(n.get("commit") or "")[:12],
+                    str(n.get("subject") or ""), str(n.get("outcome") or "?"),
+                    status if isinstance(status, int) else None, str(n.get("why") or ""),
+                    str(run) if run else None,
+                    quote(os.path.relpath(html, out)) if html and html.is_file() else None,
+                )
+            )  # fmt: skip
+    return lines
 
 
 def open_history(root: Path) -> History:

@@ -111,6 +111,22 @@ class Moved:
     cause: str | None = None  # explain's named cause, or the verdict's reading
     report: str | None = None
     step_page: str | None = None
+    still: str | None = None  # an open regression the later runs did not judge: how many
+
+
+@dataclass(frozen=True)
+class NightLine:
+    """A night of the nightly recipe (RESULTS/nightly/state.json), as the index shows it."""
+
+    night: str
+    started: str | None
+    commit: str  # its first 12 characters
+    subject: str
+    outcome: str  # green | unchanged | regression | drift | not judged | failed | ...
+    status: int | None  # the recipe's exit status
+    why: str
+    run: str | None
+    report: str | None  # the run's report.html, relative to the site's root
 
 
 @dataclass(frozen=True)
@@ -173,6 +189,7 @@ class LabData:
     open_regressions: list[Moved] = field(default_factory=list)
     last_judged: bool = True  # the last run's verdicts were read
     last_undecided: int = 0  # the last run's verdicts that are undecided or withheld
+    last_not_judged: dict[str, str] = field(default_factory=dict)  # lane -> why not
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
 
 

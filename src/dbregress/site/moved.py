@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import cast
 
 from dbregress.lab.micro_names import group_of
 from dbregress.model.errors import DbregressError
-from dbregress.site.gather import RunFolder, read_json, slug
+from dbregress.shapes.run import ColumnEntry
+from dbregress.shapes.site import BisectRead
+from dbregress.site.gather import CellKey, RunFolder, read_json, slug
 from dbregress.site.model import (
     Bisection,
     Chart,
@@ -64,9 +66,10 @@ def _point_at(chart: Chart, column: str, run: int) -> Point | None:
     return None
 
 
-def change_lines(
-    data: list[StepData], folders: list[RunFolder], named: dict[str, dict[Any, str]]
-) -> list[Moved]:
+Causes = dict[str, dict[tuple[str, str, str], str]]  # run id -> causes() of its folder
+
+
+def change_lines(data: list[StepData], folders: list[RunFolder], named: Causes) -> list[Moved]:
     out = []
     for step in data:
         for chart in step.charts:
@@ -113,7 +116,7 @@ def _build(rf: RunFolder, column: str) -> str:
 
 
 def verdict_lines(
-    folders: list[RunFolder], pages: dict[tuple[str, str], str], named: dict[str, dict[Any, str]]
+    folders: list[RunFolder], pages: dict[tuple[str, str], str], named: Causes
 ) -> list[Moved]:
     """Confirmed verdicts against each run's base; a run of the same verdict against
     the same base build in consecutive runs collapsed into one line (its last run)."""
@@ -160,20 +163,47 @@ def newest_first(lines: Iterable[Moved]) -> list[Moved]:
     )
 
 
+def open_verdicts(folders: list[RunFolder]) -> dict[CellKey, tuple[str, int]]:
+    """Each (lane, comparison, column, step) confirmed slower and not closed since: ->
+    (the run that last confirmed it, how many runs after it did not judge it). Only a
+    judged run closes it: its verdict for the cell decided `same` or `faster`. A run
+    whose verdicts.json is missing, whose lane was not judged, or whose verdict is
+    undecided or absent for the cell leaves it open."""
+    open_: dict[CellKey, tuple[str, int]] = {}
+    for rf in folders:
+        slower = (k for k, v in rf.verdicts.items() if v.word == "slower")
+        for key in dict.fromkeys([*open_, *slower]):  # in order: the same site, the same bytes
+            v = rf.verdicts.get(key)
+            if v is not None and v.word == "slower":
+                open_[key] = (rf.info.run_id, 0)
+            elif v is not None and v.word in ("same", "faster") and key[0] not in rf.not_judged:
+                del open_[key]
+            else:
+                run, after = open_[key]
+                open_[key] = (run, after + 1)
+    return open_
+
+
 def open_regressions(
     moved: list[Moved], folders: list[RunFolder], data: list[StepData]
 ) -> list[Moved]:
-    """The last run's confirmed slower verdicts, and each series' latest change point
-    where it was a slowdown that still stands: measured by the same method as the
-    series' last point, on a chart the lab's last run is on (its host class in the time
-    lane). A last run without a level for the step has not shown a recovery: the
-    slowdown stays open. A change point before a method boundary, or on a host the lab
-    has left, says nothing of today."""
+    """Every confirmed slower verdict no later judged run has closed (open_verdicts),
+    and each series' latest change point where it was a slowdown that still stands:
+    measured by the same method as the series' last point, on a chart the lab's last
+    run is on (its host class in the time lane). A last run without a level for the
+    step has not shown a recovery: the slowdown stays open. A change point before a
+    method boundary, or on a host the lab has left, says nothing of today."""
     if not folders:
         return []
     last = folders[-1]
-    mine = last.info.run_id
-    out = [m for m in moved if m.kind == "verdict" and m.run_id == mine and m.word == "slower"]
+    out = []
+    for (lane, comp, column, name), (run, after) in open_verdicts(folders).items():
+        for m in moved:
+            if (m.kind, m.lane, m.comparison, m.column, m.step, m.run_id) == (
+                "verdict", lane, comp, column, name, run
+            ):  # fmt: skip
+                still = f"not judged in the {after} run(s) since" if after else None
+                out.append(replace(m, still=still))
     for step in data:
         for chart in step.charts:
             if chart.host is not None and chart.host != last.host:
@@ -210,9 +240,10 @@ def _short(spec: str) -> str:
 
 
 def bisection(root: Path, path: Path, problems: list[str]) -> Bisection | None:
-    state = read_json(path, problems)
-    if state is None:
+    raw = read_json(path, problems)
+    if raw is None:
         return None
+    state = cast(BisectRead, raw)  # as read: each part checked before use
     request = state.get("request") or {}
     builds = [str(b) for b in state.get("builds") or request.get("builds") or []]
     first_bad = state.get("first_bad")
@@ -264,7 +295,7 @@ def version_series(lab: str, folders: list[RunFolder]) -> list[VersionSeries]:
     base (the first column), per step, from the run's verdicts."""
     out = []
     for rf in folders:
-        comps: dict[str, list[dict[str, Any]]] = {}
+        comps: dict[str, list[ColumnEntry]] = {}
         for c in rf.columns:
             comps.setdefault(str(c.get("comparison")), []).append(c)
         for comp, cols in comps.items():

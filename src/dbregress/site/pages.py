@@ -13,9 +13,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from dbregress.analysis import changepoints
 from dbregress.report import svg
+from dbregress.shapes.site import JsonObject
 from dbregress.site import charts
 from dbregress.site.gather import slug
-from dbregress.site.model import Chart, LabData, StepData, VersionSeries
+from dbregress.site.model import Bisection, Chart, LabData, NightLine, StepData, VersionSeries
 
 _ENV = Environment(
     loader=PackageLoader("dbregress.site", "templates"),
@@ -198,7 +199,7 @@ def _latest(charts_of: list[Chart], lane: str, last: int) -> Chart | None:
     return mine[0] if mine else None
 
 
-def index_entry(lab: LabData) -> dict[str, Any]:
+def index_entry(lab: LabData) -> JsonObject:
     """What the index says of a lab."""
     steps = []
     for s in lab.steps:
@@ -218,12 +219,28 @@ def index_entry(lab: LabData) -> dict[str, Any]:
         "open": lab.open_regressions,
         "last_judged": lab.last_judged,
         "last_undecided": lab.last_undecided,
+        "last_not_judged": lab.last_not_judged,
         "steps": steps,
         "problems": lab.problems,
     }
 
 
-def index_page(entries: list[dict[str, Any]], bisections: list[Any]) -> str:
+def index_page(
+    entries: list[JsonObject],
+    bisections: list[Bisection],
+    nights: dict[str, list[NightLine]] | None = None,
+) -> str:
+    """The index: each lab (its nights, when the nightly recipe ran it), then the nights
+    of labs the history has no run of yet (their first nights failed), then the
+    bisections."""
+    nights = nights or {}
+    shown = {str(e["name"]) for e in entries}
     return _render(
-        "index.html.j2", title="dbregress: run history", nav=[], labs=entries, bisections=bisections
+        "index.html.j2",
+        title="dbregress: run history",
+        nav=[],
+        labs=entries,
+        bisections=bisections,
+        nights=nights,
+        runless={lab: lines for lab, lines in nights.items() if lab not in shown},
     )

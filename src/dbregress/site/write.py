@@ -25,29 +25,45 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from dbregress.lab.file import VerdictPolicy
+from dbregress.shapes.site import ManifestLab, SiteManifest
 from dbregress.site import gather, moved, pages
 from dbregress.site.model import Bisection, LabData, as_json
 from dbregress.store.files import write_atomic
-from dbregress.store.history import History, RunInfo
+from dbregress.store.history import History, RunInfo, history_path
 
 MANIFEST = "site.json"
 FORMAT = 2  # raise when the pages or data change for the same inputs
 
 
-def _own_code() -> str:
-    """A digest of the site's own code and templates (and report/svg.py, which draws
-    its charts): pages made by another version are made again, without anyone having
-    to remember to raise FORMAT."""
-    here = Path(__file__).resolve().parent
-    files = sorted(
-        [*here.glob("*.py"), *here.glob("templates/*"), here.parent / "report" / "svg.py"]
+def code_files() -> list[Path]:
+    """The code a lab's pages are made by (docs/site.md, "Incremental"): the site's own
+    code and templates, report/svg.py (its charts), and the change points' and the
+    history's code (analysis/changepoints.py, report/history_moves.py,
+    store/history*.py: which runs, levels and change points a page shows)."""
+    package = Path(__file__).resolve().parents[1]
+    here = package / "site"
+    return sorted(
+        [
+            *here.glob("*.py"),
+            *here.glob("templates/*"),
+            package / "report" / "svg.py",
+            package / "analysis" / "changepoints.py",
+            package / "report" / "history_moves.py",
+            *package.glob("store/history*.py"),
+        ]
     )
+
+
+def _own_code(files: Iterable[Path] | None = None) -> str:
+    """A digest of `code_files()`: pages made by another version are made again,
+    without anyone having to remember to raise FORMAT."""
+    package = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for f in files:
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    for f in code_files() if files is None else files:
+        h.update(str(f.relative_to(package)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
@@ -143,6 +159,7 @@ def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bis
     data.open_regressions = moved.open_regressions(lines, folders, steps)
     data.last_judged = folders[-1].judged
     data.last_undecided = moved.undecided(folders[-1])
+    data.last_not_judged = folders[-1].not_judged
     return data
 
 
@@ -170,12 +187,13 @@ def _write_lab(o: Out, data: LabData) -> None:
     o.put(f"{base}/data/lab.json", _dumps(summary))
 
 
-def _previous(out: Path) -> dict[str, Any]:
+def _previous(out: Path) -> SiteManifest:
     try:
         value = json.loads((out / MANIFEST).read_text())
     except (OSError, ValueError):
         return {}
-    return value if isinstance(value, dict) and value.get("format") == FORMAT else {}
+    ok = isinstance(value, dict) and value.get("format") == FORMAT
+    return cast(SiteManifest, value) if ok else {}
 
 
 def build_site(root: Path, out: Path) -> Written:
@@ -184,26 +202,33 @@ def build_site(root: Path, out: Path) -> Written:
     done = Written()
     out.mkdir(parents=True, exist_ok=True)
     before = _previous(out)
-    kept_labs: dict[str, Any] = before.get("labs", {})
+    kept_labs: dict[str, ManifestLab] = before.get("labs", {})
     bisect_files = moved.bisection_files(root)
     code = _own_code()
     every = moved.bisections(root, done.problems)
     o = Out(out, done)
     where = os.path.relpath(root.resolve(), out.resolve())
-    labs: dict[str, Any] = {}
+    labs: dict[str, ManifestLab] = {}
     entries = []
+    nights = gather.night_lines(root, out, done.problems)
+    if not history_path(root).is_file() and nights:  # the first nights failed: no run yet
+        o.put("index.html", pages.index_page([], every, nights))
+        return _finish(out, before, o, where, labs, done, t0)
     with gather.open_history(root) as history:
         for lab in history.labs():
             runs = history.runs(lab)
             if not runs:
                 continue
             digest = _inputs(root, runs, bisect_files, history.sample_digest(lab), where, code)
-            old = kept_labs.get(lab, {})
-            if old.get("inputs") == digest and all(
-                (out / f).is_file() for f in old.get("files", [])
+            old = kept_labs.get(lab)
+            if (
+                old is not None
+                and old.get("inputs") == digest
+                and all((out / f).is_file() for f in old.get("files", []))
             ):
                 done.labs_kept.append(lab)
-                done.problems += [f"{lab}: {p}" for p in old["index"].get("problems", [])]
+                said = old["index"].get("problems")
+                done.problems += [f"{lab}: {p}" for p in said] if isinstance(said, list) else []
                 o.files += old["files"]
                 labs[lab] = old
                 entries.append(old["index"])
@@ -216,7 +241,16 @@ def build_site(root: Path, out: Path) -> Written:
             entries.append(entry)
             done.labs_read.append(lab)
             done.problems += [f"{lab}: {p}" for p in data.problems]
-    o.put("index.html", pages.index_page(entries, every))
+    o.put("index.html", pages.index_page(entries, every, nights))
+    return _finish(out, before, o, where, labs, done, t0)
+
+
+def _finish(
+    out: Path, before: SiteManifest, o: Out, where: str, labs: dict[str, ManifestLab],
+    done: Written,
+    t0: float,
+) -> Written:  # fmt: skip
+    """Remove what the site no longer makes; write its manifest."""
     made = set(o.files)
     for name in before.get("files", []):
         if name not in made and (out / name).is_file():
