@@ -145,3 +145,20 @@ def test_compare_prints_tsv_and_csv_not_markdown_in_their_place(
     assert out.startswith("comparison,benchmark,column,") and "B:pr" in out
     compare.run(_args(a, b, format="tsv"))
     assert "insert: relative QPS" in capsys.readouterr().out
+
+
+def test_a_run_without_host_facts_is_not_the_same_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An import records no host: its QPS is not known to come from the other run's host
+    class, so a gate of the time lane does not pass on it without --across-hosts."""
+    a = interleaved_run(tmp_path / "a", 1.0, 1)
+    b = interleaved_run(tmp_path / "b", 0.8, 2, host={})
+    alike = compare.likeness(read_run(a), read_run(b))
+    assert alike.host_class == [] and alike.host_unknown == ["B"]
+    assert compare.run(_args(a, b, fail_on="slower:time")) == EXIT_UNJUDGED
+    out, err = capsys.readouterr()
+    assert json.loads(out)["compare"]["host_unknown"] == ["B"]
+    assert "NOT JUDGED, B's host is not recorded (an import)" in err
+    assert compare.run(_args(b, a, fail_on="slower")) == EXIT_UNJUDGED  # either side
+    assert compare.run(_args(a, b, fail_on="slower:time", across_hosts=True)) == EXIT_SLOWER

@@ -13,7 +13,9 @@ side, its `paired` base too), and says so. What makes the two runs unlike is sai
 the tables, in the JSON and on stderr: their method identities, their hosts and their
 placements. Hosts of another class (machine, CPU model, CPU count, memory) make the time
 lane compare the machines as much as the builds: a gate (--fail-on) then does not pass
-unless --across-hosts says that is what is wanted.
+unless --across-hosts says that is what is wanted. A run whose host is not recorded (an
+import) is not known to share the other's class: an unknown host is not the same host,
+and the gate does not pass on it either without --across-hosts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -34,6 +37,7 @@ from dbregress.model.errors import DbregressError
 from dbregress.model.records import JobId, StepResult
 from dbregress.report import exports, io_tables, json_report, markdown
 from dbregress.report import verdict_tables as vt
+from dbregress.shapes.compare import ComparedHost, LikenessJson
 from dbregress.shapes.device import DeviceBaseline
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
 from dbregress.shapes.step_result import StepResultJson
@@ -64,8 +68,9 @@ def add_parser(sub: Any) -> None:
         "--across-hosts",
         action="store_true",
         help="with --fail-on: judge two runs measured on hosts of another class (machine, "
-        "CPU model, CPU count or memory), whose QPS then compares the hosts as much as "
-        "the builds; without it such a gate exits 2",
+        "CPU model, CPU count or memory), or where a run's host is not recorded (an "
+        "import), whose QPS then compares the hosts as much as the builds; without it "
+        "such a gate exits 2",
     )
     p.set_defaults(func=run)
 
@@ -194,15 +199,24 @@ HOST_OTHER = ("hostname", "kernel", "cpu_governor", "aslr")
 PLACEMENT = ("mode", "server_cpus", "client_cpus")
 
 
-def _host(record: RunJson) -> dict[str, object]:
-    host: dict[str, Any] = dict(record.get("host") or {})
-    mem = host.get("mem_total_bytes")
-    host["mem_gib"] = round(mem / 2**30) if isinstance(mem, int | float) else None
-    host.setdefault("cpu_count", host.get("cores"))
-    return host
+def _host(record: RunJson) -> ComparedHost:
+    """The host facts compare sets side by side; None where the run does not say."""
+    facts = record.get("host") or {}
+    mem = facts.get("mem_total_bytes")
+    count = facts.get("cpu_count", facts.get("cores"))
+    return {
+        "machine": facts.get("machine"),
+        "cpu_model": facts.get("cpu_model"),
+        "cpu_count": count,
+        "mem_gib": round(mem / 2**30) if isinstance(mem, int | float) else None,
+        "hostname": facts.get("hostname"),
+        "kernel": facts.get("kernel"),
+        "cpu_governor": facts.get("cpu_governor"),
+        "aslr": facts.get("aslr"),
+    }
 
 
-def _differ(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+def _differ(a: Mapping[str, object], b: Mapping[str, object], keys: tuple[str, ...]) -> list[str]:
     return [f"{k} {a.get(k)} -> {b.get(k)}" for k in keys if a.get(k) != b.get(k)]
 
 
@@ -216,6 +230,9 @@ class Likeness:
     host: list[str] = field(default_factory=list)  # the same class, another host or kernel
     placement: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)  # what a run does not record
+    # the sides whose host class is not recorded (an import): an unknown host is not the
+    # same host, so a gate of the time lane does not pass on it without --across-hosts
+    host_unknown: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [self.unpaired] if self.unpaired else []
@@ -233,12 +250,13 @@ class Likeness:
             out.append(f"The two runs' placements differ (A -> B): {'; '.join(self.placement)}.")
         return out + self.unknown
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> LikenessJson:
         return {
             "unpaired": self.unpaired,
             "method_differs": self.method,
             "host_class_differs": self.host_class,
             "host_differs": self.host,
+            "host_unknown": self.host_unknown,
             "placement_differs": self.placement,
             "not_recorded": self.unknown,
             "notes": self.lines(),
@@ -266,17 +284,23 @@ def likeness(a: RunData, b: RunData) -> Likeness:
     ha, hb = _host(a.record), _host(b.record)
     host_class: list[str] = []
     host: list[str] = []
-    if any(ha.get(k) is not None for k in HOST_CLASS) and any(
-        hb.get(k) is not None for k in HOST_CLASS
-    ):
+    missing = [side for side, h in (("A", ha), ("B", hb)) if not _recorded(h)]
+    if not missing:
         host_class = _differ(ha, hb, HOST_CLASS)
         host = _differ(ha, hb, HOST_OTHER)
     else:
-        unknown.append("A host is not recorded (an import): the hosts cannot be compared.")
-    pa = cast(dict[str, Any], a.record.get("placement") or {})
-    pb = cast(dict[str, Any], b.record.get("placement") or {})
+        unknown.append(
+            f"{' and '.join(missing)}'s host is not recorded (an import): the hosts cannot "
+            f"be compared."
+        )
+    pa, pb = a.record.get("placement"), b.record.get("placement")
     placement = _differ(pa, pb, PLACEMENT) if pa and pb else []
-    return Likeness(unpaired, methods, host_class, host, placement, unknown)
+    return Likeness(unpaired, methods, host_class, host, placement, unknown, missing)
+
+
+def _recorded(host: Mapping[str, object]) -> bool:
+    """Whether a run says anything of its host's class."""
+    return any(host.get(k) is not None for k in HOST_CLASS)
 
 
 def render(
@@ -303,6 +327,17 @@ def render(
     return "\n".join(lines).rstrip() + "\n", verdicts
 
 
+def _hosts_apart(alike: Likeness) -> str | None:
+    """Why the two runs' QPS may compare the hosts as much as the builds: hosts of
+    another class, or a host not recorded (an unknown host is not the same host)."""
+    if alike.host_class:
+        return f"the runs were measured on hosts of another class ({'; '.join(alike.host_class)})"
+    if alike.host_unknown:
+        which = " and ".join(alike.host_unknown)
+        return f"{which}'s host is not recorded (an import): not known to be the same host class"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     a = read_run(resolve_run(args.run_a, args.results))
     b = read_run(resolve_run(args.run_b, args.results))
@@ -323,10 +358,10 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     for note in alike.lines():
         print(f"note: {note}", file=sys.stderr)
-    if args.fail_on and alike.host_class and not args.across_hosts:
+    apart = _hosts_apart(alike)
+    if args.fail_on and apart and not args.across_hosts:
         print(
-            f"fail-on {args.fail_on}: NOT JUDGED, the runs were measured on hosts of another "
-            f"class ({'; '.join(alike.host_class)}); --across-hosts judges them anyway",
+            f"fail-on {args.fail_on}: NOT JUDGED, {apart}; --across-hosts judges them anyway",
             file=sys.stderr,
         )
         return EXIT_UNJUDGED
