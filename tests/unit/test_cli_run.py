@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dbregress.cli import run as cli_run
-from dbregress.model.errors import DbregressError, EngineError, LabError
+from dbregress.model.errors import DbregressError, EngineError, LabError, StoreError
 
 LAB = 'name = "t"\nplacement = "same"\n[[column]]\nlabel = "a"\nbuild = "postgres@17.2.0"\n'
 
@@ -41,14 +41,30 @@ def _args(tmp_path: Path, **kw: Any) -> argparse.Namespace:
 def test_a_failing_report_does_not_hide_the_run_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    def unreadable_report(*args: Any, **kwargs: Any) -> Any:
+        raise StoreError("run.json: not a run record")
+
+    monkeypatch.setattr(cli_run, "runner_for", lambda lab, results, *a, **kw: _Runner(lab, results))
+    monkeypatch.setattr(cli_run, "write_report", unreadable_report)
+    with pytest.raises(EngineError, match=r"crashed in step l\.i0"):
+        cli_run.run(_args(tmp_path))
+    assert "no report (StoreError" in capsys.readouterr().err
+
+
+def test_a_bug_in_the_report_is_not_hidden_by_the_run_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bug exits 3 (cli/main.py), the run's error said on stderr; it was 2 (the run's)."""
+
     def broken_report(*args: Any, **kwargs: Any) -> Any:
         raise KeyError("q")
 
     monkeypatch.setattr(cli_run, "runner_for", lambda lab, results, *a, **kw: _Runner(lab, results))
     monkeypatch.setattr(cli_run, "write_report", broken_report)
-    with pytest.raises(EngineError, match=r"crashed in step l\.i0"):
+    with pytest.raises(KeyError):
         cli_run.run(_args(tmp_path))
-    assert "no report (KeyError" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no report (KeyError" in err and "Error: the engine crashed in step l.i0" in err
 
 
 def test_lab_or_resume_not_both(tmp_path: Path) -> None:

@@ -201,3 +201,36 @@ def judge(
         out.gaps.extend(blocking)
         (out.allowed if allow_undecided else out.gaps).extend(soft)
     return out
+
+
+def bugs(
+    record: RunJson, results: Iterable[StepResultJson] = (), replays: Iterable[ReplayRecord] = ()
+) -> list[str]:
+    """A line per bug in dbregress the run recorded (model/errors.is_bug): in a job or a
+    step (run.json's failures, or a step result of a run without them: compare's merged
+    run) and in a counting replay, each with where its traceback is. Any of them makes a
+    gate exit 3 (cli/exits.py) unless a step is confirmed slower: the run's figures came
+    through code that failed."""
+    out: list[str] = []
+    said: set[str] = set()
+    for f in record.get("failures") or []:
+        if f.get("bug"):
+            said.add(f["where"])
+            first = (f["message"].splitlines() or [""])[0][:160]
+            out.append(f"{f['where']}: {f['type']}: {first} (traceback in run.json's failures)")
+    for r in results:
+        error = r.get("error")
+        where = f"{r['column']}/r{r.get('repeat', 1)} {r['step']}"
+        if error is not None and error.get("bug") and where not in said:
+            first = (error["message"].splitlines() or [""])[0][:160]
+            out.append(f"{where}: {error['type']}: {first} (traceback in the step's .json)")
+    for p in replays:
+        why = p.get("error")
+        if p.get("status") == "failed" and why is not None and why.get("bug"):
+            first = (why["message"].splitlines() or [""])[0][:160]
+            where = f"replay {p['column']}/c{p['replay']}"
+            out.append(
+                f"{where}: {why['type']}: {first} (traceback in "
+                f"cost/{p['column']}/r{p['replay']}.json)"
+            )
+    return out

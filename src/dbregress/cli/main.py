@@ -31,7 +31,7 @@ from dbregress.cli import (
 )
 from dbregress.cli.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_UNJUDGED, epilog
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, Interrupted
+from dbregress.model.errors import DbregressError, InternalError, Interrupted
 
 VERBS = (
     fetch,
@@ -95,6 +95,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Interrupted as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except InternalError as e:  # a bug recorded where it happened, with its traceback
+        print(f"Error: {e}", file=sys.stderr)
+        return EXIT_CRASH
     except DbregressError as e:
         print(f"Error: {e}", file=sys.stderr)
         return EXIT_ERROR

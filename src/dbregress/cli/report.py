@@ -13,13 +13,13 @@ from typing import Any
 from dbregress import benchmarks
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.analysis.gate import Gap, GateResult, Planned, Slower, held_steps, judge
+from dbregress.analysis.gate import Gap, GateResult, Planned, Slower, bugs, held_steps, judge
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
-from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
+from dbregress.cli.exits import EXIT_CRASH, EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
 from dbregress.explain.store import load as load_explain
 from dbregress.lab.file import parse_lab
-from dbregress.model.errors import DbregressError, LabError
+from dbregress.model.errors import DbregressError, LabError, StoreError
 from dbregress.report import exports, history_moves, html, json_report, markdown
 from dbregress.shapes.replay import CostLaneRecord
 from dbregress.shapes.run import RunJson
@@ -114,11 +114,17 @@ def run_verdicts(path: Path, data: RunData, lane: CostLaneRecord | None) -> RunV
 
 
 def write_report(
-    path: Path, summary: bool = False, fmt: str = "md", columns: str | None = None
+    path: Path,
+    summary: bool = False,
+    fmt: str = "md",
+    columns: str | None = None,
+    best_effort: bool = False,
 ) -> tuple[str, RunVerdicts]:
     """Writes report.md, verdicts.json and report.html into the run folder (unless columns
     are picked); returns the text to print and the verdicts. With columns picked, --format
-    html returns the page itself, to be printed."""
+    html returns the page itself, to be printed. `best_effort` (a gate follows): a folder
+    that cannot be written (read-only, full) is a warning, not an error, so the gate still
+    answers on what was read."""
     data = read_run(path)
     if columns:
         data = only_columns(data, columns)
@@ -144,9 +150,7 @@ def write_report(
     shown_page = not columns or fmt == "html"
     page = html.render(data, m, verdicts, cal, stored_lane, replays) if shown_page else ""
     if not columns:
-        write_atomic(path / "report.md", full)
-        write_json(path / "verdicts.json", as_json)
-        write_atomic(path / "report.html", page)
+        _write(path, full, as_json, page, best_effort)
     if fmt == "json":
         return json.dumps(as_json, indent=1), verdicts
     if fmt == "html":
@@ -168,6 +172,19 @@ def write_report(
         else "(columns picked: not written)"
     )
     return f"{shown}\n{where}", verdicts
+
+
+def _write(path: Path, text: str, as_json: object, page: str, best_effort: bool) -> None:
+    """report.md, verdicts.json and report.html into the run folder; with `best_effort`,
+    a folder that cannot be written is a warning (the report is printed)."""
+    try:
+        write_atomic(path / "report.md", text)
+        write_json(path / "verdicts.json", as_json)
+        write_atomic(path / "report.html", page)
+    except StoreError as e:
+        if not best_effort:
+            raise
+        print(f"warning: {e}: the report is printed, not written", file=sys.stderr)
 
 
 SHOWN = 40  # at most this many steps listed one per line; verdicts.json has every one
@@ -237,10 +254,12 @@ def gate(
 ) -> int:
     """The exit status --fail-on asks for (cli/exits.py), with a summary on stderr:
     exit 1 when a judged step is confirmed slower (each named with lane, ratio and
-    interval); else exit 2 when a judged step of a named lane is not decided, or a lane
-    or the run did not finish (each step named with why); else 0, naming what it judged.
-    `path`/`data`: the run folder and the run as read, for the lab's steps, the cost
-    lane's record and the failed steps; without them the verdicts' own steps."""
+    interval); else exit 3 when the run recorded a bug in dbregress (a job, a step or a
+    replay, each named with where its traceback is); else exit 2 when a judged step of a
+    named lane is not decided, or a lane or the run did not finish (each step named with
+    why); else 0, naming what it judged. `path`/`data`: the run folder and the run as
+    read, for the lab's steps, the cost lane's record and the failed steps; without them
+    the verdicts' own steps."""
     if fail_on is None:
         return EXIT_OK
     lanes = LANES[fail_on]
@@ -257,16 +276,20 @@ def gate(
         replays,
         allow_undecided=allow_undecided,
     )
-    code, lines = summary_lines(result, fail_on)
+    code, lines = summary_lines(result, fail_on, bugs(record, results, replays))
     print("\n".join(lines), file=sys.stderr)
     return code
 
 
-def summary_lines(result: GateResult, fail_on: str) -> tuple[int, list[str]]:
+def summary_lines(
+    result: GateResult, fail_on: str, bug_lines: list[str] | None = None
+) -> tuple[int, list[str]]:
     """The gate's exit status and its summary: a headline, then a line per step (and per
-    lane-level gap the headline does not name)."""
+    lane-level gap the headline does not name). `bug_lines`: the bugs in dbregress the
+    run recorded (gate.bugs), exit 3 unless a step is confirmed slower."""
     judged = ", ".join(f"{ln} lane {d} of {n} decided" for ln, (d, n) in result.judged.items())
     lines: list[str] = []
+    found = bug_lines or []
     if result.slower:
         shown = ", ".join(f"{_step(s)}{_ratio(s)}" for s in result.slower[:8])
         more = f" and {len(result.slower) - 8} more" if len(result.slower) > 8 else ""
@@ -274,6 +297,12 @@ def summary_lines(result: GateResult, fail_on: str) -> tuple[int, list[str]]:
             f"fail-on {fail_on}: FAILED, {len(result.slower)} step(s) slower: {shown}{more}"
         )
         code = EXIT_SLOWER
+    elif found:
+        lines.append(
+            f"fail-on {fail_on}: A BUG IN DBREGRESS, {len(found)} recorded in the run "
+            f"(a failed job, step or replay), its figures are not judged ({judged})"
+        )
+        code = EXIT_CRASH
     elif result.gaps:
         whole = [f"{g.lane} lane: {g.why}" for g in result.gaps if g.key is None]
         steps = [g for g in result.gaps if g.key is not None]
@@ -289,20 +318,25 @@ def summary_lines(result: GateResult, fail_on: str) -> tuple[int, list[str]]:
             f"slower ({judged}); let through, not decided: {len(result.allowed)}"
         )
         code = EXIT_OK
+    if code == EXIT_SLOWER and found:
+        lines.append(f"  also a bug in dbregress: {len(found)} (listed below)")
     if code == EXIT_SLOWER and result.gaps:
         lines.append(f"  also not decided: {len(result.gaps)} (the gate could not pass either)")
+    lines += [f"  a bug in dbregress: {b}" for b in found]
     if code == EXIT_OK:
         lines += _lines(result.allowed, "let through", lanes=True)
     else:
-        lines += _lines(result.gaps, "not decided", lanes=code == EXIT_SLOWER)
+        lines += _lines(result.gaps, "not decided", lanes=code != EXIT_UNJUDGED)
     return code, lines
 
 
 def run(args: argparse.Namespace) -> int:
     path = resolve_run(args.run, args.results)
     # an exception here is a bug or a run folder in a shape read_run does not check: it
-    # exits 3 with its traceback in a log (cli/main.py), never as "not judged"
-    text, verdicts = write_report(path, fmt=args.format, columns=args.columns)
+    # exits 3 with its traceback in a log (cli/main.py), never as "not judged". A folder
+    # that cannot be written (read-only) leaves a gate's answer as it is.
+    gated = args.fail_on is not None
+    text, verdicts = write_report(path, fmt=args.format, columns=args.columns, best_effort=gated)
     print(text)
     data = read_run(path)
     if args.columns:

@@ -8,14 +8,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dbregress.analysis.compare import RunVerdicts
+from dbregress.analysis.gate import bugs
 from dbregress.cli import progress
+from dbregress.cli.exits import EXIT_CRASH, EXIT_SLOWER
 from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.collect.valgrind import require as require_valgrind
 from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
 from dbregress.lab.file import load_lab
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, LabError
+from dbregress.model.errors import DbregressError, InternalError, Interrupted, LabError
+from dbregress.store.replays import load_replays
 from dbregress.store.run import read_run, resolve_run
 from dbregress.workflow.lab_run import run_lab, runner_for
 
@@ -97,13 +101,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"Explanations: {written}", file=sys.stderr)
     except DbregressError as e:
         failed = e
-    try:
-        text, verdicts = write_report(runner.path, summary=True)
-    except Exception as e:  # the run's own error matters more than the report's
-        if failed is None:
-            raise
-        print(f"warning: no report ({type(e).__name__}: {e})", file=sys.stderr)
-        raise failed from None
+    text, verdicts = _report(runner.path, failed, gated=args.fail_on is not None)
     print(text)
     data = read_run(runner.path)
     code = gate(
@@ -114,6 +112,45 @@ def run(args: argparse.Namespace) -> int:
         data=data,
         allow_undecided=args.allow_undecided,
     )
-    if failed:  # the run's error, after the gate's summary of what it could not judge
+    return outcome(code, failed, bugs(data.record, replays=load_replays(runner.path)))
+
+
+def _report(path: Path, failed: DbregressError | None, gated: bool) -> tuple[str, RunVerdicts]:
+    """The run's report, written into its folder. With a gate, a folder that cannot be
+    written is a warning: the gate still answers. A report that cannot be made raises
+    the run's own error, which matters more, unless it is a bug (exit 3, not 2)."""
+    try:
+        return write_report(path, summary=True, best_effort=gated)
+    except Exception as e:
+        if failed is None:
+            raise
+        print(f"warning: no report ({type(e).__name__}: {e})", file=sys.stderr)
+        if not isinstance(e, DbregressError):
+            print(f"Error: {failed}", file=sys.stderr)
+            raise
+        raise failed from None
+
+
+def outcome(code: int, failed: DbregressError | None, bug_lines: list[str]) -> int:
+    """The run's exit status: the gate's `code`, the run's own error `failed` and the bugs
+    in dbregress it recorded. A confirmed `slower` is 1 whatever else failed (as `report
+    RUN --fail-on` says of the same folder), the run's error said on stderr; then a bug
+    is 3 (a job's or a step's raises InternalError, a replay's only recorded); then the
+    run's error (2) or the gate's answer. An interrupt stays 130: asked for, it ends the
+    command before any verdict counts."""
+    if isinstance(failed, Interrupted):
+        raise failed
+    if code == EXIT_SLOWER:
+        if failed is not None:
+            print(f"Error: {failed}", file=sys.stderr)
+        return code
+    if code == EXIT_CRASH or isinstance(failed, InternalError) or bug_lines:
+        if failed is not None:
+            print(f"Error: {failed}", file=sys.stderr)
+        if code != EXIT_CRASH:  # no gate said them (a replay's are in no error raised)
+            said = "".join(f"\n  {b}" for b in bug_lines)
+            print(f"Error: a bug in dbregress, recorded in the run:{said}", file=sys.stderr)
+        return EXIT_CRASH
+    if failed is not None:  # the run's error, after the gate's summary of what it could not judge
         raise failed
     return code

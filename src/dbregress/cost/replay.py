@@ -12,7 +12,6 @@ import os
 import shutil
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from dbregress.explain import counting
 from dbregress.explain.jobs import Choice, ColumnJob
 from dbregress.lab.file import Column, Comparison, Lab, VerdictPolicy
 from dbregress.method import identity as method
-from dbregress.model.errors import DbregressError, LabError
+from dbregress.model.errors import DbregressError, LabError, is_bug, traceback_of
 from dbregress.provision import Build
 from dbregress.shapes.explain import CountFigures
 from dbregress.shapes.replay import ReplayError, ReplayRecord, ReplayStep
@@ -126,15 +125,24 @@ def count_replay(
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
         why: ReplayError = {"type": type(e).__name__, "message": str(e)}
-        if not isinstance(e, DbregressError):
-            why["traceback"] = "".join(traceback.format_exception(e)).strip()
         record["status"] = "failed"
-        record["error"] = why
+        record["error"] = _noted(e, why)
         record["steps"] = {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     record["took_s"] = round(time.monotonic() - t0, 1)
     return record
+
+
+def _noted(error: Exception, why: ReplayError) -> ReplayError:
+    """A failed replay's error with its traceback unless dbregress named it, and marked
+    a bug in dbregress when it is one (errors.is_bug): exit 3 where the run is judged,
+    never a replay that merely failed (2)."""
+    if not isinstance(error, DbregressError):
+        why["traceback"] = traceback_of(error)
+    if is_bug(error):
+        why["bug"] = True
+    return why
 
 
 def counted_step(figures: CountFigures, lab: Lab, plan: StepPlan, column: Column) -> ReplayStep:

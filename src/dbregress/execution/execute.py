@@ -19,7 +19,6 @@ import functools
 import os
 import shutil
 import time
-import traceback
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,6 +43,8 @@ from dbregress.model.errors import (
     LoadgenError,
     StepTimeout,
     StoreError,
+    is_bug,
+    traceback_of,
 )
 from dbregress.model.interrupts import hurrying, shielded
 from dbregress.model.records import JobId, StepError, StepResult
@@ -109,7 +110,8 @@ def make_engine(build: Build, options: EngineOptions) -> Engine:
 
 # Errors of the lab's own machinery (not of an engine, the loadgen or a step's deadline)
 # are still recorded per job, with a traceback, and the lab goes on: a bug or an OSError
-# in one job must not cost the night's other jobs.
+# in one job must not cost the night's other jobs. A bug (errors.is_bug) is recorded as
+# one, and the run then exits 3 (runner.py), as `report --fail-on` on its folder does.
 EXPECTED = (EngineError, LoadgenError, StepTimeout)
 
 
@@ -343,7 +345,9 @@ class LocalExecutor:
         self, job: Job, index: int, step: str, error: BaseException, engine: Engine
     ) -> None:
         trace = _trace(error)
-        failure = StepError(type(error).__name__, str(error), engine.log_tail(40), trace or None)
+        bug = True if is_bug(error) else None  # exit 3 where the run is judged, not 2
+        tail = engine.log_tail(40)
+        failure = StepError(type(error).__name__, str(error), tail, trace or None, bug)
         result = StepResult.failed(JobId(job.column.label, job.repeat), step, failure)
         self.writer.write_step(job, index, result, [], "")
         self._index(functools.partial(index_step, self.path, self.writer, result, index))
@@ -460,7 +464,7 @@ def _trace(error: BaseException) -> str | None:
     errors a benchmark meets (an engine crash, a loadgen failure, a hang, Ctrl-C)."""
     if isinstance(error, (*EXPECTED, Interrupted)):
         return None
-    return "".join(traceback.format_exception(error)).strip()
+    return traceback_of(error)
 
 
 class _JobFailed(Exception):

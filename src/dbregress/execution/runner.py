@@ -24,7 +24,7 @@ from dbregress.execution.execute import (
 )
 from dbregress.lab.file import Comparison, Job, Lab
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, Interrupted, StoreError
+from dbregress.model.errors import DbregressError, InternalError, Interrupted, StoreError
 from dbregress.model.interrupts import shielded
 from dbregress.model.records import StepResult
 from dbregress.provision import Build
@@ -82,9 +82,14 @@ class Runner:
             status = "ok" if not failures else "failed"
             if failures:
                 causes = "\n".join(f"  {f['where']}: {f['type']}: {f['message']}" for f in failures)
-                raise DbregressError(
-                    f"{len(failures)} failure(s); finished steps are in {self.path}\n{causes}"
-                )
+                said = f"{len(failures)} failure(s); finished steps are in {self.path}\n{causes}"
+                bugs = sum(bool(f.get("bug")) for f in failures)
+                if bugs:  # exit 3: a bug in dbregress is not an engine's failure
+                    raise InternalError(
+                        f"{said}\n{bugs} of them a bug in dbregress (tracebacks in "
+                        f"{self.path / 'run.json'}, failures)"
+                    )
+                raise DbregressError(said)
         except KeyboardInterrupt:
             status = "interrupted"
             raise Interrupted(

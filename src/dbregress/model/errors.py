@@ -1,7 +1,15 @@
 """One error hierarchy, turned into a message once, in the CLI entry point.
 
 A message says what failed, for which build/step/file, and what to do about it.
+
+Inside a step, a job or a counting replay, an exception is recorded and the lab goes on;
+`is_bug` says once which of them are a bug in dbregress (exit 3 wherever the run is
+judged: `run`, `report --fail-on`, `compare --fail-on`) rather than a failure of an
+engine, a build, the host or the input (exit 2 when they leave a step not judged).
 """
+
+import subprocess
+import traceback
 
 
 class DbregressError(Exception):
@@ -46,3 +54,26 @@ class StoreError(DbregressError):
 
 class Interrupted(DbregressError):
     """The user pressed Ctrl-C; finished steps are on disk."""
+
+
+class InternalError(DbregressError):
+    """A bug in dbregress met inside a step, a job or a replay, recorded there with its
+    traceback while the lab went on: exit 3, as an unexpected exception is."""
+
+
+# Not a bug: an error dbregress names (an engine, a build, the loadgen, the input, the
+# results folder), one of the host's (a full disk, a permission, a binary that cannot be
+# executed), an external program's deadline or status, an interrupt.
+NOT_A_BUG = (DbregressError, OSError, subprocess.SubprocessError, KeyboardInterrupt, SystemExit)
+
+
+def is_bug(error: BaseException) -> bool:
+    """Whether an exception caught inside a step, a job or a replay is a bug in
+    dbregress (a TypeError, a KeyError, an assertion...), to be recorded as one."""
+    return not isinstance(error, NOT_A_BUG)
+
+
+def traceback_of(error: BaseException) -> str:
+    """The exception's traceback as recorded beside it (a step's, a replay's, run.json's
+    failures)."""
+    return "".join(traceback.format_exception(error)).strip()

@@ -84,6 +84,7 @@ class StepError:
     message: str
     server_log_tail: str
     traceback: str | None = None
+    bug: bool | None = None  # True: a bug in dbregress (errors.is_bug), not the engine's
 
 
 @dataclass(frozen=True)

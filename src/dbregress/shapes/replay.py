@@ -42,6 +42,7 @@ class ReplayError(TypedDict):
     type: str
     message: str
     traceback: NotRequired[str]
+    bug: NotRequired[bool]  # True: a bug in dbregress (errors.is_bug): exit 3, not 2
 
 
 class ReplayRecord(TypedDict):

@@ -85,6 +85,7 @@ class Failure(TypedDict):
     type: str
     message: str
     traceback: NotRequired[str]
+    bug: NotRequired[bool]  # True: a bug in dbregress (errors.is_bug): exit 3, not 2
 
 
 class RepeatsJson(TypedDict):

@@ -16,6 +16,7 @@ class StepErrorJson(TypedDict):
     message: str
     server_log_tail: str
     traceback: NotRequired[str]  # an error dbregress did not expect (a bug to report)
+    bug: NotRequired[bool]  # True: a bug in dbregress (errors.is_bug): exit 3, not 2
 
 
 class Q(TypedDict):

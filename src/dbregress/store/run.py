@@ -23,7 +23,7 @@ from typing import Any, cast
 
 from dbregress.lab.file import Job, Lab
 from dbregress.method import identity as method
-from dbregress.model.errors import StoreError
+from dbregress.model.errors import StoreError, is_bug
 from dbregress.model.records import JobId, NotAStepResult, StepResult
 from dbregress.model.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
 from dbregress.shapes.method import MethodIdentity
@@ -207,6 +207,8 @@ class RunWriter:
         failure: Failure = {"where": where, "type": type(error).__name__, "message": str(error)}
         if trace:
             failure["traceback"] = trace
+        if is_bug(error):  # exit 3 wherever the run is judged, never "not judged"
+            failure["bug"] = True
         self.add_failure_record(failure)
 
     def add_failure_record(self, failure: Failure) -> None:
