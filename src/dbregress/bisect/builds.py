@@ -9,7 +9,6 @@ import re
 import tomllib
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from dbregress import provision
 from dbregress.bisect.model import BisectError, BisectRequest, Outcome
@@ -18,8 +17,7 @@ from dbregress.model.errors import BuildNotFound, LabError
 from dbregress.model.tomlreader import TableReader, read_toml
 from dbregress.provision import source
 from dbregress.provision.versioning import version_key
-
-FlavorTables = dict[str, dict[str, dict[str, Any]]]  # family -> name -> flavor table
+from dbregress.shapes.flavor_table import FlavorTables
 
 
 def between(engine: str, good: str, bad: str, available: list[str]) -> list[str]:
@@ -117,14 +115,15 @@ def flavors_toml(flavors: FlavorTables) -> str:
         for name, table in names.items():
             lines += ["", f"[flavors.{family}.{name}]"]
             for key, value in table.items():
-                if key == "patches":
-                    items = ", ".join(
-                        "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in p.items()) + " }"
-                        for p in value
-                    )
-                    lines.append(f"patches = [{items}]")
-                else:
+                if key != "patches":
                     lines.append(f"{key} = {json.dumps(value)}")
+            patches = table.get("patches", [])
+            if patches:
+                items = ", ".join(
+                    "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in p.items()) + " }"
+                    for p in patches
+                )
+                lines.append(f"patches = [{items}]")
     return "\n".join(lines)
 
 

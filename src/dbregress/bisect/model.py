@@ -8,9 +8,10 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypeAlias, TypedDict
+from typing import NotRequired, TypeAlias, TypedDict
 
 from dbregress.model.errors import DbregressError
+from dbregress.shapes.flavor_table import FlavorTables
 
 Notify = Callable[[str], None]
 
@@ -45,7 +46,7 @@ class BisectRequest:
     # The user's own compile flavors (--flavors FILE): family -> name -> the flavor's
     # table as the lab file's [flavors.FAMILY.NAME] holds it, patch paths absolute (the
     # patches are read again at every point, so a fixed patch is used from then on).
-    flavors: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    flavors: FlavorTables = field(default_factory=dict)
     # --recount: take no counting replay from the count store (store/counted.py)
     recount: bool = False
     # --direction: the change looked for (slower or faster); None: the ends' own

@@ -24,9 +24,9 @@ from dbregress.bisect import (
     shown,
     source_builds,
 )
-from dbregress.bisect.builds import FlavorTables, check_flavor
+from dbregress.bisect.builds import check_flavor
 from dbregress.bisect.every import LANE_ONLY, AllChanges, at_least
-from dbregress.bisect.model import load_state
+from dbregress.bisect.model import Notify, load_state
 from dbregress.bisect.table import render, render_changes
 from dbregress.cli.exits import EXIT_OK
 from dbregress.cli.fleet import add_tls
@@ -34,6 +34,7 @@ from dbregress.fleet.tls import scheduler_address, tls_dir
 from dbregress.model import interrupts
 from dbregress.model.errors import Interrupted, LabError
 from dbregress.provision import BuildSpec, source
+from dbregress.shapes.flavor_table import FlavorTables
 
 DEFAULT_REPLAYS = 3
 DEFAULT_BENCHMARK = {"postgres": "insert", "mariadb": "micro", "mysql": "micro", "rocksdb": "kv"}
@@ -413,7 +414,7 @@ def _commits(
     releases: Outcome,
     builds: tuple[str, ...],
     root: Path,
-    notify: Any,
+    notify: Notify,
     args: argparse.Namespace,
 ) -> Outcome:
     """The second phase of releases-then-commits: the commits between the two adjacent
