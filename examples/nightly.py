@@ -534,7 +534,7 @@ def drift(
     if args.dry_run:
         return status
     nights = {n.get("run"): n for n in [*state["nights"], rec]}
-    judged = read_drift(out, code, args.drift, nights)
+    judged = read_drift(out, code, args.drift, rec["run"], nights)
     rec["drift"] = judged
     if not judged["judged"]:
         night.say(f"drift not judged: {judged['why']}")
@@ -550,16 +550,19 @@ def drift(
 
 
 def read_drift(
-    path: Path, code: int, limit: float, nights: dict[str, dict[str, Any]]
+    path: Path, code: int, limit: float, tonight: str, nights: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     """The ledger's answer (its JSON, format 1): the steps whose cumulative cost change
     since the reference is above `limit` with its whole interval, each with the nights
-    and commits that contributed most (largest increments first)."""
+    and commits that contributed most (largest increments first). Not judged (fail
+    closed) when the ledger has no reference, or no figure of tonight's run for a step:
+    a step it could not size is not a step within the limit."""
     if code not in (0, 1):
         return {"judged": False, "why": f"dbregress ledger exit {code}: see ledger.log"}
     try:
         found = json.loads(path.read_text())
         beyond = found["drift"]["beyond"]
+        unsized = unsized_steps(found, tonight)
         above = []
         for d in beyond:
             lo, hi = d["ci"]
@@ -573,11 +576,34 @@ def read_drift(
             ][:3]
             above.append({"comparison": d["comparison"], "step": d["step"],
                           "ratio": d["ratio"], "ci": [lo, hi], "contributors": named})  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return {"judged": False, "why": f"the ledger's JSON could not be read ({e!r})"}
     if code == 1 and not beyond:
         return {"judged": False, "why": "dbregress ledger exit 1 but no step beyond the limit"}
-    return {"judged": True, "limit": limit, "above": above}
+    if unsized and not above:
+        return {"judged": False, "why": unsized}
+    return {"judged": True, "limit": limit, "above": above, "unsized": unsized}
+
+
+def unsized_steps(found: dict[str, Any], tonight: str) -> str:
+    """Why the ledger did not size tonight's run against the reference ("" when it did
+    for every step): no reference, no step, or a step without tonight's cumulative
+    figure (counted by another method than the reference: --reference moves it)."""
+    if not found.get("reference"):
+        return "the ledger found no reference run: " + "; ".join(found.get("notes") or [])[:300]
+    if not found["steps"]:
+        return "the ledger has no step of the cost lane to size"
+    missing = []
+    for s in found["steps"]:
+        mine = [p for p in s["points"] if p["run"] == tonight]
+        if not any((p.get("cumulative") or {}).get("ratio") is not None for p in mine):
+            missing.append(f"{s['comparison']}/{s['step']}")
+    if missing:
+        return (
+            f"no cumulative figure of tonight's run {tonight} for {', '.join(missing)} "
+            "(counted by another method than the reference? --reference RUN moves it)"
+        )
+    return ""
 
 
 def drift_line(d: dict[str, Any]) -> str:

@@ -346,22 +346,40 @@ def test_a_last_good_commit_that_no_longer_builds_says_the_way_forward(setup: Se
     assert setup.state()["last_good"]["nightly-postgres"]["commit"] == ids[2]
 
 
-def _ledger(*beyond: tuple[str, float, list[float], list[tuple[str, str, float]]]) -> Any:
-    """The ledger's JSON (format 1) with its drift.beyond: (step, ratio, ci, [(run,
-    commit, ratio)])."""
+def _ledger(
+    tonight: int,
+    *beyond: tuple[str, float, list[float], list[tuple[str, str, float]]],
+    sized: tuple[str, ...] = ("qp100",),
+) -> Any:
+    """The ledger's JSON (format 1, the fields the recipe reads): tonight's run (the
+    stand-in's `tonight`-th run) sized against the reference on the steps `sized`, and
+    drift.beyond: (step, ratio, ci, [(run, commit, ratio)])."""
+    run = f"20260101-00000{tonight}-nightly-postgres"
+    figure = {"ratio": 1.0, "ci": [0.999, 1.001], "class": "same"}
+    steps = [
+        {"comparison": "insert", "step": step, "lane": "cost", "metric": "estimated_cycles",
+         "points": [{"run": run, "column": "base", "cumulative": None, "increment": None},
+                    {"run": run, "column": "head", "cumulative": figure if step in sized
+                     else None, "increment": None}]}
+        for step in ("qp100", "l.i0")
+    ]  # fmt: skip
     rows = [
         {"comparison": "insert", "step": step, "ratio": ratio, "ci": ci,
          "contributors": [{"run": r, "commit": c, "ratio": x} for r, c, x in who]}
         for step, ratio, ci, who in beyond
     ]  # fmt: skip
-    return {"lab": "nightly-postgres", "steps": [], "drift": {"limit": 0.01, "beyond": rows}}
+    reference = {"run": "20260101-000000-nightly-postgres", "column": "base", "build": "b"}
+    return {"lab": "nightly-postgres", "reference": reference, "steps": steps,
+            "drift": {"limit": 0.01, "beyond": rows}}  # fmt: skip
 
 
 def test_drift_since_the_reference_fails_the_night_and_names_who(setup: Setup) -> None:
     """Issue 50 item 2: each night passes against the last good night, while the steps
     drift since the fixed reference (the first night's run) beyond --drift."""
     same = _verdicts(("qp100", "same", 1.0, "same", 1.004))
-    assert setup.night("HEAD~1", "--base", "HEAD~2", "--drift", "1%", verdicts=same) == 0
+    sized = _ledger(0, sized=("qp100", "l.i0"))
+    assert setup.night("HEAD~1", "--base", "HEAD~2", "--drift", "1%", verdicts=same,
+                       ledger_json=sized) == 0  # fmt: skip
     first = setup.state()["nights"][-1]
     ref = setup.state()["reference"]["nightly-postgres"]
     assert ref["run"] == first["run"] and ref["build"] == first["base"]
@@ -370,6 +388,7 @@ def test_drift_since_the_reference_fails_the_night_and_names_who(setup: Setup) -
     assert ledger[ledger.index("--fail-on") + 1] == "drift:1%"
     head = _git(setup.tree, "rev-parse", "HEAD")
     drifted = _ledger(
+        1,
         ("qp100", 1.012, [1.011, 1.013],
          [(first["run"], "a" * 40, 1.004), ("20260101-000001-nightly-postgres", head, 1.008)]),
         ("l.i0", 1.011, [1.009, 1.013], []),  # beyond, but its interval not all above 1%
@@ -386,14 +405,51 @@ def test_drift_since_the_reference_fails_the_night_and_names_who(setup: Setup) -
 
 
 def test_drift_that_cannot_be_judged_is_2_and_within_the_limit_is_0(setup: Setup) -> None:
+    """Not judged is not green: the ledger failed, answered 1 with nothing beyond, gave
+    no reference (it read no run), or did not size tonight's run on a step."""
     same = _verdicts(("qp100", "same", 1.0, "same", 1.0))
     argv = ("--base", "HEAD~2", "--drift", "2%", "--force")
     assert setup.night("HEAD", *argv, verdicts=same, ledger=3) == 2
     assert "ledger exit 3" in setup.state()["nights"][-1]["drift"]["why"]
-    assert setup.night("HEAD", *argv, verdicts=same, ledger=1) == 2  # 1 with nothing beyond
+    assert setup.night("HEAD", *argv, verdicts=same, ledger=1, ledger_json=_ledger(1)) == 2
     assert setup.night("HEAD", *argv, verdicts=same, ledger_json={"drift": {}}) == 2
-    inside = _ledger(("qp100", 1.015, [1.014, 1.016], []))
+    no_ref = {**_ledger(3), "reference": None, "notes": ["run-0: not read"]}
+    assert setup.night("HEAD", *argv, verdicts=same, ledger_json=no_ref) == 2
+    assert "no reference run: run-0: not read" in setup.state()["nights"][-1]["drift"]["why"]
+    assert setup.night("HEAD", *argv, verdicts=same, ledger_json=_ledger(4)) == 2  # l.i0
+    assert "for insert/l.i0" in setup.state()["nights"][-1]["drift"]["why"]
+    inside = _ledger(5, ("qp100", 1.015, [1.014, 1.016], []), sized=("qp100", "l.i0"))
     assert setup.night("HEAD", *argv, verdicts=same, ledger_json=inside) == 0
     with pytest.raises(SystemExit):
         nightly.parse_args(["--tree", ".", "--drift", "two"])
     assert nightly.parse_args(["--tree", ".", "--drift", "0.5%"]).drift == 0.005
+
+
+def test_the_recipe_reads_what_dbregress_ledger_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The contract with `dbregress ledger --lab --reference --format json --fail-on
+    drift:P%`, on a real history (test_site's: head's count 25% higher from run-5 on):
+    the recipe names the step, its size and the run and commit that brought it."""
+    if importlib.util.find_spec("dbregress.cli.ledger") is None:
+        pytest.skip("dbregress ledger is not in this dbregress")
+    from dbregress.cli.main import main
+    from dbregress.store.history import reindex
+    from tests.unit.test_site import history
+
+    root = tmp_path / "results"
+    for i, run in enumerate(history(root, tmp_path, runs=6)):
+        run.rename(root / f"run-{i}")  # named by their run ids, as a night's run is
+    (root / "history.sqlite").unlink()
+    assert reindex(root) == []
+    capsys.readouterr()
+    argv = ["ledger", "--lab", "nightly", "--reference", "run-0", "--results", str(root)]
+    code = main([*argv, "--format", "json", "--fail-on", "drift:1%"])
+    out = tmp_path / "ledger.json"
+    out.write_text(capsys.readouterr().out)
+    judged = nightly.read_drift(out, code, 0.01, "run-5", {"run-5": {"night": "N5"}})
+    assert code == 1 and judged["judged"] and judged["unsized"] == ""
+    (drift,) = judged["above"]
+    assert drift["step"] == "qp100" and drift["ci"][0] > 1.2
+    assert nightly.drift_line(drift).startswith("qp100 +25.00% [")
+    assert "most from N5 (05cccccccccc, +25.00%)" in nightly.drift_line(drift)
