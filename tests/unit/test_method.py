@@ -4,6 +4,7 @@ and that the history never sets runs of two methods against each other."""
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 from pathlib import Path
 
@@ -12,8 +13,9 @@ from dbregress.benchmarks import insert, kv
 from dbregress.collect.valgrind import CACHES
 from dbregress.cost.planning import LANE_SIZING
 from dbregress.engines.mysql import QUIET_MYSQL
-from dbregress.engines.postgres import QUIET_POSTGRES
+from dbregress.engines.postgres import QUIET_POSTGRES, SYNC_IO
 from dbregress.explain import count_figures
+from dbregress.explain.explainer import pinned_window
 from dbregress.lab.micro_names import WRITES
 from dbregress.method import identity as method
 from dbregress.store.files import write_json
@@ -23,7 +25,7 @@ from tests.unit.test_history import history_cli, make_run
 
 # The counting replays' adjustments as of COUNTING_PROFILE. When this test fails, the
 # profile changed: raise method.COUNTING_PROFILE's version and put the new digest here.
-PROFILE_DIGEST = "cdc56eca7e368956"
+PROFILE_DIGEST = "0189d2ec31a82878"
 
 
 def profile_digest() -> str:
@@ -35,6 +37,9 @@ def profile_digest() -> str:
         "settle_micro": sorted(WRITES),
         "sizing": repr(LANE_SIZING),
         "warm_until": [state.PROBE_EVERY, state.UNTIL_MARGIN],
+        "postgres_18": SYNC_IO,
+        "pinned_pace": [insert.COUNTED_Q_PER_S, insert.QUERY_ROWS_PER_COMMIT, kv.COUNTED_Q_PER_S],
+        "pinned_window": inspect.getsource(pinned_window),
     }
     return hashlib.sha256(json.dumps(profile, sort_keys=True).encode()).hexdigest()[:16]
 

@@ -6,7 +6,7 @@ One dispatcher, so the runner never branches on the benchmark's name.
 from __future__ import annotations
 
 from dbregress.benchmarks import insert, kv, micro
-from dbregress.benchmarks.plan import StepPlan
+from dbregress.benchmarks.plan import PinnedPace, StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab.file import Comparison, InsertSizes, KvSizes, MicroSizes
 from dbregress.shapes.spec import EngineSpec, StepSpec
@@ -28,6 +28,16 @@ def step_spec(
     if isinstance(comparison.sizes, MicroSizes):
         return micro.step_spec(connection, plan, comparison.sizes.clients, seed)
     return kv.step_spec(connection, plan, comparison.sizes.threads, seed)
+
+
+def counted_pace(comparison: Comparison, plan: StepPlan) -> PinnedPace | None:
+    """The writers of a paced step's counted window, the same in every build and on
+    every host (PinnedPace); None for a step without paced writers."""
+    if isinstance(comparison.sizes, InsertSizes):
+        return insert.counted_pace(plan)
+    if isinstance(comparison.sizes, KvSizes):
+        return kv.counted_pace(comparison.sizes, plan)
+    return None
 
 
 def engine_sizes(comparison: Comparison, memory_bytes: int) -> Sizes:

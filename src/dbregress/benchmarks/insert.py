@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from dbregress.benchmarks.plan import StepPlan
+from dbregress.benchmarks.plan import PinnedPace, StepPlan
 from dbregress.engines.base import Sizes
 from dbregress.lab.file import InsertSizes
 from dbregress.shapes.spec import EngineSpec, StepSpec
@@ -29,6 +29,27 @@ LOCKSTEP_STEPS = ("l.i1", "l.i2")
 # loadgen's defaults, which its spec schema states (tests/unit/test_step_modes.py checks
 # these against it); every other fixed-work step's Q call carries one unit.
 ROWS_PER_COMMIT = {"l.i0": 100, "l.i1": 50, "l.i2": 5}
+
+
+# A q-step's insert and delete batches (the loadgen's default rows per commit of qr and
+# qp; the lab's q-steps set none).
+QUERY_ROWS_PER_COMMIT = 10
+# The Q calls per second a q-step's counted window paces its writers at, in every build
+# and on every host: a batch of inserts and one of deletes every 5,000 x 10 / rate Q
+# calls (qr100: every 500 queries; qr500: 100; qr1000: 50). At the time lane's rate
+# instead (the base's, as measured), the writes per query moved with the host's speed:
+# 8,224 and 4,412 queries/s at two points of one bisection, so nearly twice the writes
+# in one count per query as in the other.
+COUNTED_Q_PER_S = 5_000.0
+
+
+def counted_pace(plan: StepPlan) -> PinnedPace | None:
+    """The writers of a q-step's counted window (PinnedPace); None for a step without
+    paced writers."""
+    rate = plan.section.get("insert_rate")
+    if plan.step not in ("qr", "qp") or not rate:
+        return None
+    return PinnedPace.near(float(rate) / QUERY_ROWS_PER_COMMIT, COUNTED_Q_PER_S)
 
 
 def plan(sizes: InsertSizes) -> list[StepPlan]:

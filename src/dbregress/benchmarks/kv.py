@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from dbregress.benchmarks.plan import StepPlan
+from dbregress.benchmarks.plan import PinnedPace, StepPlan
 from dbregress.lab.file import KvSizes
 from dbregress.shapes.spec import EngineSpec, RocksDbOptions, StepSpec, WorkloadFields
 
@@ -30,6 +30,26 @@ SINGLE_CLIENT = ("fillseq", "flush_mt_l0")  # one writer; a maintenance action
 # seeded from the client thread's address: the loadgen now starts its client threads
 # before it loads the engine, so that address is the same in every replay and build.)
 SETTLE_STEPS = ("overwritesome", "overwrite", "overwriteandwait")
+
+
+# The Q calls per second a *whilewriting step's counted window paces its writer at, in
+# every build and on every host: a put every 200,000 / (puts per second) reads, as a
+# whole number (40 at the default 2 MB/s of 420-byte entries). At the base's rate in the
+# time lane instead, the puts per read moved with the host's speed. High enough that
+# the calls before the window warm the block cache as the time lane's did on a 2-vCPU
+# host (113,000-251,000 calls by its middle at the quickstart's sizes); the window
+# opens earlier once the cache is as warm (analysis/state.py until_rate).
+COUNTED_Q_PER_S = 200_000.0
+
+
+def counted_pace(sizes: KvSizes, plan: StepPlan) -> PinnedPace | None:
+    """The writer of a *whilewriting step's counted window (PinnedPace): the puts per
+    second the loadgen paces it at (writer_mb_per_s in bytes, whole, over the entry's
+    key and value bytes); None for a step without a paced writer."""
+    if plan.step not in WHILE_WRITING or sizes.writer_mb_per_s <= 0:
+        return None
+    puts = round(sizes.writer_mb_per_s * 2**20) / (sizes.key_size + sizes.value_size)
+    return PinnedPace.near(puts, COUNTED_Q_PER_S)
 
 
 def _section(sizes: KvSizes, step: str, seconds: float | None = None) -> WorkloadFields:

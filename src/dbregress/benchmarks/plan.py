@@ -27,3 +27,24 @@ class StepPlan:
     def expected_s(self, rows_per_s: float = 20_000.0) -> float:
         """A generous guess of the step's length, for progress and hang detection."""
         return self.duration_s + self.work / rows_per_s
+
+
+@dataclass(frozen=True)
+class PinnedPace:
+    """A paced step's writers as every counting replay runs them, whatever the time
+    lane's rate (docs/verdicts.md, "The counting window"): one writer operation (an
+    Insert Benchmark q-step's insert batch and its delete batch; a *whilewriting step's
+    put) every `calls_per_write` Q calls. The window's clock, which the writers follow,
+    then runs at `q_per_s`: the step's own writer operations per second times that."""
+
+    writes_per_s: float  # the step's writer operations per second, as its spec paces them
+    calls_per_write: int
+
+    @property
+    def q_per_s(self) -> float:
+        return self.writes_per_s * self.calls_per_write
+
+    @staticmethod
+    def near(writes_per_s: float, q_per_s: float) -> PinnedPace:
+        """The pin whose Q calls per write are the whole number nearest `q_per_s`'s."""
+        return PinnedPace(writes_per_s, max(1, round(q_per_s / writes_per_s)))

@@ -5,6 +5,7 @@ in the run folder as explain/explain.json (plus the callgrind files and the SVGs
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import statistics
 import time
@@ -16,6 +17,7 @@ from dbregress import benchmarks, provision
 from dbregress.analysis import state
 from dbregress.analysis.compare import compare_run, measured, usable
 from dbregress.benchmarks import insert
+from dbregress.benchmarks.plan import PinnedPace
 from dbregress.collect import pmu, valgrind
 from dbregress.engines.registry import engine_class
 from dbregress.execution.execute import run_work_dir, short_name
@@ -255,8 +257,10 @@ def windows(
     operations); a timed step's window lies at the middle of the base's measured window
     in the run (timed_middle, at the base's rate, in every column: the same calls).
     Each column gets its own q_per_s (its writers keep its own run's mix), or with
-    `own_pace` off the base's (the cost lane: both builds then count the same writes per
-    Q call, whatever the time lane's rates were)."""
+    `own_pace` off (the cost lane) a step with paced writers gets its pinned window
+    (pinned_window: the same writes per Q call, window and calls before it in every
+    build and on every host, whatever the time lane's rates were) and the others the
+    base's q_per_s."""
     choices = {}
     for index, plan in enumerate(benchmarks.plans(comp), start=1):
         if plan.name not in steps:
@@ -286,6 +290,10 @@ def windows(
                 ]
                 until = state.until_rate(state.timed(base_results))
         pace = sized[label if own_pace else comp.base.label][2]
+        pin = None if own_pace or not plan.duration_s else benchmarks.counted_pace(comp, plan)
+        if pin is not None and sizing.timed_middle:
+            skip, ops, warm = pinned_window(pin, sizing, comp.sizes.warmup(), plan.duration_s)
+            pace, until = pin.q_per_s, until if warm else 0.0
         own = [r for r in results if r["column"] == label and r["step"] == plan.name]
         choices[plan.name] = Choice(
             index,
@@ -311,6 +319,30 @@ def timed_middle(
     if before <= skip:
         return skip, 0
     return before, skip
+
+
+def pinned_window(
+    pin: PinnedPace, sizing: Sizing, warmup_s: float, duration_s: float
+) -> tuple[int, int, int]:
+    """(skip_ops, ops, warm_ops) of a paced step's counted window at its pinned pace
+    (PinnedPace), from the step's spec alone: a whole number of write periods (Q calls
+    per writer operation, at least the sizing's calls at the pinned pace) centred on
+    the writes the time lane made by the middle of its measured window (its warm-up and
+    half its seconds at the step's own writer rate: the same rows in every column and
+    on every host). Its edges, and the instrumented warm-up's start, sit half a period
+    from a write, so each window holds exactly as many writes as periods (the loadgen
+    runs a write due by the window's clock before the Q call that reaches it)."""
+    period = pin.calls_per_write
+    wanted = min(sizing.max_ops, max(sizing.min_ops, round(sizing.budget_s * pin.q_per_s)))
+    periods = max(1, math.ceil(wanted / period))
+    ops = periods * period
+    writes = round((warmup_s + duration_s / 2) * pin.writes_per_s)
+    half = period // 2
+    skip = (writes - math.ceil(periods / 2)) * period + half
+    warm = (ops // 2 // period) * period + half
+    if skip <= warm:  # too early for a warm-up: every call before it instrumented
+        return max(skip, half), ops, 0
+    return skip, ops, warm
 
 
 def _column_job(

@@ -65,7 +65,11 @@ from dbregress.shapes.method import MethodIdentity
 # loadgen's calls into its library only. v3: that window opens earlier once the block
 # cache is as warm as the base's timed window had it (analysis/state.py, until_rate).
 # v4: it opens only once a stretch of calls is within 0.02 point of that hit rate (was 1).
-COUNTING_PROFILE = "quiet-v4"
+# v5: a paced step's writers at a pinned number of Q calls per write, its window placed
+# and sized from that pace (benchmarks' counted_pace, explainer.pinned_window), not the
+# base's time-lane rate; PostgreSQL 18+ counted with io_method=sync. With the step's
+# spec (its writer rate), this version pins the writes per Q call in the count key.
+COUNTING_PROFILE = "quiet-v5"
 # The estimated-cycles model (explain/jobs.py estimated_cycles): L1 hits + 5 x
 # last-level hits + 35 x RAM accesses. tests/unit/test_method.py checks the weights.
 COST_MODEL = "l1+5ll+35ram"

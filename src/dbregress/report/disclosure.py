@@ -24,8 +24,8 @@ ADJUSTMENTS = {
     "lockstep": "the inserter and the deleter take turns (lockstep)",
     "settled": "the step starts from a settled engine (memtables flushed and compaction "
     "done; InnoDB's dirty pages written)",
-    "paced_on_query_thread": "the paced writers run on the query thread, at the base's pace "
-    "per Q call",
+    "paced_on_query_thread": "the paced writers run on the query thread, a write every fixed "
+    "number of Q calls (the step's pinned pace, not the time lane's rate)",
 }
 MISSING = (
     "cost/lane.json is missing (the cost lane did not finish): what its replays changed "
