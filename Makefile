@@ -13,9 +13,13 @@ UV ?= $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 # What builds PostgreSQL from source (`postgres@src:PATH`, docs/engines.md): ccache, the
 # compiler's helpers and the libraries configure looks for, and dpkg-dev for `apt-get
 # source`, which fetches the Debian source tree the source-build tests use; cmake and
-# g++, which the RocksDB and MySQL-family build tests run (tests/unit/test_rocksdb_src.py).
+# g++, which the RocksDB and MySQL-family build tests run (tests/unit/test_rocksdb_src.py),
+# and the compression libraries every `rocksdb@src:` build needs (Snappy, LZ4, ZSTD,
+# bzip2; zlib above: source/rocksdb_build.py turns them all on), so that a user's own
+# RocksDB checkout builds on a machine `make setup` made.
 DEBIAN_PACKAGES := postgresql mariadb-server mariadb-plugin-rocksdb libaio1 libncurses5 sysbench rocksdb-tools librocksdb7.8 fio chromium fonts-dejavu-core valgrind linux-perf \
-	dpkg-dev ccache bison flex libreadline-dev zlib1g-dev cmake g++
+	dpkg-dev ccache bison flex libreadline-dev zlib1g-dev cmake g++ \
+	libsnappy-dev liblz4-dev libzstd-dev libbz2-dev
 QUICKSTART_BUILDS := rocksdb@7.10.2 rocksdb@10.2.1 postgres@12.20.0 postgres@17.2.0
 # Debian's PostgreSQL source tree, unpacked here by `make sources` (apt-get source), with
 # a link `postgresql-15` to it: the tree the source-build tests and labs/postgres-flavors
@@ -44,11 +48,12 @@ MARIADB_BUILD_PACKAGES := cmake g++ libssl-dev libncurses-dev libpcre2-dev libfm
 #   pkg-config    cmake finds libtirpc with it (cmake/rpc.cmake)
 MYSQL_BUILD_PACKAGES := cmake g++ make bison pkg-config rpcsvc-proto libtirpc-dev \
 	libudev-dev libaio-dev libssl-dev libncurses-dev zlib1g-dev
-# Debian's RocksDB source tree (7.8.3 on Debian 12) and the compression libraries the
-# registry's RocksDB libraries carry: `make rocksdb-source`, for `rocksdb@src:` labs and
-# bench/rocksdb_src.py.
+# Debian's RocksDB source tree (7.8.3 on Debian 12), the compression libraries the
+# registry's RocksDB libraries carry and clang (Debian's, 14: the `rel_clang_lto`
+# flavor, clang with LTO as the seeds build RocksDB): `make rocksdb-source`, for
+# `rocksdb@src:` labs and bench/rocksdb_src.py.
 ROCKSDB_SOURCE_PACKAGE := rocksdb
-ROCKSDB_BUILD_PACKAGES := cmake g++ libsnappy-dev liblz4-dev libzstd-dev libbz2-dev zlib1g-dev
+ROCKSDB_BUILD_PACKAGES := cmake g++ clang libsnappy-dev liblz4-dev libzstd-dev libbz2-dev zlib1g-dev
 # One spelling of each, so that what `make setup` builds is what `make test` reuses.
 CLIPPY := cargo clippy --release --locked --all-targets --quiet -- -D warnings
 CARGO_TEST := cargo test --release --locked --quiet

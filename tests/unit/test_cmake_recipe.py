@@ -21,6 +21,8 @@ from dbregress.provision.source.cmake import (
     kind_evidence,
     tree_kind,
 )
+from dbregress.provision.source.recipes import normalized
+from dbregress.provision.source.recipes import recipe as shipped_recipe
 
 DEBIAN_MARIADB = Path("/var/cache/dbregress/debian-src/mariadb-10.11.18")
 
@@ -163,7 +165,9 @@ def test_mysql_gets_mysqls_options_and_none_of_mariadbs(tmp_path: Path) -> None:
     assert "-DDOWNLOAD_BOOST=OFF" in args
     mariadb_only = ("WITHOUT_DYNAMIC_PLUGINS", "PLUGIN_", "WITH_PCRE", "WITH_LIBFMT", "WITH_WSREP")
     assert [a for a in args if a.startswith(tuple(f"-D{o}" for o in mariadb_only))] == []
-    assert args[:3] == ["cmake", str(tmp_path / "my"), "-DCMAKE_BUILD_TYPE=Release"]
+    # -S and -B: a CMakeCache.txt of an in-source build in the tree is not the build's
+    tree_args = ["cmake", "-S", str(tmp_path / "my"), "-B", "."]
+    assert args[:6] == [*tree_args, "-DCMAKE_BUILD_TYPE=Release"]
     assert "-DCMAKE_C_FLAGS_RELEASE=-O2 -g1 -DNDEBUG" in args
     assert "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -g1 -DNDEBUG" in args
     assert "-DCMAKE_INSTALL_PREFIX=/opt/b" in args
@@ -340,6 +344,33 @@ def test_every_release_flavor_keeps_line_tables() -> None:
     assert "-march=native" in mysql["rel_native_lto"]["cflags"]
     assert "-flto" not in mysql["rel_native_lto"]["cflags"]
     assert mysql["rel_myrocks"] == {"cflags": mysql["rel"]["cflags"], "myrocks": True}
-    # 0, not OFF: RocksDB 8.3-8.6 read PORTABLE as a string (-march=OFF)
-    assert shipped["rocksdb"]["rel_native"]["cmake"] == ["-DPORTABLE=0"]
+    # RocksDB's native flavors get PORTABLE=0 from their flags (rocksdb_build.py)
+    assert "-march=native" in shipped["rocksdb"]["rel"]["cflags"]
+    assert "-march" not in shipped["rocksdb"]["rel_portable"]["cflags"]
     assert cmake_recipe.KIND_NAMES["fbmysql"] == "FB MySQL"
+
+
+@pytest.mark.parametrize("family", ["mysql", "rocksdb", "postgres"])
+def test_a_lab_flavor_without_flags_takes_the_release_flavors(family: str) -> None:
+    """A lab flavor that names only its compiler builds as the shipped `rel` does: its
+    flags (-DNDEBUG for the cmake families, whose flavor flags replace cmake's own), not
+    -O2 with every assert live."""
+    rel = shipped_recipe(family, "rel")
+    mine = normalized(family, {"cc": "clang"})
+    assert mine["cflags"] == rel["cflags"]
+    assert mine["ldflags"] == rel["ldflags"]
+    assert mine.get("cmake") == rel.get("cmake") and mine.get("configure") == rel.get("configure")
+    assert mine["cc"] == "clang"
+    if family != "postgres":
+        assert "-DNDEBUG" in mine["cflags"].split()
+        assert mine.get("build_type") == "Release"
+        # a Debug build type takes the shipped debug flavor's flags, not rel's
+        debug = normalized(family, {"build_type": "Debug"})
+        assert debug["cflags"] == shipped_recipe(family, "debug")["cflags"]
+    # what the lab gives is kept
+    assert normalized(family, {"cflags": "-O3"})["cflags"] == "-O3"
+
+
+def test_a_lab_flavor_without_flags_configures_cmake_with_ndebug(tmp_path: Path) -> None:
+    args = command(mariadb_tree(tmp_path / "ma"), **normalized("mysql", {"cxx": "clang++"}))
+    assert "-DCMAKE_CXX_FLAGS_RELEASE=-O2 -g1 -DNDEBUG" in args

@@ -1,21 +1,27 @@
-"""`rocksdb@src:`'s RocksDB part (provision/rocksdb_src.py): the tree's version, the
-cmake options and steps of each flavor, where the installed library is, and the clear
-refusal of trees too old for cmake. One test runs the steps for real on a stand-in
-tree of a few lines of CMake (a `rocksdb-shared` target with RocksDB's install rules);
-Debian's RocksDB is built for real by hand (docs/engines.md gives the figures)."""
+"""`rocksdb@src:`'s RocksDB part (provision/source/rocksdb_build.py): the tree's version,
+the cmake options and steps of each flavor, where the installed library is, and the
+clear refusal of trees too old for cmake or for the loadgen's C API. One test runs the
+steps for real on a stand-in tree of a few lines of CMake (a `rocksdb-shared` target
+with RocksDB's install rules); Debian's RocksDB is built for real by hand
+(docs/engines.md gives the figures)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
+import tomllib
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision.source import rocksdb_build as rocksdb_src
+from dbregress.provision.source.recipes import recipe
 from dbregress.provision.source.rocksdb_build import build_steps, installed_library, tree_version
 
+ROOT = Path(__file__).resolve().parents[2]
 DEBIAN_TREE = Path("/var/cache/dbregress/debian-src/rocksdb-7.8.3")
 VERSION_H = """#pragma once
 #define ROCKSDB_MAJOR {major}
@@ -40,12 +46,14 @@ install(TARGETS rocksdb-shared COMPONENT runtime
         LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}")
 """
 REL = {"cflags": "-O2 -DNDEBUG", "ldflags": "", "build_type": "Release", "cmake": []}
+# The C API as a tree's include/rocksdb/c.h declares it: every function the loadgen needs.
+C_H = "".join(f"extern void {name}(void* x);\n" for name in rocksdb_src.REQUIRED_C_API)
 
 
 def make_tree(path: Path, major: int = 7, cmakelists: str | None = CMAKELISTS) -> Path:
     (path / "include/rocksdb").mkdir(parents=True)
     (path / "db").mkdir()
-    (path / "include/rocksdb/c.h").write_text("int rocksdb_open(void);\n")
+    (path / "include/rocksdb/c.h").write_text(C_H)
     (path / "include/rocksdb/version.h").write_text(VERSION_H.format(major=major))
     (path / "db/c.cc").write_text("// the C API\n")
     (path / "db/c.c").write_text("int rocksdb_open(void) { return 0; }\n")
@@ -84,7 +92,7 @@ def test_rel_steps_build_only_the_shared_target_with_the_flavors_flags(tmp_path:
     ]
     assert all(cwd == tmp_path / "b" for _, _, cwd in steps)
     cmake = steps[0][1]
-    assert cmake[:2] == ["cmake", str(tree)]
+    assert cmake[:5] == ["cmake", "-S", str(tree), "-B", str(tmp_path / "b")]
     for option in (
         "-DCMAKE_BUILD_TYPE=Release",
         "-DCMAKE_C_COMPILER=/cc",
@@ -103,7 +111,7 @@ def test_rel_steps_build_only_the_shared_target_with_the_flavors_flags(tmp_path:
     assert steps[3][1][-2:] == [str(tree / "include/rocksdb"), str(tmp_path / "d/include/rocksdb")]
 
 
-def test_rel_native_turns_portable_off_last_and_ccache_launches(tmp_path: Path) -> None:
+def test_a_flavors_own_portable_comes_last_and_ccache_launches(tmp_path: Path) -> None:
     how = {**REL, "cflags": "-O3 -DNDEBUG", "ldflags": "-Wl,-O1", "cmake": ["-DPORTABLE=0"]}
     cmake = cmake_args(tmp_path, how, ccache="/usr/bin/ccache")
     portable = [a for a in cmake if a.startswith("-DPORTABLE=")]
@@ -198,3 +206,101 @@ def test_a_tree_asking_for_a_zlib_module_it_lacks_is_built_without_zlib(tmp_path
     (tree / "cmake/modules/Findzlib.cmake").write_text("# RocksDB 5.8-5.18 had one\n")
     assert rocksdb_src.tree_options(tree) == []
     assert rocksdb_src.tree_options(make_tree(tmp_path / "new")) == []
+
+
+def test_portable_follows_the_flavors_flags(tmp_path: Path) -> None:
+    """A flavor naming an -march is native (PORTABLE=0: RocksDB's own -march=native
+    comes first, the flavor's flags after it win); one without is portable."""
+    native = cmake_args(tmp_path / "n", {**REL, "cflags": "-O2 -march=native -mno-avx512f"})
+    assert [a for a in native if a.startswith("-DPORTABLE=")] == ["-DPORTABLE=0"]
+    portable = cmake_args(tmp_path / "p", REL)
+    assert [a for a in portable if a.startswith("-DPORTABLE=")] == ["-DPORTABLE=1"]
+
+
+# The instruction sets valgrind 3.19 cannot run (a replay using one dies of SIGILL),
+# each tried under valgrind on an AVX-512 host: every AVX-512 subset, AVX-VNNI, VAES,
+# VPCLMULQDQ (256-bit), GFNI, SHA.
+NOT_UNDER_VALGRIND = re.compile(r"^-m(avx512\w*|avxvnni|vaes|vpclmulqdq|gfni|sha)$")
+
+
+def test_the_default_flavor_is_the_developers_build_minus_what_valgrind_cannot_run() -> None:
+    rel = recipe("rocksdb", "rel")
+    flags = rel["cflags"].split()
+    assert {"-O2", "-DNDEBUG", "-march=native"} <= set(flags)  # DEBUG_LEVEL=0, native
+    assert rocksdb_src.portable_option(rel["cflags"]) == "-DPORTABLE=0"
+    off = {f.removeprefix("-mno-") for f in flags if f.startswith("-mno-")}
+    assert {"avx512f", "avx512bw", "avx512vl", "avx512fp16", "avxvnni", "gfni", "sha"} <= off
+    portable = recipe("rocksdb", "rel_portable")
+    assert rocksdb_src.portable_option(portable["cflags"]) == "-DPORTABLE=1"
+    assert "-DNDEBUG" in portable["cflags"].split()
+    lto = recipe("rocksdb", "rel_clang_lto")
+    assert (lto.get("cc"), lto.get("cxx")) == ("clang", "clang++")
+    assert "-flto" in lto["cflags"].split() and lto["ldflags"] == "-flto"
+    assert set(flags) <= set(lto["cflags"].split())  # rel's flags, with clang and LTO
+    shipped = tomllib.loads(
+        resources.files("dbregress.provision").joinpath("flavors.toml").read_text()
+    )["rocksdb"]
+    for name, r in shipped.items():  # every native flavor leaves the same sets out
+        if "-march=native" in r["cflags"]:
+            assert {f for f in r["cflags"].split() if f.startswith("-mno-")} == {
+                f for f in flags if f.startswith("-mno-")
+            }, name
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc")
+def test_the_native_flags_enable_nothing_valgrind_cannot_run() -> None:
+    """What gcc makes of rel's flags on this host: no instruction set valgrind lacks is
+    left on (without the -mno- flags, an AVX-512 host has several)."""
+    flags = [f for f in recipe("rocksdb", "rel")["cflags"].split() if f.startswith("-m")]
+    done = subprocess.run(
+        ["gcc", *flags, "-Q", "--help=target"], capture_output=True, text=True, check=True
+    )
+    enabled = [
+        line.split()[0] for line in done.stdout.splitlines() if line.split()[1:2] == ["[enabled]"]
+    ]
+    assert "-mavx2" in enabled or "-msse4.2" not in enabled  # native: the host's sets
+    assert [f for f in enabled if NOT_UNDER_VALGRIND.match(f)] == []
+
+
+def test_the_c_api_the_loadgen_needs_is_the_loadgens_list() -> None:
+    """REQUIRED_C_API is loadgen/src/driver/rocksdb_api.rs's `required` list and the
+    bloom filter's constructor, the functions without which the loadgen stops."""
+    rust = (ROOT / "loadgen/src/driver/rocksdb_api.rs").read_text()
+    table = rust[rust.index("api! {") :]
+    required = table[table.index("required {") : table.index("optional {")]
+    names = re.findall(r"^\s+(\w+): fn", required, re.MULTILINE)
+    assert len(names) > 50
+    assert set(rocksdb_src.REQUIRED_C_API) == {
+        *(f"rocksdb_{n}" for n in names),
+        "rocksdb_filterpolicy_create_bloom_full",
+    }
+
+
+def test_a_tree_older_than_the_loadgens_c_api_is_refused_before_building(tmp_path: Path) -> None:
+    """RocksDB 5.8 to 5.15 have cmake enough but no max_background_jobs in their C API."""
+    tree = make_tree(tmp_path / "t", major=5)
+    header = tree / "include/rocksdb/c.h"
+    header.write_text(header.read_text().replace("rocksdb_options_set_max_background_jobs", "x"))
+    with pytest.raises(BuildNotFound) as e:
+        build_steps(tree, tmp_path / "b", tmp_path / "d", REL, "/cc", "/cxx", None, 2)
+    message = str(e.value)
+    assert "\n" not in message
+    assert "RocksDB 5.8.3's C API lacks rocksdb_options_set_max_background_jobs" in message
+    assert "RocksDB 5.16 and newer" in message
+
+
+def test_an_in_source_cmake_cache_is_neither_read_nor_rewritten(tmp_path: Path) -> None:
+    """The user configured the tree in place once: `cmake TREE` would take TREE for an
+    existing build directory and rewrite its CMakeCache.txt; -S and -B do not."""
+    tree = make_tree(tmp_path / "t")
+    cache = "# the user's own in-source configuration\nCMAKE_HOME_DIRECTORY:INTERNAL=/else\n"
+    (tree / "CMakeCache.txt").write_text(cache)
+    build = tmp_path / "build"
+    build.mkdir()
+    cc, cxx = shutil.which("gcc") or "gcc", shutil.which("g++") or "g++"
+    _, argv, cwd = build_steps(tree, build, tmp_path / "d", REL, cc, cxx, None, 2)[0]
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (tree / "CMakeCache.txt").read_text() == cache
+    assert (build / "CMakeCache.txt").is_file()
+    assert not (tree / "CMakeFiles").exists()

@@ -211,26 +211,51 @@ def test_the_path_shows_a_commit_by_its_id_and_flavor(tmp_path: Path) -> None:
     assert shown("postgres@17.2.0") == "postgres@17.2.0"
 
 
-# A stand-in for cmake: records its options, writes a Makefile whose install puts a
-# server that prints the tree's version line under the prefix.
+# A stand-in for cmake: `cmake -S TREE -B DIR OPTIONS` records its options (and, like
+# Percona Server's MyRocks cmake, writes util/build_version.cc into a tree that has
+# MyRocks' RocksDB sources), `cmake --build` does nothing, `cmake -E env VAR=VALUE CMD`
+# runs CMD with VAR set, and `cmake --install .` puts a server that prints the tree's
+# version line under $DESTDIR and the prefix.
 CMAKE = """#!/bin/sh
 if [ "$1" = "--version" ]; then echo "cmake version 3.99 (stand-in)"; exit 0; fi
-tree="$1"; shift
-prefix=
+if [ "$1" = "-E" ] && [ "$2" = "env" ]; then
+  shift 2
+  while [ $# -gt 0 ]; do case "$1" in *=*) export "$1"; shift;; *) break;; esac; done
+  exec "$@"
+fi
+if [ "$1" = "--build" ]; then touch built; exit 0; fi
+if [ "$1" = "--install" ]; then
+  prefix=$(cat prefix); tree=$(cat tree)
+  mkdir -p "$DESTDIR$prefix/bin"
+  printf '#!/bin/sh\\necho "%s"\\n' "$(cat "$tree/VERSION")" > "$DESTDIR$prefix/bin/mysqld"
+  chmod +x "$DESTDIR$prefix/bin/mysqld"
+  cp cmake-args "$DESTDIR$prefix/cmake-args"
+  exit 0
+fi
+if [ "$1" != "-S" ] || [ "$3" != "-B" ]; then echo "CMake Error: not -S TREE -B DIR: $*"; exit 1; fi
+tree="$2"; shift 4
 for a in "$@"; do
-  case "$a" in -DCMAKE_INSTALL_PREFIX=*) prefix="${a#-DCMAKE_INSTALL_PREFIX=}";; esac
+  case "$a" in -DCMAKE_INSTALL_PREFIX=*) echo "${a#-DCMAKE_INSTALL_PREFIX=}" > prefix;; esac
 done
+echo "$tree" > tree
 printf '%s\\n' "$@" > cmake-args
-cat > Makefile <<MK
-all:
-\ttrue
-install:
-\tmkdir -p \\$(DESTDIR)$prefix/bin
-\tprintf '#!/bin/sh\\\\necho "%s"\\\\n' "\\$\\$(cat $tree/VERSION)" > \\$(DESTDIR)$prefix/bin/mysqld
-\tchmod +x \\$(DESTDIR)$prefix/bin/mysqld
-\tcp cmake-args \\$(DESTDIR)$prefix/cmake-args
-MK
+util="$tree/storage/rocksdb/rocksdb/util"
+if [ -d "$util" ]; then echo "// generated" > "$util/build_version.cc"; fi
 """
+# What the MySQL family's builds must find (source/needs.py), as empty headers: CPATH
+# points the compiler at them, as it would at a user's own installs.
+STUB_HEADERS = (
+    "openssl/ssl.h", "zlib.h", "curses.h", "pcre2.h", "fmt/format.h",
+    "snappy.h", "lz4.h", "zstd.h", "bzlib.h",
+)  # fmt: skip
+
+
+def stub_headers(where: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in STUB_HEADERS:
+        (where / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / name).write_text("/* stand-in */\n")
+    monkeypatch.setenv("CPATH", str(where))
+    return where
 
 
 def make_cmake_tree(path: Path, bin_dir: Path, line: str) -> Path:
@@ -255,6 +280,7 @@ def test_a_mysql_family_tree_builds_with_cmake_in_its_flavor(
     server's own version line names the build, and mariadb@ refuses a MySQL server."""
     bin_dir = tmp_path / "bin"
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    stub_headers(tmp_path / "include", monkeypatch)
     line = "mysqld  Ver 10.11.99-MariaDB for debian-linux-gnu on x86_64 (Source distribution)"
     tree = make_cmake_tree(tmp_path / "mariadb", bin_dir, line)
     build = fetch(BuildSpec.parse(f"mariadb@src:{tree}+rel_o2nofp"))
@@ -402,3 +428,71 @@ def test_a_commit_of_a_mysql_tree_is_refused_as_mariadb_before_cmake_runs(
         fetch(BuildSpec.parse(f"mariadb@src:{tree}#HEAD"))
     logs = list((tmp_path / "cache" / "mariadb" / "logs").glob("*.log"))
     assert logs and all("# cmake\n" not in log.read_text().split("# key")[-1] for log in logs)
+
+
+def test_missing_libraries_are_named_before_configuring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library the build needs and the compiler does not find (cmake's "Could NOT
+    find Snappy" a minute into configuring) is one line naming the header, its package
+    and the command that installs it, and cmake never runs."""
+    from dbregress.provision.source import needs
+
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    stub_headers(tmp_path / "include", monkeypatch)
+    absent = ("dbregress-test/snappy.h", "libsnappy-dev")  # no compiler finds it
+    monkeypatch.setattr(needs, "MARIADB", (*needs.MARIADB, absent))
+    line = "mysqld  Ver 10.11.99-MariaDB for debian-linux-gnu on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mariadb", bin_dir, line)
+    with pytest.raises(BuildNotFound) as e:
+        fetch(BuildSpec.parse(f"mariadb@src:{tree}"))
+    message = str(e.value)
+    assert "\n" not in message
+    assert "needs dbregress-test/snappy.h, which" in message
+    assert "apt-get install libsnappy-dev" in message and "`make mariadb-source`" in message
+    assert not list((tmp_path / "cache").rglob("cmake-args"))  # cmake never ran
+    assert not (tmp_path / "cache/mariadb/src-work").exists() or not any(
+        (tmp_path / "cache/mariadb/src-work").iterdir()
+    )
+    # found (CPATH), the same build goes ahead
+    (tmp_path / "include/dbregress-test").mkdir()
+    (tmp_path / "include/dbregress-test/snappy.h").write_text("")
+    assert "10.11.99-MariaDB" in fetch(BuildSpec.parse(f"mariadb@src:{tree}")).version_string
+
+
+def test_a_build_that_writes_into_its_tree_builds_a_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Percona Server's MyRocks cmake writes util/build_version.cc into the source tree
+    (the stand-in cmake does the same): the build runs on a copy of the tree's source
+    files, so the user's tree, and its digest, stay as they were; git-ignored build
+    output is not copied."""
+    bin_dir = tmp_path / "bin"
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    stub_headers(tmp_path / "include", monkeypatch)
+    line = "mysqld  Ver 8.0.99-99 for Linux on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "percona", bin_dir, line)
+    (tree / "build-ps").mkdir()  # what makes it Percona's (cmake.kind_evidence)
+    (tree / "build-ps/build-binary.sh").write_text("#!/bin/sh\n")
+    util = tree / "storage/rocksdb/rocksdb/util"
+    util.mkdir(parents=True)
+    (util / "build_version.cc.in").write_text("// template\n")
+    (tree / "storage/rocksdb/rocksdb/include/rocksdb").mkdir(parents=True)
+    (tree / "storage/rocksdb/rocksdb/include/rocksdb/db.h").write_text("// RocksDB\n")
+    (tree / ".gitignore").write_text("build/\n")
+    git(tree, "init", "-q")
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "percona")
+    (tree / "build").mkdir()
+    (tree / "build/CMakeCache.txt").write_text("# the user's own build\n")
+    before = sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if ".git/" not in str(p))
+    spec = BuildSpec.parse(f"mysql@src:{tree}+rel_myrocks")
+    key = source.why(spec)["key"]
+    built = fetch(spec)
+    assert "8.0.99" in built.version_string
+    assert "-DWITH_ROCKSDB=FORCE" in (built.basedir / "cmake-args").read_text().splitlines()
+    after = sorted(str(p.relative_to(tree)) for p in tree.rglob("*") if ".git/" not in str(p))
+    assert after == before and not (util / "build_version.cc").exists()
+    assert source.why(spec)["key"] == key  # the same digest: a cache hit
+    assert git(tree, "status", "--porcelain") == ""

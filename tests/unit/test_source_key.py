@@ -6,6 +6,7 @@ or asking twice, is the same build. `fetch --why` prints the inputs without buil
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 import subprocess
 import sys
@@ -171,9 +172,13 @@ def test_native_is_found_anywhere_in_the_recipe_or_the_environment(
 ) -> None:
     from dbregress.provision.source.key import native
 
-    assert native(source.normalized("rocksdb", {"cmake": ["-DPORTABLE:BOOL=OFF"]}))
-    assert native(source.normalized("mysql", {"cmake": ["-DCMAKE_CXX_FLAGS=-march=native"]}))
-    assert not native(source.normalized("rocksdb", {"cmake": ["-DPORTABLE=1"]}))
+    portable = {"cflags": "-O2 -DNDEBUG"}
+    assert native(source.normalized("rocksdb", {**portable, "cmake": ["-DPORTABLE:BOOL=OFF"]}))
+    mine = {**portable, "cmake": ["-DCMAKE_CXX_FLAGS=-march=native"]}
+    assert native(source.normalized("mysql", mine))
+    assert not native(source.normalized("rocksdb", {**portable, "cmake": ["-DPORTABLE=1"]}))
+    assert native(source.recipe("rocksdb", "rel"))  # the default: native
+    assert not native(source.recipe("rocksdb", "rel_portable"))
     monkeypatch.setenv("CFLAGS", "-O2 -march=native")
     assert native(source.normalized("postgres", {}))
 
@@ -218,3 +223,101 @@ def test_a_patch_is_keyed_by_its_content_not_its_path(tmp_path: Path) -> None:
     here = key_with(tmp_path / "lab-a", "--- a/x\n+++ b/x\n")
     assert key_with(tmp_path / "moved" / "lab-a", "--- a/x\n+++ b/x\n") == here
     assert key_with(tmp_path / "lab-b", "--- a/y\n+++ b/y\n") != here
+
+
+def test_the_native_key_holds_what_the_flavors_flags_turn_off() -> None:
+    """`-march=native -mno-avx512f ...` is not `-march=native`: the key holds what the
+    compiler makes of the flavor's own target flags, and names the sets turned off."""
+    from dbregress.provision.source.key import host_cpu, native
+
+    rel = source.recipe("rocksdb", "rel")
+    assert native(rel)
+    cpu = host_cpu(shutil.which("gcc") or "", rel["cflags"])
+    assert {"avx512f", "avx512bw", "avxvnni"} <= set(cpu["turned_off"])
+    plain = host_cpu(shutil.which("gcc") or "", "-O2 -march=native")
+    assert plain["turned_off"] == []
+    if "native_sha256" in cpu:  # gcc says what the flags enable: -mno-avx2 is another CPU
+        fewer = host_cpu(shutil.which("gcc") or "", "-O2 -march=native -mno-avx2")
+        assert fewer["native_sha256"] != plain["native_sha256"]
+
+
+def test_installing_another_linker_is_another_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MySQL 8.0's cmake links with lld when ld.lld is there (USE_LD_LLD): every linker
+    the compiler may pick is keyed, so installing lld makes another build."""
+    bin_dir = tmp_path / "bin"
+    line = "mysqld  Ver 8.0.99 for Linux on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mysql", bin_dir, line)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    spec = f"mysql@src:{tree}"
+    first = inputs(spec)
+    assert set(first["inputs"]["linkers"]) == {"ld", "ld.bfd", "ld.gold", "ld.lld"}
+    assert "GNU ld" in first["inputs"]["linkers"]["ld"]
+    if first["inputs"]["linkers"]["ld.lld"] != "absent":
+        pytest.skip("this host has ld.lld already")
+    wrapper(bin_dir, "ld.lld", "/usr/bin/ld")  # an lld appears on PATH
+    other = inputs(spec)
+    assert other["inputs"]["linkers"]["ld.lld"].startswith("GNU ld")
+    assert other["key"] != first["key"]
+
+
+def test_the_cxx_headers_are_keyed_by_what_owns_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The C++ headers' package is the one owning the <vector> the C++ compiler
+    includes (not a fixed libstdc++-12-dev); headers no package owns (a compiler's own
+    under /usr/local, say) are keyed by their content."""
+    bin_dir = tmp_path / "bin"
+    line = "mysqld  Ver 8.0.99 for Linux on x86_64 (Source distribution)"
+    tree = make_cmake_tree(tmp_path / "mysql", bin_dir, line)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    spec = f"mysql@src:{tree}"
+    system = inputs(spec)["inputs"]
+    headers = system["cxx_headers"]
+    assert headers["header"].endswith("/vector")
+    if shutil.which("dpkg-query"):
+        owner = subprocess.run(
+            ["dpkg-query", "-S", headers["header"]], capture_output=True, text=True, check=True
+        ).stdout.split(":")[0]
+        assert headers["package"] == owner and headers["version"]
+    assert not [p for p in system["packages"] if p.startswith("libstdc++")]
+    # a C++ compiler whose standard headers are files of its own
+    own = tmp_path / "own-include"
+    own.mkdir()
+    (own / "vector").write_text("// my vector\n")
+    cxx = wrapper(bin_dir, "my-g++", f"g++ -nostdinc++ -isystem {own}")
+    monkeypatch.setenv("CXX", str(cxx))
+    mine = inputs(spec)
+    assert mine["inputs"]["cxx_headers"]["header"] == str(own / "vector")
+    assert mine["inputs"]["cxx_headers"]["package"] == "none"
+    (own / "vector").write_text("// my vector, changed\n")
+    assert inputs(spec)["key"] != mine["key"]
+
+
+def test_libraries_under_usr_local_are_keyed_by_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What cmake and configure find under /usr/local before the system's own is known
+    to no package manager: its libraries and headers are digested."""
+    from dbregress.provision.source import key
+
+    local = tmp_path / "local"
+    (local / "include").mkdir(parents=True)
+    (local / "lib/python3.11").mkdir(parents=True)
+    monkeypatch.setattr(key, "LOCAL_DIRS", (str(local / "include"), str(local / "lib")))
+    tree = make_tree(tmp_path / "pg")
+    spec = f"postgres@src:{tree}"
+    first = inputs(spec)
+    assert set(first["inputs"]["local"].values()) == {"empty"}
+    (local / "lib/python3.11/site.py").write_text("x")  # not a library: not read
+    (local / "lib/README").write_text("x")
+    assert inputs(spec)["key"] == first["key"]
+    (local / "lib/libsnappy.so.1").write_bytes(b"\x7fELF one")
+    second = inputs(spec)
+    assert second["key"] != first["key"]
+    assert second["inputs"]["local"][str(local / "lib")].startswith("1 files")
+    (local / "lib/libsnappy.so.1").write_bytes(b"\x7fELF two")  # rebuilt in place
+    assert inputs(spec)["key"] != second["key"]
+    (local / "include/snappy.h").write_text("// a header\n")
+    assert inputs(spec)["inputs"]["local"][str(local / "include")] != "empty"

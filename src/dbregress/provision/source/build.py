@@ -1,12 +1,12 @@
 """Building a source tree: `postgres@src:...`, `mariadb@src:...`, `mysql@src:...` and
 `rocksdb@src:...` (the package's docstring says what each names).
 
-The build runs out of tree (configure or cmake in a build directory of its own, `make`
-on every core, through ccache when it is installed, its cache kept beside the builds),
-installs with DESTDIR into a temporary directory and is renamed into the build cache
-under the key of key.py: a second request is a cache hit that runs no compiler, and a
-failed build leaves nothing under the key. Its output goes to a log file; a failure
-names the log and the first error line.
+The build runs out of tree (configure or `cmake -S TREE -B BUILD` in a build directory
+of its own, `make` or `cmake --build` on every core, through ccache when it is
+installed, its cache kept beside the builds), installs with DESTDIR into a temporary
+directory and is renamed into the build cache under the key of key.py: a second request
+is a cache hit that runs no compiler, and a failed build leaves nothing under the key.
+Its output goes to a log file; a failure names the log and the first error line.
 """
 
 from __future__ import annotations
@@ -21,15 +21,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, mysql, rocksdb
 from dbregress.provision.cache import cache_root, install, make_dirs, read_spec
 from dbregress.provision.local import postgres_version
-from dbregress.provision.source import cmake, key, rocksdb_build, tree
+from dbregress.provision.source import cmake, key, needs, rocksdb_build, tree, worktree
 from dbregress.provision.source.recipes import Patch, Recipe, recipe, select_patches, tree_version
 from dbregress.provision.source.spec import FAMILY, SourceSpec, require_tree
+from dbregress.shapes.source_build import BuildInputs, BuildWhy, TreeInputs
 
 # PostgreSQL's configure options every flavor gets: no ICU and no NLS (fewer build
 # dependencies, neither on a benchmark's path).
@@ -60,8 +61,9 @@ class Plan:
     cxx: str
     commit: str
     subject: str
-    inputs: dict[str, Any]
+    inputs: BuildInputs
     key: str
+    digested: str = ""  # a tree on disk: what its digest read and left out
 
     @property
     def final(self) -> Path:
@@ -99,19 +101,18 @@ def plan(spec: BuildSpec) -> Plan:
     if family != "postgres":
         compilers["cxx"] = key.find_compiler(how.get("cxx", ""), "CXX", "g++")
         cmake_tools(family)
-    commit, subject = "", ""
+    commit, subject, digested = "", "", ""
+    where: TreeInputs
     if src.ref is not None:
         commit, subject = tree.resolve_commit(src.path, src.ref)
         subs = tree.submodules_at(src.path, commit)
-        where: dict[str, Any] = {
-            "commit": commit,
-            "submodules": {s.path: s.commit for s in subs},
-        }
+        where = {"commit": commit, "submodules": {s.path: s.commit for s in subs}}
         subdir = tree.checkout_prefix(src.path)
         if subdir:  # a subdirectory of the checkout: its files only
             where["subdir"] = subdir
     else:
-        where = {"digest": tree.tree_digest(src.path)}
+        found = worktree.digest(src.path)
+        where, digested = {"digest": found.digest}, found.said()
     inputs = key.inputs(
         spec.engine, family, where, src.flavor, how, compilers, fixed_options(family)
     )
@@ -126,6 +127,7 @@ def plan(spec: BuildSpec) -> Plan:
         subject,
         inputs,
         key.cache_key(inputs),
+        digested,
     )
 
 
@@ -171,11 +173,28 @@ def cmake_tools(family: str) -> None:
         )
 
 
-def why(spec: BuildSpec) -> dict[str, Any]:
-    """What `fetch --why` prints: the key, whether it is built, and its inputs."""
+def why(spec: BuildSpec) -> BuildWhy:
+    """What `fetch --why` prints: the key, whether it is built, its inputs, and what
+    the digest of a tree on disk read and left out."""
     p = plan(spec)
     cached = read_spec(p.final) is not None
-    return {"key": p.key, "path": str(p.final), "cached": cached, "inputs": p.inputs}
+    out: BuildWhy = {"key": p.key, "path": str(p.final), "cached": cached, "inputs": p.inputs}
+    if p.digested:
+        out["digested"] = p.digested
+    return out
+
+
+def check_packages(p: Plan, src: Path) -> None:
+    """BuildNotFound naming the packages whose headers the build's compiler does not
+    find (needs.py), before anything is configured; `src` is the tree to build."""
+    if p.family == "rocksdb":
+        needs.check(str(p.spec), "rocksdb", p.cxx, needs.ROCKSDB)
+    elif p.family == "postgres":
+        needs.check(str(p.spec), "postgres", p.cc, needs.POSTGRES)
+    elif cmake.tree_kind(src) == "mariadb":
+        needs.check(str(p.spec), "mariadb", p.cxx, needs.MARIADB)
+    else:
+        needs.check(str(p.spec), "mysql", p.cxx, needs.MYSQL)
 
 
 def fetch(spec: BuildSpec) -> Build:
@@ -192,6 +211,7 @@ def fetch(spec: BuildSpec) -> Build:
         "subject": p.subject,
         "submodules": json.dumps(p.inputs["tree"].get("submodules", {}), sort_keys=True),
         "tree_id": p.commit or "tree-" + str(p.inputs["tree"].get("digest", "")),
+        "digested": p.digested,
         "flavor": p.src.flavor,
         "recipe": json.dumps(p.how, sort_keys=True),
         "compiler": p.inputs["compilers"]["cc"]["version"],
@@ -248,6 +268,7 @@ def _build(p: Plan, tmp: Path) -> dict[str, str]:
         if p.commit:  # what early_checks says of a tree on disk, of the commit's files
             kind_check(p.spec, src, p.family)
         version = tree_version(p.spec.engine, src)
+        check_packages(p, src)
         _compile(p, ccache, src, work, tmp, log)
         staged = tmp / str(final).lstrip("/")
         if staged.is_dir():  # make install with DESTDIR: the prefix's path under tmp
@@ -268,21 +289,30 @@ def _build(p: Plan, tmp: Path) -> dict[str, str]:
     }
 
 
+def writes_into_tree(p: Plan) -> str:
+    """Why the build would write into its source tree ("" when it writes only into its
+    build directory): Percona Server's MyRocks cmake writes
+    storage/rocksdb/rocksdb/util/build_version.cc into the tree."""
+    if p.family == "mysql" and p.how.get("myrocks") and cmake.tree_kind(p.src.path) == "percona":
+        return "Percona Server's MyRocks writes util/build_version.cc into its tree"
+    return ""
+
+
 def _tree(p: Plan, work: Path, log: Path) -> tuple[Path, list[Patch]]:
     """The tree to build and the patches applied to it: the commit's files (and its
-    submodules') exported into `work`, or the user's tree itself, or a copy of it when
-    patches apply."""
+    submodules') exported into `work`, or the user's tree itself, or a copy of its
+    source files (worktree.copy: what its digest read) when patches apply or the build
+    writes into its tree (writes_into_tree): the user's tree, and its digest, stay as
+    they are."""
     src = p.src.path
     if p.commit:
         src = work / "src"
         src.mkdir()
         tree.export(p.src.path, p.commit, src)
     chosen = select_patches(p.spec, p.how, src)
-    if chosen and not p.commit:  # patch a copy: the user's tree stays as it is
+    if not p.commit and (chosen or writes_into_tree(p)):
         src = work / "src"
-        shutil.copytree(
-            p.src.path, src, symlinks=True, ignore=shutil.ignore_patterns(*tree.SKIP_DIRS)
-        )
+        worktree.copy(p.src.path, src)
     for patch in chosen:
         name = Path(patch["file"]).name
         args = ["patch", "-p1", "--batch", "--forward", "-i", patch["file"]]
@@ -314,7 +344,8 @@ def build_environment(work: Path, ccache: str | None) -> dict[str, str]:
 
 
 def _compile(p: Plan, ccache: str | None, src: Path, work: Path, tmp: Path, log: Path) -> None:
-    """The family's steps: configure or cmake, make on every core, install into tmp."""
+    """The family's steps: configure, make on every core and make install (PostgreSQL),
+    or cmake, cmake --build and cmake --install (the cmake families), into tmp."""
     build = work / "build"
     build.mkdir()
     env = build_environment(work, ccache)
@@ -322,18 +353,22 @@ def _compile(p: Plan, ccache: str | None, src: Path, work: Path, tmp: Path, log:
     steps: list[tuple[str, list[str], Path]]
     if p.family == "rocksdb":
         steps = rocksdb_build.build_steps(src, build, tmp, p.how, p.cc, p.cxx, ccache, jobs)
-    else:
-        if p.family == "mysql":
-            first = ("cmake", cmake.cmake_command(src, p.final, p.how, p.cc, p.cxx, ccache, env))
-        else:
-            env["CC"] = f"{ccache} {p.cc}" if ccache else p.cc
-            env["CFLAGS"] = p.how["cflags"]
-            if p.how["ldflags"]:
-                env["LDFLAGS"] = p.how["ldflags"]
-            configure = [str(src / "configure"), f"--prefix={p.final}", *CONFIGURE_FIXED]
-            first = ("configure", [*configure, *p.how.get("configure", [])])
+    elif p.family == "mysql":
+        # cmake builds and installs with the generator it configured (CMAKE_GENERATOR,
+        # if set, may be Ninja): never a hard-coded make
         steps = [
-            (first[0], first[1], build),
+            ("cmake", cmake.cmake_command(src, p.final, p.how, p.cc, p.cxx, ccache, env), build),
+            ("build", ["cmake", "--build", ".", "-j", str(jobs)], build),
+            ("install", ["cmake", "-E", "env", f"DESTDIR={tmp}", "cmake", "--install", "."], build),
+        ]
+    else:
+        env["CC"] = f"{ccache} {p.cc}" if ccache else p.cc
+        env["CFLAGS"] = p.how["cflags"]
+        if p.how["ldflags"]:
+            env["LDFLAGS"] = p.how["ldflags"]
+        configure = [str(src / "configure"), f"--prefix={p.final}", *CONFIGURE_FIXED]
+        steps = [
+            ("configure", [*configure, *p.how.get("configure", [])], build),
             ("make", ["make", f"-j{jobs}"], build),
             ("make install", ["make", "install", f"DESTDIR={tmp}"], build),
         ]

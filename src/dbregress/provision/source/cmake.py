@@ -345,12 +345,15 @@ def cmake_command(
     ccache: str | None,
     env: Mapping[str, str],
 ) -> list[str]:
-    """cmake for a MySQL-family tree: the flavor's build type with its flags as that
-    build type's C and C++ flags (replacing cmake's -O3 or -O2 -g), its linker flags for
-    executables, shared libraries and plugins, ccache as the compiler launcher, the
-    kind's FIXED_OPTIONS, its lto and myrocks switches, WITH_BOOST where the tree needs
-    it (`env` gives $WITH_BOOST), and the flavor's own cmake options last, so that they
-    can override any of these."""
+    """cmake for a MySQL-family tree, run in the build directory: the tree as its source
+    and the current directory as its build directory (-S, -B: a CMakeCache.txt that an
+    in-source build left in the tree is neither read nor rewritten), the flavor's build
+    type with its flags as that build type's C and C++ flags (replacing cmake's -O3 or
+    -O2 -g), its linker flags for executables, shared libraries and plugins, ccache as
+    the compiler launcher, the kind's FIXED_OPTIONS, its lto and myrocks switches,
+    WITH_BOOST where the tree needs it (`env` gives $WITH_BOOST), and the flavor's own
+    cmake options last, so that they can override any of these.
+    """
     kind = tree_kind(tree)
     build_type = str(how.get("build_type", "Release"))
     upper = build_type.upper()
@@ -358,7 +361,10 @@ def cmake_command(
     extra = [str(o) for o in how.get("cmake", [])]
     args = [
         "cmake",
+        "-S",
         str(tree),
+        "-B",
+        ".",
         f"-DCMAKE_BUILD_TYPE={build_type}",
         f"-DCMAKE_INSTALL_PREFIX={prefix}",
         f"-DCMAKE_C_COMPILER={cc}",

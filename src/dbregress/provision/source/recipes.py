@@ -14,7 +14,7 @@ from typing import Literal, NotRequired, TypedDict, cast
 from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import BuildSpec
 from dbregress.provision.maven import sha256
-from dbregress.provision.source.spec import FAMILY
+from dbregress.provision.source.spec import DEFAULT_FLAVOR, FAMILY
 
 
 class Patch(TypedDict):
@@ -181,19 +181,22 @@ def recipe(engine: str, flavor: str) -> Recipe:
 
 def normalized(family: str, r: RawRecipe) -> Recipe:
     """A recipe (a shipped flavor's or a lab's) with its defaults written out, as the
-    build and its cache key read it: -O2, no linker flags, no more options, the cmake
-    families' build type Release; cc, cxx, patches and the switches only when given."""
-    cflags, ldflags = str(r.get("cflags", "-O2")), str(r.get("ldflags", ""))
+    build and its cache key read it. A key left out is the shipped release flavor's
+    (`rel`; `debug` for a Debug build type): its flags (with -DNDEBUG for the cmake
+    families, whose flavor flags replace cmake's own -DNDEBUG), linker flags and
+    options, the cmake families' build type Release; cc, cxx, patches and the switches
+    only when given."""
+    base = _defaults(family, r)
+    cflags = str(r.get("cflags", base.get("cflags", "-O2")))
+    ldflags = str(r.get("ldflags", base.get("ldflags", "")))
     how: Recipe
     if family in ("mysql", "rocksdb"):
-        how = {"cflags": cflags, "ldflags": ldflags, "cmake": [str(o) for o in r.get("cmake", [])]}
-        how["build_type"] = str(r.get("build_type", "Release"))
+        cmake = r.get("cmake", base.get("cmake", []))
+        how = {"cflags": cflags, "ldflags": ldflags, "cmake": [str(o) for o in cmake]}
+        how["build_type"] = str(r.get("build_type", base.get("build_type", "Release")))
     else:
-        how = {
-            "cflags": cflags,
-            "ldflags": ldflags,
-            "configure": [str(o) for o in r.get("configure", [])],
-        }
+        configure = r.get("configure", base.get("configure", []))
+        how = {"cflags": cflags, "ldflags": ldflags, "configure": [str(o) for o in configure]}
     for key in ("cc", "cxx"):
         if key in r:
             how[key] = str(r[key])
@@ -204,6 +207,16 @@ def normalized(family: str, r: RawRecipe) -> Recipe:
     if "myrocks" in r:
         how["myrocks"] = bool(r["myrocks"])
     return how
+
+
+def _defaults(family: str, r: RawRecipe) -> RawRecipe:
+    """The shipped flavor whose values a recipe's missing keys take: the family's
+    `debug` for a Debug build type, else its `rel` ({} for a family without flavors;
+    a shipped flavor that is itself the default gives every key it needs)."""
+    shipped = flavors(family)
+    name = "debug" if str(r.get("build_type", "")).lower() == "debug" else DEFAULT_FLAVOR
+    base = shipped.get(name, {})
+    return {} if base is r or base == r else base
 
 
 def select_patches(spec: BuildSpec, how: Recipe, tree: Path) -> list[Patch]:
