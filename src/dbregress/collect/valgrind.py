@@ -141,3 +141,33 @@ class Callgrind:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         if owner is not None:
             os.chown(self.out_dir, *owner)
+
+
+# What valgrind writes into its log when the program ran an instruction it cannot
+# decode (VEX's "unhandled instruction bytes", then SIGILL).
+_UNHANDLED = "vex amd64->IR: unhandled instruction bytes:"
+_SIGILL = "signal 4 (SIGILL)"
+
+
+def sigill(out: Path) -> str | None:
+    """Why a program run under valgrind with its logs under `out` (valgrind.PID.log)
+    was killed by SIGILL, in one clause: the instruction's first bytes and where it
+    was, saying AVX-512 when it is an EVEX instruction (first byte 0x62); None when no
+    log says SIGILL."""
+    for log in sorted(out.rglob("valgrind.*.log")):
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            continue
+        if _SIGILL not in text:
+            continue
+        lines = text.splitlines()
+        found = next((ln.split(_UNHANDLED, 1)[1].split() for ln in lines if _UNHANDLED in ln), [])
+        where = next(
+            (ln.split("at 0x", 1)[1].partition(": ")[2] for ln in lines if "   at 0x" in ln), ""
+        )
+        kind = "an AVX-512 (EVEX) instruction" if found[:1] == ["0x62"] else "an instruction"
+        detail = f" (bytes {' '.join(found[:4])})" if found else ""
+        at = f" in {where}" if where else ""
+        return f"{kind}{detail}{at} that valgrind {version()} cannot run"
+    return None

@@ -19,6 +19,7 @@ from typing import cast
 
 from dbregress.analysis import state
 from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect import valgrind
 from dbregress.engines import process
 from dbregress.explain import counting
 from dbregress.explain.jobs import Choice, ColumnJob
@@ -56,6 +57,36 @@ class Replay:
     @property
     def name(self) -> str:
         return f"{self.column.label}/c{self.number}"
+
+
+# Builds whose counting replay valgrind killed with SIGILL (an instruction it cannot
+# run: the build's, on this host, every time), by build, with the error said: the
+# column's other replays fail at once with it instead of spending minutes each.
+_SIGILL: dict[str, str] = {}
+
+
+def _known_sigill(build: Build) -> None:
+    """ValgrindError with its line when a replay of `build` already died of SIGILL."""
+    if known := _SIGILL.get(f"{build.spec}@{build.basedir}"):
+        raise valgrind.ValgrindError(known)
+
+
+def _sigill_error(build: Build, out: Path) -> str | None:
+    """The one line a replay killed by SIGILL under valgrind fails with (which build,
+    and why), None when valgrind's logs under `out` say no SIGILL; kept for the build's
+    other replays (_known_sigill)."""
+    if known := _SIGILL.get(f"{build.spec}@{build.basedir}"):
+        return known
+    why = valgrind.sigill(out)
+    if why is None:
+        return None
+    line = (
+        f"{build.spec}: killed by SIGILL under valgrind: the build uses {why}; "
+        "count a build without it (for this CPU minus what valgrind lacks: "
+        "-march=native -mno-avx512f -mno-avxvnni ..., as rocksdb@src:'s rel)"
+    )
+    _SIGILL[f"{build.spec}@{build.basedir}"] = line
+    return line
 
 
 def kill_below(root: Path) -> None:
@@ -117,6 +148,7 @@ def count_replay(
     if replay.steps is not None:
         record["counts_only"] = sorted(replay.steps)
     try:
+        _known_sigill(build)  # the same build already died of SIGILL under valgrind
         found = counting.count(job, lambda line: None)
         steps = {s: counted_step(f, lab, choices[s].plan, column) for s, f in found.items()}
         record["status"] = "ok"
@@ -124,7 +156,8 @@ def count_replay(
     except Exception as e:  # recorded: the other replays still run
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
-        why: ReplayError = {"type": type(e).__name__, "message": str(e)}
+        message = _sigill_error(build, out) or str(e)
+        why: ReplayError = {"type": type(e).__name__, "message": message}
         record["status"] = "failed"
         record["error"] = _noted(e, why)
         record["steps"] = {}
