@@ -9,24 +9,32 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
 import os
+import shutil
 import tomllib
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from dbregress import benchmarks
+from dbregress import benchmarks, configs
 from dbregress.analysis.state import CacheState
-from dbregress.cost import reuse
+from dbregress.cost import planning, reuse
 from dbregress.cost.planning import count_key, same_windows
+from dbregress.engines.base import Sizes
+from dbregress.engines.registry import engine_class
+from dbregress.execution import prepare
 from dbregress.explain.jobs import Choice
 from dbregress.lab.file import Lab, parse_lab
+from dbregress.report import history_moves
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store import counted
-from dbregress.store.counted import CountStore
+from dbregress.store.counted import CountStore, Prune
+from dbregress.store.history import History, reindex
+from tests.unit.test_cost_history_floor import _runs, cell
 
 IDENTITY: MethodIdentity = {
     "dbregress": "v1",
@@ -336,20 +344,43 @@ def test_one_stored_replay_of_another_timed_state_bars_them_all(tmp_path: Path) 
     assert "a" in taker.refused and taker.taken == []
 
 
-def test_an_entry_of_another_shape_is_skipped_not_fatal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("shape", ["no counted state", "steps of lists", "per_op", "window"])
+def test_an_entry_of_another_shape_is_skipped_with_one_line_and_pruned(
+    tmp_path: Path, shape: str
+) -> None:
+    """Issue 51 item 13: `"steps": {"s": []}` raised AttributeError in `rejudged` and
+    crashed every run reading the store; `store prune --unusable` did not remove it."""
     lab = _lab(tmp_path)
     lane = _put(tmp_path, lab)
     key = lane.keys["a"]
     assert key is not None
     (entry,) = lane.store.get(key)
     value = json.loads(entry.path.read_text())
-    del value["record"]["steps"]["readrandom"]["engine_state"]["counted"]
+    step = value["record"]["steps"]["readrandom"]
+    if shape == "no counted state":
+        del step["engine_state"]["counted"]
+    elif shape == "steps of lists":
+        value["record"]["steps"] = {"readrandom": [], "s": []}
+    elif shape == "per_op":
+        step["per_op"] = ["10000"]
+    else:  # a window of another shape, its digest made again
+        value["windows"]["readrandom"]["ops"] = "1000"
+        value["windows_digest"] = counted.digest(value["windows"])
     entry.path.write_text(json.dumps(value))
     lines: list[str] = []
     taker = reuse.Reuse(tmp_path / "results" / "run2", lines.append, recount=False, band=0.01)
     taker.keys["a"] = key
+    choices = {"a": _choices(lab), "b": _choices(lab)}
+    taker.adopt("store", ["a", "b"], choices, 0.1)
     assert taker.take("store", "a", 1, None, _choices(lab)) is None
-    assert any("ignoring" in line and "KeyError" in line for line in lines)
+    said = [line for line in lines if "ignoring" in line]
+    assert said and all("of another shape" in line for line in said)
+    assert all("\n" not in line for line in lines)
+    (found,) = lane.store.survey()
+    assert found.why is not None and "of another shape" in found.why
+    assert Prune(unusable=True).matches(found, now=0.0)
+    lane.store.discard(found.path)
+    assert lane.store.survey() == [] and not lane.store.folder(key).exists()
 
 
 def test_a_resumed_run_counts_at_the_windows_its_first_session_chose(tmp_path: Path) -> None:
@@ -392,3 +423,168 @@ def test_a_refusal_is_said_once(tmp_path: Path) -> None:
     taker.tell()
     said = [line for line in lines if "not taken, counted anew" in line]
     assert len(said) == 1 and said[0].startswith("cost lane: a: ")
+
+
+def test_a_change_to_a_shipped_profiles_content_is_another_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 51 item 8: the key held the config's name, not the configuration the engine
+    starts with, so an upgrade that changes a shipped profile reused the old counts."""
+    lab = _lab(tmp_path)
+    comp = lab.comparisons[0]
+    column = comp.columns[0]
+    before = count_key(lab, comp, column, BUILD, IDENTITY)
+    shipped = tmp_path / "configs"
+    shutil.copytree(configs.CONFIG_ROOT, shipped)
+    monkeypatch.setattr(configs, "CONFIG_ROOT", shipped)
+    assert count_key(lab, comp, column, BUILD, IDENTITY) == before  # the same content
+    conf = shipped / "rocksdb" / f"{column.config}.conf"
+    conf.write_text(conf.read_text().replace("bloom_bits = 10", "bloom_bits = 12"))
+    changed = count_key(lab, comp, column, BUILD, IDENTITY)
+    assert changed is not None and before is not None and changed.name != before.name
+    # a comment is no part of the configuration
+    conf.write_text(conf.read_text().replace("bloom_bits = 12", "bloom_bits = 10") + "# x\n")
+    assert count_key(lab, comp, column, BUILD, IDENTITY) == before
+
+
+def test_the_engines_counting_settings_and_settings_code_are_in_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab = _lab(tmp_path)
+    comp = lab.comparisons[0]
+    column = comp.columns[0]
+    before = count_key(lab, comp, column, BUILD, IDENTITY)
+    engine = engine_class(column.build.engine)
+    monkeypatch.setattr(engine, "COUNTING_SETTINGS", {"max_background_jobs": "1"})
+    quieter = count_key(lab, comp, column, BUILD, IDENTITY)
+    assert quieter is not None and before is not None and quieter.name != before.name
+    monkeypatch.undo()
+    monkeypatch.setattr(planning, "settings_code", lambda engine: "another version")
+    recoded = count_key(lab, comp, column, BUILD, IDENTITY)
+    assert recoded is not None and recoded.name != before.name
+    # an unknown profile renders nothing: never stored
+    other = dataclasses.replace(column, config="nosuchprofile")
+    assert count_key(lab, comp, other, BUILD, IDENTITY) is None
+
+
+def test_a_replay_is_stored_under_the_sizes_it_ran_with(tmp_path: Path) -> None:
+    """Issue 51 item 12: on a fleet the key's engine sizes were the coordinator's while a
+    worker counts with its own memory."""
+    lab = _lab(tmp_path)
+    comp = lab.comparisons[0]
+    here = prepare.engine_sizes(comp)
+    worker = Sizes(cache_mb=here.cache_mb + 512, wal_mb=here.wal_mb, data_mb=here.data_mb + 7)
+
+    def lane_of(run: str) -> reuse.Reuse:
+        lane = reuse.Reuse(tmp_path / "results" / run, print, recount=False, band=0.01)
+        for column in comp.columns:
+            key_for = functools.partial(count_key, lab, comp, column, BUILD, IDENTITY)
+            lane.key_for[column.label] = key_for
+            lane.keys[column.label] = key_for(here)
+        return lane
+
+    coordinator = lane_of("run1")
+    record = _record()
+    record["host"] = "w1"
+    record["engine_sizes"] = {
+        "cache_mb": worker.cache_mb,
+        "wal_mb": worker.wal_mb,
+        "data_mb": worker.data_mb,
+    }
+    coordinator.put("a", "rocksdb@10.2.1", 1, record, _choices(lab))
+    key_here, key_there = coordinator.keys["a"], coordinator.key_for["a"](worker)
+    assert key_here is not None and key_there is not None
+    assert coordinator.store.get(key_here) == []
+    (stored,) = coordinator.store.get(key_there)
+    assert stored.origin["host"] == "w1"
+    # a later run whose replays run at this host's sizes does not take it; at the
+    # worker's, it does
+    assert lane_of("run2").take("store", "a", 1, None, _choices(lab)) is None
+    there = lane_of("run3")
+    there.keys["a"] = key_there
+    assert there.take("store", "a", 1, None, _choices(lab)) is not None
+    # a worker's replay that does not say its sizes is not stored
+    unsized = _record()
+    unsized["host"] = "w2"
+    coordinator.put("b", "rocksdb@10.2.1", 1, unsized, _choices(lab))
+    assert len(coordinator.store.get(key_there)) == 1 and coordinator.store.get(key_here) == []
+
+
+def test_a_reused_build_is_counted_anew_every_n_runs(tmp_path: Path) -> None:
+    """Issue 51 item 9: a reused base froze one draw for every later run."""
+    lab = _lab(tmp_path)
+    _put(tmp_path, lab)  # run1 counts
+    for n in range(2, 5):  # runs 2-4 take it (runs 2-5 with every = 5)
+        lane = _taker(tmp_path, lab, run=f"run{n}")
+        lane.every = 4
+        assert lane.take("store", "a", 1, None, _choices(lab)) is not None
+        assert lane.record([])["recount_every"] == 4
+    lane = _taker(tmp_path, lab, run="run5")
+    lane.every = 4
+    assert lane.take("store", "a", 1, None, _choices(lab)) is None
+    assert "recount_every = 4" in lane.refused["a"] and "last 3 run(s)" in lane.refused["a"]
+    # a resumed run decides as its first session did: its own take is not counted
+    again = _taker(tmp_path, lab, run="run4")
+    again.every = 4
+    assert again.take("store", "a", 1, None, _choices(lab)) is not None
+    # run5 counts anew and stores it: the next runs take again
+    lane.put("a", "rocksdb@10.2.1", 1, _record(), _choices(lab))
+    after = _taker(tmp_path, lab, run="run6")
+    after.every = 4
+    assert after.take("store", "a", 1, None, _choices(lab)) is not None
+    # every = 1 takes nothing
+    always = _taker(tmp_path, lab, run="run7")
+    always.every = 1
+    assert always.take("store", "a", 1, None, _choices(lab)) is None
+
+
+def test_a_new_host_class_counts_anew(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    lane = _put(tmp_path, lab)
+    key = lane.keys["a"]
+    assert key is not None
+    lane.host_class = "class1"
+    lane.put("a", "rocksdb@10.2.1", 2, _record(), _choices(lab))
+    other = _taker(tmp_path, lab)
+    other.host_class = "class2"
+    assert other.take("store", "a", 1, None, _choices(lab)) is None
+    assert "host class (class2)" in other.refused["a"]
+    same = _taker(tmp_path, lab, run="run3")
+    same.host_class = "class1"
+    assert same.take("store", "a", 1, None, _choices(lab)) is not None
+
+
+def test_the_lane_says_how_many_replays_of_each_column_are_fresh(tmp_path: Path) -> None:
+    lab = _lab(tmp_path)
+    _put(tmp_path, lab)
+    lane = _taker(tmp_path, lab)
+    got = lane.take("store", "a", 1, None, _choices(lab))
+    assert got is not None
+    own = [_record("a"), _record("b"), _record("b")]
+    failed = dict(_record("b"), status="failed")
+    used = lane.record([got, *own, cast(ReplayRecord, failed)])
+    assert used.get("fresh") == {"a": 1, "b": 2}
+    assert used.get("taken") == {"a": 1, "b": 0}
+
+
+def test_the_history_floor_leaves_out_the_replays_a_run_took(tmp_path: Path) -> None:
+    """Issue 51 item 9: a reused base was floored by its own replays: the floor pooled
+    the originals of the very replays the verdict pooled."""
+    root = tmp_path / "results"
+    _runs(root, tmp_path, 0.01, "aaaa", 0)  # run-0, run-1, run-2, each base and head r1-r3
+    assert reindex(root) == []
+    name = cell("aaaa").name
+    with History(root) as h:
+        assert h.cost_floors([cell("aaaa")], but="run-3").runs[name] == (
+            "run-0",
+            "run-1",
+            "run-2",
+        )
+        taken = {("run-2", label, n) for label in ("base", "head") for n in (1, 2, 3)}
+        floor = h.cost_floors([cell("aaaa")], but="run-3", taken=taken)
+        assert floor.runs[name] == ("run-0", "run-1")
+    replays = [
+        cast(ReplayRecord, {"reused": {"run": r, "column": c, "replay": n}})
+        for r, c, n in sorted(taken)
+    ]
+    assert history_moves.taken(replays) == taken

@@ -187,7 +187,9 @@ def test_markdown_names_the_replays_taken_and_their_runs(run: Path) -> None:
     ]
     # after the disclosure of what the replays changed, before the verdicts' tables
     assert md.index("The counting replays ran adjusted") < md.index(head)
-    assert "| l.i0 | pr | " in md and "| 3/4 |" in md  # the replays column agrees
+    # the replays column agrees, with how many of each side this run counted
+    assert "| l.i0 | pr | " in md and "| 3/4 (fresh 1/2) |" in md
+    assert "(fresh base/column) of them counted in this run" in md
     summary = markdown.summary_tables(r.data.record, r.ms, r.v, r.lane, r.replays)
     assert head in summary and f"- main: 2 of 3 from {OLD}" in summary
 
@@ -223,6 +225,7 @@ def test_json_carries_the_counts_and_runs_and_fits_the_schema(run: Path) -> None
     assert i0["replays"] == {"base": 3, "column": 4}
     assert i0["reused"] == {"base": 2, "column": 2}
     assert i0["reused_from"] == {"base": [OLD], "column": [OLDER, OLD]}
+    assert i0["fresh"] == {"base": 1, "column": 2}  # counted in this run
     i1 = _cost(verdicts, "pr", "l.i1")
     assert i1["reused"] == {"base": 2, "column": 1}
     assert i1["reused_from"] == {"base": [OLD], "column": [OLD]}

@@ -20,7 +20,16 @@ from tests.unit.test_count_store import IDENTITY
 
 DAY = 86_400.0
 OTHER: MethodIdentity = {**IDENTITY, "valgrind": "valgrind-3.22.0"}
-WINDOW = {"readrandom": {"index": 2, "skip_ops": 30_000, "ops": 1000, "q_per_s": 1e5}}
+WINDOW = {
+    "readrandom": {
+        "index": 2,
+        "skip_ops": 30_000,
+        "ops": 1000,
+        "q_per_s": 1e5,
+        "warm_ops": 0,
+        "until_hit_rate": 0.0,
+    }
+}
 
 
 def _record(build: str, identity: MethodIdentity) -> ReplayRecord:

@@ -26,10 +26,9 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import cast
 
 from dbregress import provision
 from dbregress.benchmarks import insert
@@ -38,8 +37,8 @@ from dbregress.cost import reuse
 from dbregress.cost.planning import (
     LANE_SIZING,
     RETRIES,
-    count_key,
     counted_steps,
+    keys_for,
     same_windows,
     wanted_replays,
     warmed,
@@ -52,7 +51,9 @@ from dbregress.cost.replay import (
     kill_below,
     replay_column,
 )
+from dbregress.engines.base import Sizes
 from dbregress.engines.registry import engine_class
+from dbregress.execution import prepare
 from dbregress.execution.execute import run_work_dir
 from dbregress.explain import count_figures
 from dbregress.explain.explainer import sizing_results, windows
@@ -66,8 +67,9 @@ from dbregress.model.interrupts import hurrying, shielded
 from dbregress.provision import Build
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
+from dbregress.shapes.run import RunJson
 from dbregress.store import replays as replay_store
-from dbregress.store.history import index_into
+from dbregress.store.history import host_fingerprint, index_into
 from dbregress.store.run import read_run
 
 Notify = Callable[[str], None]
@@ -87,7 +89,7 @@ class Lane:
         self._done = 0
         self._planned = 0
         # the store of counting replays (store/counted.py, cost/reuse.py)
-        self.reuse = reuse.Reuse(run, notify, lab.recount, lab.verdict.cost_band)
+        self.reuse = reuse.Reuse(run, notify, lab.recount, lab.verdict.cost_band, lab.recount_every)
 
     # -- planning ---------------------------------------------------------------------
 
@@ -108,7 +110,7 @@ class Lane:
                 self.choices[column.label] = {
                     step: warmed(choice) for step, choice in found.items()
                 }
-            self._adopt(comp, data.record.get("builds") or {})
+            self._adopt(comp, data.record)
         self.reuse.claimed_in(self._finished_all())
         same_windows(self.run, self.choices)
 
@@ -128,11 +130,14 @@ class Lane:
         """The method identity the lane's replays count by (this host's)."""
         return method.identity()
 
-    def _adopt(self, comp: Comparison, builds: Mapping[str, object]) -> None:
-        for column in comp.columns:
-            build = cast(Mapping[str, object] | None, builds.get(column.label))
-            key = count_key(self.lab, comp, column, build, self._count_method())
-            self.reuse.keys[column.label] = key
+    def _counting_host(self, comp: Comparison, own: str | None) -> tuple[Sizes | None, str | None]:
+        """The replays' engine sizes and their host's class: this host's (`own`)."""
+        return prepare.engine_sizes(comp), own
+
+    def _adopt(self, comp: Comparison, record: RunJson) -> None:
+        sizes, self.reuse.host_class = self._counting_host(comp, host_fingerprint(record["host"]))
+        for label, key_for in keys_for(self.lab, comp, record, self._count_method()).items():
+            self.reuse.keyed(label, key_for, sizes)
         labels = [c.label for c in comp.columns if self.choices.get(c.label)]
         self.reuse.adopt(comp.name, labels, self.choices, comp.sizes.warmup())
 
@@ -233,7 +238,7 @@ class Lane:
             self.root.rmdir()
         took_s = round(time.monotonic() - started, 1)
         record = lane_record(self.lab, self.workers, took_s, self.skipped)
-        record["store"] = self.reuse.record()
+        record["store"] = self.reuse.record(self._finished_all())
         # what the replays changed, as the reports disclose it (explain/replay_changes.py),
         # from the columns as the replays ran them (a test hook's settings included)
         record["replay_changes"] = replay_changes(

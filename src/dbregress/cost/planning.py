@@ -9,24 +9,30 @@ running anything.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import cast
 
-from dbregress import benchmarks
+from dbregress import benchmarks, configs
 from dbregress.analysis.cost import needs_more
 from dbregress.analysis.cost_methods import COST_METRICS, value_of
 from dbregress.cost import reuse
 from dbregress.cost.replay import KEPT, replay_column, step_key
+from dbregress.engines.base import Sizes
+from dbregress.engines.registry import engine_class
 from dbregress.execution import prepare
 from dbregress.explain.explainer import Sizing
 from dbregress.explain.jobs import Choice
 from dbregress.lab.file import Column, Comparison, Lab
 from dbregress.method import identity as method
-from dbregress.model.errors import LabError
+from dbregress.model.errors import ConfigRejected, LabError
+from dbregress.shapes.count_store import EngineConfig
 from dbregress.shapes.method import MethodIdentity
 from dbregress.shapes.replay import ReplayRecord
+from dbregress.shapes.run import RunJson
 from dbregress.shapes.spec import EngineSpec
 from dbregress.shapes.step_result import StepResultJson
 from dbregress.store import counted
@@ -120,25 +126,75 @@ def count_key(
     column: Column,
     build: Mapping[str, object] | None,
     identity: MethodIdentity,
+    sizes: Sizes | None = None,
 ) -> CountKey | None:
     """The store's key of a column's replays (store/counted.py); None for a build whose
-    identity does not pin its code. Each step is named by its spec as a counting replay
-    runs it, but for the engine's connection (the seed, clients, warm-up and injected
-    slowdown with it), with its name as the lane counts it (the column's config and
-    settings, a test hook's included) and the engine's sizes on this host (a cache
-    sized from the host's memory)."""
+    identity does not pin its code, or whose configuration cannot be rendered. Each
+    step is named by its spec as a counting replay runs it, but for the engine's
+    connection (the seed, clients, warm-up and injected slowdown with it), with its
+    name as the lane counts it (the column's config and settings, a test hook's
+    included), the engine's sizes the replay runs with (`sizes`: a fleet worker's are
+    its own; None: this host's, a cache sized from its memory) and the configuration
+    the engine starts with in a counting replay (`engine_config`)."""
     build_key = reuse.build_key(build)
     count = method.count_key(identity)
     if build_key is None or count is None:
         return None
     col = replay_column(column)
-    sizes = dataclasses.asdict(prepare.engine_sizes(comp))
+    sized = sizes if sizes is not None else prepare.engine_sizes(comp)
+    config = engine_config(col, sized)
+    if config is None:
+        return None
     steps = []
     for index, plan in enumerate(benchmarks.plans(comp), start=1):
         spec = dict(prepare.spec_for(lab, comp, col, NO_ENGINE, index, plan, prepare.Mode.COUNT))
         spec.pop("engine", None)
-        steps.append(counted.digest({"spec": spec, "name": step_key(plan, col), "sizes": sizes}))
+        named = {"spec": spec, "name": step_key(plan, col), "sizes": dataclasses.asdict(sized)}
+        steps.append(counted.digest({**named, "config": config}))
     return CountKey(build_key, count, tuple(steps), PROFILE)
+
+
+def keys_for(
+    lab: Lab, comp: Comparison, record: RunJson, identity: MethodIdentity
+) -> dict[str, reuse.KeyFor]:
+    """Per column of a comparison, its store key at the sizes a replay runs with, of
+    its build as run.json records it."""
+    builds: Mapping[str, Mapping[str, object]] = record.get("builds") or {}
+    return {
+        c.label: functools.partial(count_key, lab, comp, c, builds.get(c.label), identity)
+        for c in comp.columns
+    }
+
+
+def engine_config(column: Column, sizes: Sizes) -> EngineConfig | None:
+    """The configuration a counting replay of `column` starts its engine with, but for
+    its paths: the column's profile (configs/<family>/<name>.conf) rendered with
+    `sizes`, under the engine's counting settings and the column's own, and the digest
+    of the code that turns them into the engine's configuration (`settings_code`: a
+    version's own lines, RocksDB's option types). None when the profile cannot be
+    rendered (the replay would fail on it, and a failed replay is never stored)."""
+    engine = column.build.engine
+    settings = {**engine_class(engine).COUNTING_SETTINGS, **column.settings}
+    try:
+        rendered = configs.render(configs.family_of(engine), column.config, sizes, settings)
+    except ConfigRejected:
+        return None
+    return {"settings": rendered, "code": settings_code(engine)}
+
+
+@functools.cache
+def settings_code(engine: str) -> str:
+    """The digest of the code that makes an engine's configuration of its settings: the
+    modules of its Engine class and of the classes it derives from, the profiles' own
+    module and the family's (configs/mysql's version lines)."""
+    modules = {c.__module__ for c in engine_class(engine).__mro__ if c.__module__ != "builtins"}
+    files = sorted(
+        f for m in modules if (f := getattr(sys.modules[m], "__file__", None)) is not None
+    )
+    family = configs.CONFIG_ROOT / configs.family_of(engine) / "__init__.py"
+    files += [str(configs.CONFIG_ROOT / "__init__.py")]
+    files += [str(family)] if family.is_file() else []
+    return counted.digest({Path(f).name: Path(f).read_text() for f in files})
 
 
 # The connection of a step spec the store's key is made of: none (paths and sockets)

@@ -21,6 +21,10 @@ and a little differently. So the lane first adopts windows, per comparison:
   the fresh windows are used and nothing stored is taken. The pace matters only to a
   step with paced writers (`paced`).
 
+A column counts anew, taking nothing, when it is `due`: the last recount_every - 1 runs
+took its key's replays since the newest was counted, or none was counted on this host
+class; the store records every take (CountStore.took).
+
 Then, for each replay the lane is missing, it takes a stored one of the column's key at
 the adopted windows that counted every step the missing one would, that no other column
 of this run took and that this run did not count itself. Its counted state is judged
@@ -34,19 +38,28 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, cast
 
 from dbregress.analysis import state
+from dbregress.engines.base import Sizes
 from dbregress.explain.jobs import Choice
 from dbregress.method import identity as method
 from dbregress.model.errors import DbregressError
+from dbregress.shapes.count_store import StoredWindow, StoreOrigin
 from dbregress.shapes.replay import ReplayRecord, StoreUse
 from dbregress.store import counted
 from dbregress.store.counted import CountKey, CountStore, Stored
 
 Notify = Callable[[str], None]
+# A column's key made again for the engine sizes a replay ran with (cost/planning.py
+# count_key): a fleet worker sizes the engine from its own memory.
+KeyFor = Callable[[Sizes], CountKey | None]
+# A build whose replays are taken from the store is counted anew at least once in this
+# many runs (the lab's recount_every), so that a draw of the engine's state is not
+# carried into every later run, and the history floor has independent counts.
+RECOUNT_EVERY = 5
 
 # How far the writers' pace (the base's Q calls per second in the time lane) of a stored
 # window may be from this run's, as a ratio. The pace is the time lane's rate, so a fresh
@@ -77,7 +90,7 @@ def build_key(identity: Mapping[str, object] | None) -> str | None:
     return counted.digest({k: v for k, v in identity.items() if k not in VOLATILE})
 
 
-def window_of(choice: Choice) -> dict[str, Any]:
+def window_of(choice: Choice) -> StoredWindow:
     """A step's window as the store keeps it."""
     return {
         "index": choice.index,
@@ -89,12 +102,12 @@ def window_of(choice: Choice) -> dict[str, Any]:
     }
 
 
-def windows_of(choices: Mapping[str, Choice]) -> dict[str, dict[str, Any]]:
+def windows_of(choices: Mapping[str, Choice]) -> dict[str, StoredWindow]:
     return {s: window_of(c) for s, c in sorted(choices.items())}
 
 
 def incompatible(
-    stored: Mapping[str, Mapping[str, Any]], fresh: Mapping[str, Choice], warmup_s: float
+    stored: Mapping[str, StoredWindow], fresh: Mapping[str, Choice], warmup_s: float
 ) -> str | None:
     """Why windows stored with a replay are not ones the lane could choose now (None:
     they are); `fresh`: the windows it would choose from this run's time lane."""
@@ -133,9 +146,7 @@ def paced(choice: Choice) -> bool:
     return any(section.get(k) for k in PACED)
 
 
-def adopt(
-    fresh: Mapping[str, Choice], windows: Mapping[str, Mapping[str, Any]]
-) -> dict[str, Choice]:
+def adopt(fresh: Mapping[str, Choice], windows: Mapping[str, StoredWindow]) -> dict[str, Choice]:
     """A column's choices at the stored `windows` (its own timed state kept)."""
     out = {}
     for step, c in fresh.items():
@@ -189,18 +200,18 @@ def taken(
 ) -> ReplayRecord:
     """The stored replay as a replay of this run: its number and column here, and
     where it was counted."""
-    out = cast(dict[str, Any], copy.deepcopy(record))
-    for k in ("schema_version", "kind"):
-        out.pop(k, None)
-    out |= {"comparison": comparison, "column": label, "replay": number}
+    out = copy.deepcopy(record)
+    out.pop("schema_version", None)
+    out.pop("kind", None)
+    out["comparison"], out["column"], out["replay"] = comparison, label, number
     out["reused"] = {
         "entry": stored.entry,
-        "run": stored.origin.get("run"),
-        "column": stored.origin.get("column"),
-        "replay": stored.origin.get("replay"),
+        "run": stored.origin["run"],
+        "column": stored.origin["column"],
+        "replay": stored.origin["replay"],
         "stored_at": stored.stored_at,
     }
-    return cast(ReplayRecord, out)
+    return out
 
 
 def covers(stored: Stored, steps: frozenset[str] | None, chosen: set[str]) -> bool:
@@ -210,21 +221,64 @@ def covers(stored: Stored, steps: frozenset[str] | None, chosen: set[str]) -> bo
     return wanted <= stored.counted_steps
 
 
+def due(
+    store: CountStore, key: CountKey, run: str, every: int, host_class: str | None
+) -> str | None:
+    """Why a column of `key` counts anew in run `run` although the store may hold its
+    replays (None: it may take them): the last `every` - 1 other runs took the key's
+    stored replays since its newest was counted (every `every`th run counts anew, so no
+    draw of the engine's state stands for every later run, and the history floor gets
+    counts of its own), or none of them was counted on this run's host class
+    (`host_class`, None: not known, not asked)."""
+    stored = store.get(key)
+    if not stored:
+        return None
+    if host_class is not None and all(s.origin.get("host_class") != host_class for s in stored):
+        return f"none of its stored replays was counted on this host class ({host_class})"
+    newest = max(s.stored_at for s in stored)
+    since = {t["run"] for t in store.takes(key) if t["run"] != run and t["taken_at"] > newest}
+    if len(since) >= every - 1:
+        return (
+            f"recount_every = {every}: the last {len(since)} run(s) took its stored "
+            "replays since they were counted"
+        )
+    return None
+
+
 class Reuse:
     """A cost lane's use of the count store: the key of each column's replays, the
     windows adopted per comparison, the stored replays taken, and what it counted put
-    back. Nothing is taken under `recount`; everything counted is put."""
+    back. Nothing is taken under `recount`, nor by a column that is `due` to count
+    anew; everything counted is put, keyed by the sizes it ran with (`key_for`)."""
 
-    def __init__(self, run: Path, notify: Notify, recount: bool, band: float) -> None:
+    def __init__(
+        self,
+        run: Path,
+        notify: Notify,
+        recount: bool,
+        band: float,
+        every: int = RECOUNT_EVERY,
+        host_class: str | None = None,
+    ) -> None:
         self.run, self.notify, self.recount, self.band = run, notify, recount, band
+        self.every, self.host_class = every, host_class
         self.store = CountStore(counted.root_for(run), notify)
-        self.keys: dict[str, CountKey | None] = {}  # label -> its replays' key
+        self.keys: dict[str, CountKey | None] = {}  # label -> the key its replays take
+        self.key_for: dict[str, KeyFor] = {}  # label -> its key at a replay's sizes
+        self.took: dict[str, list[str]] = {}  # label -> the entries it took this session
         self.claimed: set[str] = set()  # stored entries this run took
         self.adopted: dict[str, int] = {}  # comparison -> stored replays at its windows
         self.refused: dict[str, str] = {}  # comparison or label -> why nothing was taken
         self.barred: set[str] = set()  # columns that take nothing (`_usable`)
         self.told: set[str] = set()  # refusals said on stderr
         self.taken: list[tuple[str, str]] = []  # (label, run) taken, not yet told
+
+    def keyed(self, label: str, key_for: KeyFor, sizes: Sizes | None) -> None:
+        """A column's key at the sizes a replay ran with (`key_for`), and the key its
+        stored replays are taken by: at `sizes`, those its replays will run with
+        (None: not known here, a fleet's workers of unlike memory; none is taken)."""
+        self.key_for[label] = key_for
+        self.keys[label] = key_for(sizes) if sizes is not None else None
 
     def claimed_in(self, records: list[ReplayRecord]) -> None:
         """The entries a resumed run took before."""
@@ -242,7 +296,7 @@ class Reuse:
         text); unchanged when none can be."""
         if self.recount or not labels:
             return
-        groups: dict[str, tuple[dict[str, dict[str, Any]], int, float]] = {}
+        groups: dict[str, tuple[dict[str, StoredWindow], int, float]] = {}
         seen: set[str] = set()  # columns of one build share their entries
         for label in labels:
             key = self.keys.get(label)
@@ -288,6 +342,7 @@ class Reuse:
             if stored.entry in self.claimed or not covers(stored, steps, set(choices)):
                 continue
             self.claimed.add(stored.entry)
+            self._took(label, stored.entry)
             if steps is not None:
                 record["steps"] = {s: f for s, f in record["steps"].items() if s in steps}
                 record["counts_only"] = sorted(steps)
@@ -306,6 +361,11 @@ class Reuse:
         key = self.keys.get(label)
         if key is None:
             return None
+        why = due(self.store, key, self.run.name, self.every, self.host_class)
+        if why is not None:
+            self.refused[label] = why
+            self.barred.add(label)
+            return None
         windows = counted.digest(windows_of(choices))
         out = []
         for stored in self.store.get(key):
@@ -315,7 +375,7 @@ class Reuse:
                 continue
             try:
                 record, why = rejudged(stored.record, choices, self.band)
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 self.notify(f"count store: ignoring {stored.path}: {type(e).__name__}: {e}")
                 continue
             if why is not None:
@@ -333,24 +393,56 @@ class Reuse:
         record: ReplayRecord,
         choices: dict[str, Choice] | None,
     ) -> None:
-        """A replay this run counted, into the store, keyed by the method it was
-        counted by (told, never raised, when it cannot be written: the run has it)."""
-        key = self.keys.get(label)
+        """A replay this run counted, into the store, keyed as it was counted: by the
+        method, the build and the engine sizes of the host that counted it (told, never
+        raised, when it cannot be written: the run has it)."""
+        key = self._as_counted(label, record)
         identity = record.get("method_identity")
         count = method.count_key(identity) if identity is not None else None
-        if key is not None and "build_identity" in record:  # as the counting host had it
-            build_key_there = build_key(record["build_identity"])
-            key = dataclasses.replace(key, build=build_key_there) if build_key_there else None
         if key is None or not choices or count is None or "reused" in record:
             return
-        origin = {"run": self.run.name, "column": label, "replay": number}
-        origin["host"] = record.get("host")
+        origin: StoreOrigin = {
+            "run": self.run.name,
+            "column": label,
+            "replay": number,
+            "stored_at": time.time(),
+            "host": record.get("host"),
+            "host_class": self.host_class,
+        }
         try:
             self.store.put(
                 dataclasses.replace(key, count=count), build, windows_of(choices), record, origin
             )
         except DbregressError as e:
             self.notify(f"count store: replay {label}/c{number} not stored: {e}")
+
+    def _as_counted(self, label: str, record: ReplayRecord) -> CountKey | None:
+        """The key of a replay as it was counted: at the engine sizes it ran with (a
+        fleet worker's, from its own memory), of the build as the counting host had
+        it; None when they are not known here (a worker's replay that does not say its
+        sizes is not stored)."""
+        sizes, key_for = record.get("engine_sizes"), self.key_for.get(label)
+        if sizes is not None and key_for is not None:
+            key = key_for(Sizes(sizes["cache_mb"], sizes["wal_mb"], sizes["data_mb"]))
+        elif "host" in record:
+            return None
+        else:
+            key = self.keys.get(label)
+        if key is not None and "build_identity" in record:  # as the counting host had it
+            build_key_there = build_key(record["build_identity"])
+            key = dataclasses.replace(key, build=build_key_there) if build_key_there else None
+        return key
+
+    def _took(self, label: str, entry: str) -> None:
+        """Record in the store that this run's column took `entry` (`due` counts it)."""
+        key = self.keys.get(label)
+        if key is None:
+            return
+        self.took.setdefault(label, []).append(entry)
+        try:
+            self.store.took(key, self.run.name, label, self.took[label])
+        except DbregressError as e:
+            self.notify(f"count store: the take of {entry} by {label} not recorded: {e}")
 
     def tell(self) -> None:
         """One line per column whose replays were taken since the last time, and one
@@ -369,11 +461,17 @@ class Reuse:
             )
         self.taken = []
 
-    def record(self) -> StoreUse:
-        """cost/lane.json `store`."""
+    def record(self, replays: list[ReplayRecord]) -> StoreUse:
+        """cost/lane.json `store`, with how many of each column's ok `replays` were
+        counted in this run (`fresh`) and how many taken from the store."""
+        ok = [r for r in replays if r.get("status") == "ok"]
+        labels = sorted({r["column"] for r in ok})
         return {
             "path": str(self.store.root),
             "recount": self.recount,
             "adopted": dict(self.adopted),
             "refused": dict(self.refused),
+            "fresh": {c: sum(r["column"] == c and "reused" not in r for r in ok) for c in labels},
+            "taken": {c: sum(r["column"] == c and "reused" in r for r in ok) for c in labels},
+            "recount_every": self.every,
         }

@@ -264,6 +264,8 @@ def fingerprint(name: str, group: str | None, results_root: Path | None) -> Fing
         "libc": ident["libc"],
         "cpu_features": ident["cpu_features"],
         "calibration": None,
+        # exact: the worker sizes a counting replay's engine from it (the count store's key)
+        "mem_total_bytes": mem if isinstance(mem, int) else None,
     }
     cal = load_calibration(results_root, str(facts["hostname"])) if results_root else None
     if cal is not None:

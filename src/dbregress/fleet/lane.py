@@ -15,27 +15,33 @@ history.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import threading
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
+from dbregress import benchmarks
 from dbregress.collect import valgrind
 from dbregress.cost.lane import Lane
 from dbregress.cost.replay import Replay, count_replay, kill_below
+from dbregress.engines.base import Sizes
+from dbregress.execution import prepare
 from dbregress.explain.jobs import Choice
 from dbregress.fleet.ship import inside
-from dbregress.lab.file import Column, Lab, load_lab
+from dbregress.lab.file import Column, Comparison, Lab, load_lab
 from dbregress.method import identity as method
 from dbregress.model import interrupts
 from dbregress.model.errors import Interrupted, LabError
 from dbregress.shapes.fleet import ReplayOutcome
 from dbregress.shapes.host import CountIdentity, Fingerprint
 from dbregress.shapes.method import MethodIdentity
+from dbregress.shapes.replay import EngineSizes
 from dbregress.store import replays as replay_store
 from dbregress.store.files import write_atomic
+from dbregress.store.history_rows import fingerprint_of
 
 CPUS = "cpus"  # a worker has as many as its host has CPUs; a replay takes one
 
@@ -100,6 +106,21 @@ class FleetLane(Lane):
             "counting_profile": method.COUNTING_PROFILE,
             "cpu_features": self.identity.get("cpu_features"),
         }
+
+    def _counting_host(self, comp: Comparison, own: str | None) -> tuple[Sizes | None, str | None]:
+        """The engine sizes the counting workers size the comparison's engines with
+        (each from its own memory), and their host class; each None where they differ
+        or a worker does not say it: the store's replays are then not taken (the sizes
+        a replay will run with are not known), and each counted one is stored at its
+        own sizes."""
+        memory = {h.get("mem_total_bytes") for h in self.hosts.values()}
+        mem = next(iter(memory)) if len(memory) == 1 else None
+        classes = {
+            fingerprint_of({k: h.get(k) for k in ("machine", "cpu_model", "cpu_count", "mem_gib")})
+            for h in self.hosts.values()
+        }
+        sizes = benchmarks.engine_sizes(comp, mem) if isinstance(mem, int) else None
+        return sizes, next(iter(classes)) if len(classes) == 1 else None
 
     def _require(self) -> None:
         if not self.hosts:  # count_identity refuses this before; a lane never runs without
@@ -207,6 +228,8 @@ def count_on_worker(payload: ReplayRequest) -> ReplayOutcome | None:
         if record is None:
             return None
         record["host"] = me["name"]
+        # the sizes it ran with, from this worker's memory: the count store keys by them
+        record["engine_sizes"] = cast(EngineSizes, dataclasses.asdict(prepare.engine_sizes(comp)))
         rel_root = Path(replay_store.COST_DIR) / column.label / f"r{replay.number}"
         files = {
             str(rel_root / f.relative_to(out)): f.read_bytes()

@@ -187,6 +187,9 @@ class Lab:
     # count every replay anew: take none from the store of counting replays (each
     # counted replay still goes into it; docs/count-store.md)
     recount: bool = False
+    # a build whose replays were taken from the store counts anew at least once in this
+    # many runs (docs/count-store.md, "Counted anew every N runs")
+    recount_every: int = 5
 
     def counts(self) -> bool:
         """Whether this lab's runs have a cost lane."""
@@ -290,6 +293,7 @@ def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
         verdict=_verdict(top),
         count=top.get("count", bool, None),
         recount=top.get("recount", bool, False),
+        recount_every=top.number("recount_every", 5, low=1, high=1000, integer=True),
         count_replays=top.number("count_replays", 3, low=2, high=MAX_COUNT_REPLAYS, integer=True),
     )
     lab = _count_rules(top, lab)

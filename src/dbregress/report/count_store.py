@@ -62,6 +62,7 @@ class ReusedRuns(TypedDict):
 class CostVerdictJson(shapes.CostVerdict):
     reused: NotRequired[ReusedCounts]
     reused_from: NotRequired[ReusedRuns]
+    fresh: NotRequired[ReusedCounts]  # of the replays used, how many this run counted
 
 
 class CostLaneNoteJson(shapes.CostLaneNote):
@@ -83,6 +84,11 @@ class Side:
         taken = [r["reused"] for r in found.values() if "reused" in r]
         runs = sorted({t.get("run") or UNKNOWN_RUN for t in taken})
         return Side(len(found), len(taken), tuple(runs))
+
+    @property
+    def fresh(self) -> int:
+        """How many of them this run counted itself."""
+        return self.used - self.reused
 
     def text(self) -> str:
         return f"{self.reused} of {self.used}"
@@ -173,15 +179,20 @@ class StoreReport:
         store = self.store
         if store is None:
             return None
-        return {
+        out: StoreUse = {
             "path": str(store.get("path", "")),
             "recount": bool(store.get("recount")),
             "adopted": dict(store.get("adopted") or {}),
             "refused": dict(store.get("refused") or {}),
         }
+        if "fresh" in store and "taken" in store:  # lanes recorded before lack them
+            out["fresh"], out["taken"] = dict(store["fresh"]), dict(store["taken"])
+        if "recount_every" in store:
+            out["recount_every"] = store["recount_every"]
+        return out
 
-    def step_json(self, key: Key) -> tuple[ReusedCounts, ReusedRuns] | None:
-        """A verdict's `reused` and `reused_from` in verdicts.json."""
+    def step_json(self, key: Key) -> tuple[ReusedCounts, ReusedRuns, ReusedCounts] | None:
+        """A verdict's `reused`, `reused_from` and `fresh` in verdicts.json."""
         sides = self.sides(key)
         if sides is None:
             return None
@@ -189,7 +200,17 @@ class StoreReport:
         return (
             {"base": base.reused, "column": column.reused},
             {"base": list(base.runs), "column": list(column.runs)},
+            {"base": base.fresh, "column": column.fresh},
         )
+
+    def fresh_text(self, key: Key) -> str:
+        """The report's replays column's note where a verdict pooled replays taken from
+        the store: how many of each side's this run counted (` (fresh 0/3)`: none of
+        the base's, all three of the column's); "" where it counted every one."""
+        sides = self.sides(key)
+        if sides is None or not (sides[0].reused or sides[1].reused):
+            return ""
+        return f" (fresh {sides[0].fresh}/{sides[1].fresh})"
 
     def csv_cells(self, key: Key | None) -> list[str]:
         """A CSV row's cost_reused_base, cost_reused_column and cost_reused_from."""

@@ -249,6 +249,17 @@ def floor_cells(record: RunJson, replays: list[ReplayRecord]) -> list[FloorCell]
     return list(dict.fromkeys(cells))
 
 
+def taken(replays: list[ReplayRecord]) -> set[tuple[str, str, int]]:
+    """The replays a run took from the count store, where they were counted (run,
+    column, number): its verdicts pool them, so its history floor leaves them out."""
+    out = set()
+    for r in replays:
+        where = r.get("reused")
+        if where is not None and where["run"] and where["column"] and where["replay"]:
+            out.add((where["run"], where["column"], where["replay"]))
+    return out
+
+
 def history_floor(
     run_dir: Path,
     record: RunJson,
@@ -267,7 +278,7 @@ def history_floor(
     run_id = str(record.get("run_id") or run_dir.name)
     try:
         with History(root) as h:
-            return h.cost_floors(floor_cells(record, replays), but=run_id)
+            return h.cost_floors(floor_cells(record, replays), but=run_id, taken=taken(replays))
     except StoreError as e:
         notify(f"the cost verdicts' history floor was not read: {e}")
         return Floors(note=f"not read: {e}")

@@ -158,7 +158,7 @@ def _cost(
     }
     reused = stored.step_json(key) if stored is not None else None
     if reused is not None:
-        out["reused"], out["reused_from"] = reused
+        out["reused"], out["reused_from"], out["fresh"] = reused
     return out
 
 

@@ -311,7 +311,7 @@ def render(
             _title(m),
             throughput(m),
             vt.relative_qps(m, v),
-            vt.both_lanes(m, v),
+            vt.both_lanes(m, v, stored),
             _counting(record, m, v, lane),
             _counted_before(m, stored),
             changes.markdown(m, v),
@@ -362,7 +362,7 @@ def summary_tables(
     parts: list[list[str]] = [[vt.lanes_line(record, v), ""]]
     stored = count_store.summarize(record, v, lane, replays)
     for m in ms:
-        parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v)]
+        parts += [_title(m), throughput(m), vt.relative_qps(m, v), vt.both_lanes(m, v, stored)]
         parts += [_counting(record, m, v, lane), _counted_before(m, stored)]
         parts += [groups(m), sla(m)]
         parts += [cpu_per_op(m)]

@@ -13,6 +13,7 @@ from dbregress.analysis.cost_methods import COST_METRICS
 from dbregress.analysis.summary import Matrix
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.collect.hostprobe import describe
+from dbregress.report.count_store import StoreReport
 from dbregress.shapes.calibration import Calibration
 from dbregress.shapes.run import RunJson
 from dbregress.shapes.step_result import StepResultJson
@@ -283,14 +284,17 @@ def lane_pairs(m: Matrix, v: RunVerdicts) -> list[LanePair]:
     ]
 
 
-def both_lanes(m: Matrix, v: RunVerdicts) -> list[str]:
+def both_lanes(m: Matrix, v: RunVerdicts, stored: StoreReport | None = None) -> list[str]:
     """Per step and column, the time verdict beside the cost verdict, and a reading
-    where they differ."""
+    where they differ; where a verdict pooled replays taken from the count store
+    (`stored`), how many of each side's this run counted."""
     if v.cost is None or len(m.labels) < 2:
         return []
     rows = []
     for s, lb, time, cost, instr in lane_pairs(m, v):
         replays = f"{cost.replays[0]}/{cost.replays[1]}" if cost is not None else "-"
+        if cost is not None and stored is not None:
+            replays += stored.fresh_text((m.comparison, lb, s))
         row = [ratio_text(time), cost_text(cost), cost_text(instr), replays, reading(time, cost)]
         rows.append([s, lb, *row])
     p = v.policy
@@ -311,7 +315,14 @@ def both_lanes(m: Matrix, v: RunVerdicts) -> list[str]:
         "Time: relative QPS over repeats (higher is faster). Cost: estimated cycles per "
         "operation, column over base, from counting replays under valgrind (higher is more "
         f"work; (-) slower means more work); `same` within ±{p.cost_band:.0%}; replays: "
-        "base/column counting replays used (docs/verdicts.md).",
+        "base/column counting replays used"
+        + (
+            ", (fresh base/column) of them counted in this run where some were taken "
+            "from the count store"
+            if any("(fresh" in r[5] for r in rows)
+            else ""
+        )
+        + " (docs/verdicts.md).",
         "",
         *table(header, rows),
     ]

@@ -65,6 +65,7 @@ class WorkerFacts(CountingHost):
     governor: str | None
     virt: str
     calibration: CalibrationBrief | None
+    mem_total_bytes: NotRequired[int | None]  # absent from workers before it was said
 
 
 class Fingerprint(WorkerFacts):

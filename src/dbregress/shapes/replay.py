@@ -65,7 +65,18 @@ class ReplayRecord(TypedDict):
     steps: dict[str, ReplayStep]
     took_s: float
     host: NotRequired[str]  # the fleet worker that counted it
+    # the engine sizes it ran with (engines/base.py Sizes: a fleet worker's from its own
+    # memory); the count store keys the replay by them (absent: the run's host's)
+    engine_sizes: NotRequired[EngineSizes]
     reused: NotRequired[ReusedFrom]  # taken from the count store: where it was counted
+
+
+class EngineSizes(TypedDict):
+    """engines/base.py Sizes as a record holds them."""
+
+    cache_mb: int
+    wal_mb: int
+    data_mb: int
 
 
 class ReusedFrom(TypedDict):
@@ -85,6 +96,11 @@ class StoreUse(TypedDict):
     recount: bool  # the lab or --recount said to take nothing from it
     adopted: dict[str, int]  # comparison -> stored replays at the windows it adopted
     refused: dict[str, str]  # comparison or column -> why stored replays were not taken
+    # column -> its ok replays counted in this run (fresh) and taken from the store;
+    # absent in lanes recorded before they were kept
+    fresh: NotRequired[dict[str, int]]
+    taken: NotRequired[dict[str, int]]
+    recount_every: NotRequired[int]  # the lab's: a reused build counts anew this often
 
 
 class CyclesModel(TypedDict):

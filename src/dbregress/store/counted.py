@@ -9,7 +9,10 @@ What a replay's counts depend on (its key, `CountKey`):
   does not pin its code has no key and is never stored;
 - the steps as the replay runs them: the step key (method.step_key: the workload with
   its sizes and pace, the column's config and settings, a test hook's included) of every
-  step of its comparison, in order;
+  step of its comparison, in order, with the engine's sizes the replay ran with (a
+  fleet worker's own) and the configuration the engine started with (the profile's
+  content rendered, the counting settings, the code that writes it: cost/planning.py
+  count_key);
 - the counting method: method.count_key (loadgen binary, valgrind, libc, simulated
   caches, cost model, counting profile, the CPU features valgrind presents; not the
   dbregress version);
@@ -21,9 +24,11 @@ every replay of a column it takes was counted at the same ones.
 
 Layout: ROOT/<key[:2]>/<key>/<run>.<column>.r<N>.json, one file per replay, written
 atomically under a name no other replay has, so concurrent runs and a fleet's
-coordinator need no lock. An entry that cannot be read, is of another schema, whose key
-does not match its folder or whose windows do not match their digest is ignored with
-one line and never used. `dbregress store` (cli/store.py, docs/count-store.md) lists,
+coordinator need no lock; ROOT/<key[:2]>/<key>/taken/<run>.<column>.json, a run's
+column that took the key's replays (`took`: the rule that recounts a reused build every
+N runs reads them). An entry that cannot be read, is of another schema or shape, whose
+key does not match its folder or whose windows do not match their digest is ignored
+with one line and never used. `dbregress store` (cli/store.py, docs/count-store.md) lists,
 sizes and prunes the store: `survey` sees every file, usable or not, and `Prune` says
 which ones go.
 """
@@ -37,14 +42,29 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Final, cast
 
 from dbregress.model.errors import StoreError
+from dbregress.shapes.count_store import (
+    CountKeyParts,
+    StoredEntry,
+    StoredWindow,
+    StoreOrigin,
+    StoreTake,
+)
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store.files import write_json
 
 SCHEMA_VERSION = 1
-KIND = "stored-replay"
+KIND: Final = "stored-replay"
+# A key's folder of takes (shapes/count_store.py StoreTake): which runs took its
+# replays instead of counting, read by the rule that recounts a reused build every N
+# runs (cost/reuse.py).
+TAKEN = "taken"
+TAKE_KIND: Final = "store-take"
+# A stored window's fields and their types.
+WINDOW_INTS = ("index", "skip_ops", "ops", "warm_ops")
+WINDOW_FLOATS = ("q_per_s", "until_hit_rate")
 # Where the store is: this environment variable, else FOLDER in the results folder.
 ENV = "DBREGRESS_COUNT_STORE"
 FOLDER = "count-store"
@@ -70,7 +90,7 @@ class CountKey:
     steps: tuple[str, ...]  # method.step_key of each step the replay runs, in order
     profile: str  # cost/reuse.py PROFILE's digest
 
-    def parts(self) -> dict[str, Any]:
+    def parts(self) -> CountKeyParts:
         return {
             "build": self.build,
             "count": self.count,
@@ -88,11 +108,11 @@ class Stored:
     """One stored replay."""
 
     path: Path
-    key: dict[str, Any]  # CountKey.parts()
+    key: CountKeyParts  # CountKey.parts()
     build: str  # as the lab named it (rocksdb@7.10.2), for people
-    windows: dict[str, dict[str, Any]]  # step -> its window as counted
+    windows: dict[str, StoredWindow]  # step -> its window as counted
     record: ReplayRecord
-    origin: dict[str, Any]  # run, column, replay, stored_at, host
+    origin: StoreOrigin
 
     @property
     def entry(self) -> str:
@@ -101,7 +121,7 @@ class Stored:
 
     @property
     def stored_at(self) -> float:
-        return float(self.origin.get("stored_at") or 0.0)
+        return float(self.origin["stored_at"])
 
     @property
     def counted_steps(self) -> set[str]:
@@ -149,21 +169,21 @@ class CountStore:
         self,
         key: CountKey,
         build: str,
-        windows: Mapping[str, Mapping[str, Any]],
+        windows: Mapping[str, StoredWindow],
         record: ReplayRecord,
-        origin: Mapping[str, Any],
+        origin: StoreOrigin,
     ) -> Path | None:
         """Store an ok replay (a failed one has no counts to give); its path."""
         if record.get("status") != "ok" or not record.get("steps"):
             return None
-        entry = {
+        entry: StoredEntry = {
             "schema_version": SCHEMA_VERSION,
             "kind": KIND,
             "key": key.parts(),
             "build": build,
-            "windows": {s: dict(w) for s, w in windows.items()},
-            "windows_digest": digest({s: dict(w) for s, w in windows.items()}),
-            "origin": {**origin, "stored_at": origin.get("stored_at") or time.time()},
+            "windows": dict(windows),
+            "windows_digest": digest(dict(windows)),
+            "origin": origin,
             "record": record,
         }
         name = f"{origin['run']}.{origin['column']}.r{origin['replay']}.json"
@@ -218,13 +238,49 @@ class CountStore:
         self.discard(stored.path)
 
     def discard(self, path: Path) -> None:
-        """Remove an entry's file, usable or not, and its folders once they are empty."""
+        """Remove an entry's file, usable or not, and its folders once they are empty
+        (a key's takes go with its last entry: they count takes of its replays)."""
         path.unlink(missing_ok=True)
-        for folder in (path.parent, path.parent.parent):
+        if not any(path.parent.glob("*.json")):
+            for take in path.parent.glob(f"{TAKEN}/*.json"):
+                take.unlink(missing_ok=True)
+        for folder in (path.parent / TAKEN, path.parent, path.parent.parent):
             try:
                 folder.rmdir()
             except OSError:
-                break
+                if folder.name != TAKEN:
+                    break
+
+    def took(self, key: CountKey, run: str, column: str, entries: list[str]) -> None:
+        """Record that `run`'s `column` took the key's stored replays `entries` instead
+        of counting (rewritten as it takes more: one file a run and column)."""
+        take: StoreTake = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": TAKE_KIND,
+            "run": run,
+            "column": column,
+            "entries": sorted(entries),
+            "taken_at": time.time(),
+        }
+        write_json(self.folder(key) / TAKEN / f"{run}.{column}.json".replace("/", "_"), take)
+
+    def takes(self, key: CountKey) -> list[StoreTake]:
+        """The takes of the key's stored replays (`took`); one that cannot be read is
+        left out with one line."""
+        out = []
+        for path in sorted(self.folder(key).glob(f"{TAKEN}/*.json")):
+            try:
+                value = json.loads(path.read_text())
+                if not isinstance(value, dict) or value.get("kind") != TAKE_KIND:
+                    raise ValueError("not a take of stored replays")
+                take = cast(StoreTake, value)
+                if not isinstance(take["run"], str) or not _number(take["taken_at"]):
+                    raise ValueError("no run or time")
+            except (OSError, UnicodeDecodeError, ValueError, KeyError) as e:
+                self.notify(f"count store: ignoring {path}: {type(e).__name__}: {e}")
+                continue
+            out.append(take)
+        return out
 
 
 @dataclass(frozen=True)
@@ -339,21 +395,62 @@ def _parse(path: Path) -> Stored:
         raise StoreError("its windows do not match their digest")
     if record.get("status") != "ok" or not steps:
         raise StoreError("not an ok replay with counts")
-    return Stored(path, key, build, windows, cast(ReplayRecord, record), origin)
+    why = _shape_problem(windows, steps, origin)
+    if why is not None:
+        raise StoreError(f"of another shape ({why})")
+    return Stored(
+        path,
+        cast(CountKeyParts, key),
+        build,
+        cast(dict[str, StoredWindow], windows),
+        cast(ReplayRecord, record),
+        cast(StoreOrigin, origin),
+    )
 
 
-def _loose(path: Path) -> dict[str, Any]:
+def _shape_problem(
+    windows: Mapping[str, Mapping[str, object]],
+    steps: Mapping[str, object],
+    origin: Mapping[str, object],
+) -> str | None:
+    """What in an entry is not of the shape the cost lane reads (None: nothing): its
+    windows' numbers, each counted step's figures, its engine state, its origin's time."""
+    for step, window in windows.items():
+        for name in (*WINDOW_INTS, *WINDOW_FLOATS):
+            number = window.get(name)
+            if not _number(number) or (name in WINDOW_INTS and not isinstance(number, int)):
+                return f"window of {step}: {name} is {number!r}, not a number"
+    for step, figures in steps.items():
+        if not isinstance(figures, dict):
+            return f"step {step}: {type(figures).__name__}, not an object"
+        per_op = figures.get("per_op")
+        if not isinstance(per_op, dict) or not all(map(_number, per_op.values())):
+            return f"step {step}: per_op is not an object of numbers"
+        st = figures.get("engine_state")
+        counted = st.get("counted") if isinstance(st, dict) else None
+        if st is not None and not (isinstance(counted, dict) and _number(counted.get("ops"))):
+            return f"step {step}: engine_state has no counted state"
+    if not _number(origin.get("stored_at")):
+        return "origin has no stored_at"
+    return None
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _loose(path: Path) -> Mapping[str, object]:
     """What an unusable file still holds, as a JSON object ({} when it holds none)."""
     try:
         value = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
-    return value if isinstance(value, dict) else {}
+    return cast(Mapping[str, object], value) if isinstance(value, dict) else {}
 
 
-def _part(value: dict[str, Any], name: str) -> dict[str, Any]:
+def _part(value: Mapping[str, object], name: str) -> Mapping[str, object]:
     part = value.get(name)
-    return part if isinstance(part, dict) else {}
+    return cast(Mapping[str, object], part) if isinstance(part, dict) else {}
 
 
 def _text(value: object) -> str | None:

@@ -50,7 +50,7 @@ from dbregress.store.history_db import (
     TIME_METRICS,
     history_path,
 )
-from dbregress.store.history_floor import LAST_RUNS, FloorCell, cost_floors
+from dbregress.store.history_floor import LAST_RUNS, Counted, FloorCell, cost_floors
 from dbregress.store.history_index import Index, Indexed
 from dbregress.store.history_rows import (
     FINGERPRINT_FACTS,
@@ -243,12 +243,19 @@ class History(Index):
                 )
         return out
 
-    def cost_floors(self, cells: Iterable[FloorCell], but: str, last: int = LAST_RUNS) -> Floors:
+    def cost_floors(
+        self,
+        cells: Iterable[FloorCell],
+        but: str,
+        last: int = LAST_RUNS,
+        taken: Iterable[Counted] = (),
+    ) -> Floors:
         """The cost verdict's history floor of a run's steps (store/history_floor.py):
         each cell's spread over the latest `last` runs but `but` that counted its build
-        and step by its counting method and scope, whatever their lab."""
+        and step by its counting method and scope, whatever their lab, without the
+        replays `but` took from the count store (`taken`: its verdicts pool them)."""
         with self._reading():
-            return cost_floors(self._db, cells, but, last)
+            return cost_floors(self._db, cells, but, last, frozenset(taken))
 
     def series(
         self,
