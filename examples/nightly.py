@@ -405,7 +405,7 @@ def _wait(proc: subprocess.Popen[str]) -> int:
 
 
 def run_night(night: Night) -> int:
-    """Steps 2 to 7 of docs/nightly.md; the recipe's exit status."""
+    """Steps 2 to 8 of docs/nightly.md; the recipe's exit status."""
     args, rec = night.args, night.record
     state = load_state(night.state_path)
     good = state["last_good"].get(args.name)

@@ -276,6 +276,19 @@ def test_a_failed_build_is_3_a_failed_site_is_not_and_undecided_is_2(setup: Setu
     assert setup.night("HEAD", "--base", "HEAD~2", fetch=2) == 3
     night = setup.state()["nights"][-1]
     assert night["outcome"] == "failed" and "fetch-base.log" in night["why"]
+    assert "--against base" not in night["why"]  # no last good night: --base is the way
+    assert setup.called()[-1][0] == "site"  # written after the failed night was recorded
+    head = _git(setup.tree, "rev-parse", "HEAD")
+    assert setup.night("HEAD", "--base", "HEAD~2", fetch_fails=head) == 3  # HEAD's build
+    assert [c[0] for c in setup.called()] == ["fetch", "fetch", "site"]
+    assert "the head build" in setup.state()["nights"][-1]["why"]
+    # the real site, from the state file these nights wrote (no run, no history yet)
+    from dbregress.site.write import build_site
+
+    build_site(setup.results, setup.results / "site")
+    index = (setup.results / "site" / "index.html").read_text()
+    assert f"the last night {setup.state()['nights'][-1]['night']} was" in index
+    assert "failed</b> (exit 3)" in index and head[:12] in index
     assert setup.night("HEAD", "--base", "HEAD~2", site=2, report=0) == 0
     assert setup.state()["nights"][-1]["site"].startswith("failed (exit 2")
     assert setup.night("HEAD", "--base", "HEAD~2", "--force", report=2) == 2

@@ -18,7 +18,8 @@ def add_parser(sub: Any) -> None:
         "site",
         help="write the run history as a static site (HTML and JSON, opens from disk)",
         description="Write a static site of every lab in the results folder's run history: "
-        "an index (each lab's last run, open regressions and a sparkline per step), a page "
+        "an index (each lab's last run, open regressions, what it did not judge, the nightly "
+        "recipe's nights and a sparkline per step), a page "
         "per step with both lanes over the runs (change points marked, method boundaries "
         "drawn, each point linked to its run's report), a 'what moved' page per lab, and "
         "version-series pages. Only files whose content changed are written again.",

@@ -1,8 +1,9 @@
 """`dbregress site`: the static site of a results folder, written incrementally.
 
 Layout under OUT (default RESULTS/site):
-    index.html                     the labs, each with its last run, open regressions
-                                   and a sparkline per step and lane
+    index.html                     the labs, each with its last run, open regressions,
+                                   what it did not judge, its nights (the nightly
+                                   recipe's state file) and a sparkline per step and lane
     site.json                      what was written: the labs, their inputs' digests, files
     LAB/index.html                 the lab's steps, version series and runs
     LAB/moved.html                 what moved: change points, confirmed verdicts, bisections
