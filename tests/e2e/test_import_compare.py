@@ -27,9 +27,14 @@ def test_import_report_compare_round_trip(tmp_path: Path) -> None:
     assert "| fillseq | ops | 323,326 |" in report.stdout  # the median of the three files
     assert (tmp_path / "results" / "this-year" / "report.md").is_file()
 
+    # an import records no host: a gate does not take two of them for one host class
+    gate = ("--fail-on", "slower:time")
+    out = dbregress(tmp_path, "compare", "last-year", "this-year", *gate)
+    assert out.returncode == 2, out.stderr
+    assert "NOT JUDGED, A and B's host is not recorded (an import)" in out.stderr
     # the same files twice: fillseq is `same`, readrandom (three repeats, spread) is
     # undecided, so a gate that judges it fails closed and names it
-    out = dbregress(tmp_path, "compare", "last-year", "this-year", "--fail-on", "slower:time")
+    out = dbregress(tmp_path, "compare", "last-year", "this-year", *gate, "--across-hosts")
     assert out.returncode == 2, out.stderr
     assert "| fillseq | B:v7 | 1.00 = [" in out.stdout
     assert "db_bench/readrandom (B:v7, time): undecided" in out.stderr
@@ -41,6 +46,7 @@ def test_import_report_compare_round_trip(tmp_path: Path) -> None:
         "--fail-on",
         "slower:time",
         "--allow-undecided",
+        "--across-hosts",
     )
     assert let.returncode == 0, let.stderr
     assert "fail-on slower:time: passed with --allow-undecided" in let.stderr
@@ -56,7 +62,8 @@ def test_compare_fails_on_a_slower_step(tmp_path: Path) -> None:
     for name, files in (("fast", fast), ("slow", slow)):
         args = ("import", "sysbench", *files, "--step", "work", "--label", name, "--as", name)
         assert dbregress(tmp_path, *args).returncode == 0
-    out = dbregress(tmp_path, "compare", "fast", "slow", "--fail-on", "slower:time")
+    gate = ("--fail-on", "slower:time", "--across-hosts")  # imports: no host recorded
+    out = dbregress(tmp_path, "compare", "fast", "slow", *gate)
     assert out.returncode == 1, out.stdout + out.stderr
     # the summary names the lane that found it
     assert (
