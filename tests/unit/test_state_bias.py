@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from dbregress.analysis import state
+from dbregress.analysis import state, state_bias
 from tests.unit.test_state_tolerance import KEY, RECORD, _mean_per_op, _replay
 
 BAND = 0.01
@@ -37,7 +37,7 @@ def test_opposite_states_within_their_tolerance_bias_a_ratio_by_half_the_band() 
     assert column.bias["instructions"] == pytest.approx(0.99 * BAND / 4, rel=1e-3)
     assert 0 < column.bias["estimated_cycles"] < column.bias["instructions"]
     # ... so the ratio may be up to half the band above the timed states' ratio
-    low, high = state.ratio_bias((base, column), "instructions")  # type: ignore[misc]
+    low, high = state_bias.ratio_bias((base, column), "instructions")  # type: ignore[misc]
     assert low == 0.0
     assert high == pytest.approx((1 + 0.99 * BAND / 4) / (1 - 0.99 * BAND / 4) - 1)
     assert high > 0.99 * BAND / 2
@@ -46,13 +46,13 @@ def test_opposite_states_within_their_tolerance_bias_a_ratio_by_half_the_band() 
     timed_ratio = measured * (1 - 0.99 * BAND / 4) / (1 + 0.99 * BAND / 4)
     lo, hi = measured * 0.999, measured * 1.001  # the replays' own interval
     assert not lo <= timed_ratio <= hi
-    wide = state.widen(lo, hi, (low, high))
+    wide = state_bias.widen(lo, hi, (low, high))
     assert wide[0] <= timed_ratio <= wide[1] and wide[1] == hi
 
 
 def test_states_off_the_same_way_bias_a_ratio_by_at_most_one_side() -> None:
     base, column = state.sides(RECORD, _edge("pg12", 1) + _edge("pg17", 1), BAND)[KEY]  # type: ignore[arg-type]
-    low, high = state.ratio_bias((base, column), "instructions")  # type: ignore[misc]
+    low, high = state_bias.ratio_bias((base, column), "instructions")  # type: ignore[misc]
     assert low == pytest.approx(1 / (1 + 0.99 * BAND / 4) - 1, rel=1e-3)
     assert high == pytest.approx(0.99 * BAND / 4, rel=1e-3)
 
@@ -60,7 +60,7 @@ def test_states_off_the_same_way_bias_a_ratio_by_at_most_one_side() -> None:
 def test_sides_that_meet_their_timed_state_or_report_none_bias_nothing() -> None:
     same = [_replay(c, n, 500.0, CYCLES[c], 100_000.0) for c in CYCLES for n in (1, 2)]
     pair = state.sides(RECORD, same, BAND)[KEY]
-    assert state.ratio_bias(pair, "estimated_cycles") == (0.0, 0.0)
-    assert state.ratio_bias(None, "estimated_cycles") == (0.0, 0.0)  # no state at all
+    assert state_bias.ratio_bias(pair, "estimated_cycles") == (0.0, 0.0)
+    assert state_bias.ratio_bias(None, "estimated_cycles") == (0.0, 0.0)  # no state at all
     # a metric without a cost per miss: the bias is not known, not 0
-    assert state.ratio_bias(pair, "l1_misses") is None
+    assert state_bias.ratio_bias(pair, "l1_misses") is None

@@ -31,8 +31,8 @@ counted window that asked the cache nothing (RocksDB's puts) is not judged (`loo
 A side within its tolerance may still count up to a quarter of the band more or less
 than its timed state would, and two sides off in opposite directions bias their ratio by
 up to half the band. Each side's possible bias (`SideState.bias`: its measured
-difference in misses at the cost per miss) and the ratio's (`ratio_bias`) are given, so
-a verdict's interval can be widened by them (`widen`).
+difference in misses at the cost per miss) is kept, and state_bias.py gives the ratio's,
+so a verdict's interval can be widened by it.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ class SideState:
     # How far the state's difference may move this side's count, per metric with a
     # COST_PER_MISS: (counted - timed misses per operation) x the cost per miss / the
     # replays' mean count, signed (above 0: the count may hold more than the timed
-    # state's work). `ratio_bias` turns both sides' into a ratio's.
+    # state's work). state_bias.py's ratio_bias turns both sides' into a ratio's.
     bias: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
 
@@ -446,40 +446,6 @@ def count_bias(
         for m, cost in costs.items()
         if m in per_op and per_op[m] > 0
     }
-
-
-def ratio_bias(
-    pair: tuple[SideState | None, SideState | None] | None, metric: str
-) -> tuple[float, float] | None:
-    """The bias the two sides' states may put in a column/base ratio of `metric`:
-    (low, high) such that the counted ratio lies within [1 + low, 1 + high] times the
-    ratio the timed states would give. Each side's count may hold anywhere from none to
-    all of its bias (`SideState.bias`: the true cost per miss lies between 0 and
-    COST_PER_MISS), so sides that differ from their timed states in opposite directions
-    add up: within the tolerance each side may move its count by BAND_SHARE of the cost
-    band, a ratio by up to twice that, which the verdict's interval ignores unless it is
-    widened by this (`widen`). (0, 0) for sides without a state (an engine that reports
-    none); None where a side's state gives no bias for `metric` (unmeasured, or a
-    metric without a cost per miss)."""
-    if pair is None:
-        return (0.0, 0.0)
-    spans = []
-    for side in pair:
-        if side is None:
-            spans.append((0.0, 0.0))
-            continue
-        b = side.bias.get(metric)
-        if b is None:
-            return None
-        spans.append((min(0.0, b), max(0.0, b)))
-    (base_low, base_high), (col_low, col_high) = spans
-    return (1 + col_low) / (1 + base_high) - 1, (1 + col_high) / (1 + base_low) - 1
-
-
-def widen(low: float, high: float, bias: tuple[float, float]) -> tuple[float, float]:
-    """A ratio's interval [low, high] widened by the states' possible bias (ratio_bias):
-    the timed states' ratio lies within [low / (1 + its high), high / (1 + its low)]."""
-    return low / (1 + bias[1]), high / (1 + bias[0])
 
 
 def sides(

@@ -257,10 +257,8 @@ def windows(
     operations); a timed step's window lies at the middle of the base's measured window
     in the run (timed_middle, at the base's rate, in every column: the same calls).
     Each column gets its own q_per_s (its writers keep its own run's mix), or with
-    `own_pace` off (the cost lane) a step with paced writers gets its pinned window
-    (pinned_window: the same writes per Q call, window and calls before it in every
-    build and on every host, whatever the time lane's rates were) and the others the
-    base's q_per_s."""
+    `own_pace` off (the cost lane) a paced step gets its pinned window (pinned_window:
+    the same in every build and on every host) and the others the base's q_per_s."""
     choices = {}
     for index, plan in enumerate(benchmarks.plans(comp), start=1):
         if plan.name not in steps:
@@ -276,10 +274,8 @@ def windows(
             # Where the base's timed window was, in every column: both builds count the
             # same operations. At each column's own rate the windows of an A/A pair sat
             # where the time lane's noise put them, and counted 1-1.3% apart on four
-            # RocksDB steps with replays agreeing to 0.1% (false verdicts); PostgreSQL's
-            # q-steps, which write on the query thread at the base's pace per call, met
-            # fewer rows in a slower build's window. A build whose state at that point
-            # differs from its own timed window's is caught by the state check instead.
+            # RocksDB steps with replays agreeing to 0.1% (false verdicts). A build whose
+            # state there differs from its own timed window's is caught by the state check.
             rate = sized[comp.base.label][2]
             skip, warm = timed_middle(skip, ops, rate, comp.sizes.warmup(), plan.duration_s)
             # Or earlier, once the cache is as warm as the base's timed window had it
