@@ -26,7 +26,7 @@ from dbregress.bisect import (
     cause_of,
     probe_order,
 )
-from dbregress.cli.bisect import commits_request
+from dbregress.cli.bisect import commits_request, render
 from dbregress.model.errors import BuildNotFound, ProvisionError
 
 
@@ -386,3 +386,15 @@ def test_the_commits_phase_keeps_the_releases_direction() -> None:
     assert (follow.direction, follow.builds, follow.then_src) == ("faster", commits, None)
     asked = commits_request(replace(releases, direction="slower"), found, commits)
     assert asked.direction == "slower"
+
+
+def test_one_of_several_in_a_range_with_changes_both_ways_says_so_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    levels = [100.0, 100.0, 90.0, 90.0, 90.0, 97.0, 97.0, 105.0, 105.0]
+    b, _ = simulate(monkeypatch, tmp_path, levels, {7: BuildNotFound("gone")})
+    o = b.run()
+    assert o.first_bad is None and o.candidates == [name(7), name(8)]
+    assert o.last_good == name(6) and o.other_way == [name(4), name(6)]
+    text = render(o)
+    assert "could be any of these 2" in text and "changes both ways" in text

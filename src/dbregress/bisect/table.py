@@ -114,12 +114,12 @@ def render(o: Outcome) -> str:
         merge = merge_note(o.first_bad, o.last_good)
         if merge is not None:
             lines.append(merge)
-        if o.other_way:
-            lines.append(both_ways(o).removeprefix("; "))
     elif o.candidates:
         lines += candidates(o)
     elif o.stopped:
         lines.append(f"stopped: {o.stopped}")
+    if (o.first_bad or o.candidates) and o.other_way:
+        lines.append(both_ways(o).removeprefix("; "))
     return "\n".join(lines)
 
 

@@ -335,6 +335,7 @@ def answer(o: Outcome, lo: int, hi: int) -> str:
         return (
             f"the first bad build is one of {len(o.candidates)}: "
             f"{', '.join(shown(b) for b in o.candidates)} (last good {shown(o.last_good)})"
+            f"{both_ways(o)}"
         )
     o.first_bad = builds[hi]
     return f"first bad build {o.first_bad} (last good {o.last_good}){both_ways(o)}"
@@ -346,9 +347,9 @@ def both_ways(o: Outcome) -> str:
         return ""
     names = ", ".join(shown(b) for b in o.other_way)
     return (
-        f"; the range holds changes both ways ({names} moved the other way): this is the "
-        f"first build {o.direction} than the good end whose measured neighbour before it "
-        "is not; `--all-changes` names every change"
+        f"; the range holds changes both ways ({names} moved the other way): every build "
+        f"was judged against the good end, and the answer is where they become "
+        f"{o.direction} than it; `--all-changes` names every change"
     )
 
 
