@@ -367,3 +367,33 @@ def test_a_comparison_its_lab_file_no_longer_names_is_judged_on_what_it_holds(
     v = RunVerdicts(VerdictPolicy(), _time(s0="undecided"), {}, [])
     planned = planned_steps(tmp_path, record, v, [])  # type: ignore[arg-type]
     assert planned.time["c"] == ["s0"] and "qp100" in planned.time["insert"]
+
+
+def test_drift_fails_a_small_change_beyond_its_limit_that_slower_cost_passes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A 0.8% more work per operation is `same` (inside the 1% band) and small: the
+    slower:cost gate passes it, drift:0.5% fails it naming the step, drift:1% passes."""
+    rng = random.Random(3)
+    found = replays(rng, "a", 3, sd=0.0002) + replays(rng, "b", 3, 1.008, sd=0.0002)
+    cost = cost_verdicts(RECORD, found)
+    assert cost is not None
+    head = cost.headline()
+    assert all(c.verdict == "same" and c.small for c in head.values()), head
+    v = RunVerdicts(VerdictPolicy(), _qps("same"), {}, [], cost=cost)
+    record = dict(RECORD)
+    assert gate(v, "slower:cost", record) == 0
+    capsys.readouterr()
+    assert gate(v, "drift:0.5%", record) == EXIT_SLOWER
+    err = capsys.readouterr().err
+    assert "fail-on drift:0.5%: FAILED" in err and "beyond the drift limit" in err
+    assert "s0" in err
+    assert gate(v, "drift:1%", record) == 0
+
+
+def test_drift_values_are_checked() -> None:
+    assert report_cli.fail_on_value("drift:0.5%") == "drift:0.5%"
+    assert report_cli.fail_on_value("drift:2") == "drift:2%"
+    for bad in ("drift:", "drift:x%", "drift:0%", "drift:150%", "faster"):
+        with pytest.raises(Exception, match="drift|invalid choice"):
+            report_cli.fail_on_value(bad)

@@ -158,6 +158,28 @@ def _lane_unfinished(lane: str, record: RunJson, cost_lane: CostLaneRecord | Non
     return None
 
 
+def drifted(
+    verdicts: RunVerdicts,
+    record: RunJson,
+    planned: Planned,
+    limit: float,
+    already: Iterable[Slower] = (),
+) -> list[Slower]:
+    """--fail-on drift:P%: the cost lane's judged steps whose change against their base
+    is beyond `limit` (a fraction) the slower way with the whole interval, even inside
+    the band (`same`, a small change); confirmed slower ones are named by `judge`
+    already, an undecided or withheld one is a gap there, not a drift."""
+    seen = {s.key for s in already if s.lane == "cost"}
+    out = []
+    for key in _keys(record, planned.cost):
+        c = verdicts.cost_for(key)
+        if c is None or c.verdict != "same" or c.ci is None or key in seen:
+            continue
+        if c.ci[0] > 1 + limit:
+            out.append(Slower("cost", key, c.ratio, c.ci))
+    return out
+
+
 def judge(
     verdicts: RunVerdicts,
     record: RunJson,

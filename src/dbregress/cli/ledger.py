@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from dbregress.cli import report
 from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER
 from dbregress.model.errors import DbregressError
 from dbregress.report import ledger
@@ -23,16 +24,12 @@ FORMATS = ("md", "json", "tsv")
 
 def drift_limit(text: str) -> float:
     """`drift:P%` (or `drift:P`) -> P / 100."""
-    head, _, value = text.partition(":")
-    if head != "drift" or not value:
+    if not text.startswith("drift:"):
         raise argparse.ArgumentTypeError(f"expected drift:P% (e.g. drift:0.5%), got {text!r}")
     try:
-        limit = float(value.rstrip("%")) / 100
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"drift:P%: {value!r} is not a percentage") from None
-    if not 0 < limit < 1:
-        raise argparse.ArgumentTypeError(f"drift:P%: P must be between 0 and 100, got {value}")
-    return limit
+        return report.drift_limit(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_parser(sub: Any) -> None:

@@ -13,7 +13,16 @@ from typing import Any
 from dbregress import benchmarks
 from dbregress.analysis.compare import RunVerdicts, compare_run
 from dbregress.analysis.cost import cost_verdicts
-from dbregress.analysis.gate import Gap, GateResult, Planned, Slower, bugs, held_steps, judge
+from dbregress.analysis.gate import (
+    Gap,
+    GateResult,
+    Planned,
+    Slower,
+    bugs,
+    drifted,
+    held_steps,
+    judge,
+)
 from dbregress.analysis.series import run_changes
 from dbregress.analysis.summary import matrices
 from dbregress.cli.exits import EXIT_CRASH, EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
@@ -31,17 +40,52 @@ from dbregress.store.run import RunData, read_run, resolve_run
 
 FORMATS = ("md", "html", "json", "tsv", "csv")
 # slower: a step confirmed slower in either lane; slower:time and slower:cost pick one.
-FAIL_ON = ("slower", "slower:time", "slower:cost")
+FAIL_ON = ("slower", "slower:time", "slower:cost", "drift:P%")
 LANES = {"slower": ("time", "cost"), "slower:time": ("time",), "slower:cost": ("cost",)}
+
+
+def fail_on_value(text: str) -> str:
+    """--fail-on's value: one of FAIL_ON, or drift:P% (normalised: `drift:0.5%`)."""
+    if text in LANES:
+        return text
+    if text.startswith("drift:"):
+        try:
+            limit = drift_limit(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+        return f"drift:{100 * limit:g}%"
+    raise argparse.ArgumentTypeError(
+        f"invalid choice: {text!r} (choose from slower, slower:time, slower:cost, drift:P%)"
+    )
+
+
+def drift_limit(text: str) -> float:
+    """`drift:P%` (or `drift:P`) -> P / 100, between 0 and 1 exclusive."""
+    value = text.partition(":")[2].rstrip("%")
+    try:
+        limit = float(value) / 100
+    except ValueError:
+        raise ValueError(f"drift:P%: {value!r} is not a percentage (e.g. drift:0.5%)") from None
+    if not 0 < limit < 1:
+        raise ValueError(f"drift:P%: P must be above 0 and below 100, got {value}")
+    return limit
+
+
+def lanes_of(fail_on: str) -> tuple[str, ...]:
+    """The lanes a --fail-on value judges: drift:P% judges the cost lane."""
+    return ("cost",) if fail_on.startswith("drift:") else LANES[fail_on]
 
 
 def add_fail_on(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fail-on",
-        choices=FAIL_ON,
+        type=fail_on_value,
+        metavar="{" + ",".join(FAIL_ON) + "}",
         help="for CI: exit 1 when a judged step is confirmed `slower` (slower: in either "
         "lane; slower:time: the time lane, QPS; slower:cost: the cost lane, estimated "
-        "cycles per operation); exit 2 when any step a named lane judges is not decided "
+        "cycles per operation; drift:P%%: the cost lane, and also a step whose cost change "
+        "against its base is beyond P%% with its whole interval, even inside the band, "
+        "docs/ledger.md); exit 2 when any step a named lane judges is not decided "
         "(undecided, withheld for its engine state, missing, skipped) or the lane or the "
         "run did not finish: the gate passes only what it judged",
     )
@@ -262,7 +306,7 @@ def gate(
     the verdicts' own steps."""
     if fail_on is None:
         return EXIT_OK
-    lanes = LANES[fail_on]
+    lanes = lanes_of(fail_on)
     lane = load_lane(path) if path is not None else None
     replays = load_replays(path) if path is not None else []
     results = _results(data) if data is not None else []
@@ -276,6 +320,10 @@ def gate(
         replays,
         allow_undecided=allow_undecided,
     )
+    if fail_on.startswith("drift:"):
+        limit = drift_limit(fail_on)
+        planned = planned_steps(path, record, verdicts, results)
+        result.slower.extend(drifted(verdicts, record, planned, limit, result.slower))
     code, lines = summary_lines(result, fail_on, bugs(record, results, replays))
     print("\n".join(lines), file=sys.stderr)
     return code
@@ -293,8 +341,9 @@ def summary_lines(
     if result.slower:
         shown = ", ".join(f"{_step(s)}{_ratio(s)}" for s in result.slower[:8])
         more = f" and {len(result.slower) - 8} more" if len(result.slower) > 8 else ""
+        what = "beyond the drift limit or slower" if fail_on.startswith("drift:") else "slower"
         lines.append(
-            f"fail-on {fail_on}: FAILED, {len(result.slower)} step(s) slower: {shown}{more}"
+            f"fail-on {fail_on}: FAILED, {len(result.slower)} step(s) {what}: {shown}{more}"
         )
         code = EXIT_SLOWER
     elif found:
