@@ -178,8 +178,7 @@ def test_bad_input_gets_one_line_naming_what_to_fix(
 
 
 def test_a_bisection_over_a_tree_walks_its_commits_good_to_bad(tmp_path: Path) -> None:
-    from dbregress.bisect import label_of, source_builds
-    from dbregress.cli.bisect import commit_of
+    from dbregress.bisect import commit_of, label_of, source_builds
 
     tree = make_tree(tmp_path / "pg", "15.0")
     git(tree, "init", "-q", "-b", "main")
