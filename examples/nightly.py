@@ -447,8 +447,7 @@ def run_night(night: Night) -> int:
     verdicts_path = made[-1] / "verdicts.json" if made else None
     if status == GREEN and not args.dry_run:
         hold(night, verdicts_path)
-    if args.drift is not None or args.reference:
-        status = drift(night, state, dbr, base, base_commit, status)
+    status = drift(night, state, dbr, base, base_commit, status)  # keeps the reference
     write_site(night, dbr)
     if status == REGRESSION or args.dry_run:
         if args.dry_run:

@@ -255,6 +255,9 @@ def test_green_nights_then_a_regression_bisected_since_the_last_good(setup: Setu
     assert setup.night("HEAD~1", "--base", "HEAD~2", verdicts=same) == 0
     first = setup.state()["nights"][-1]
     assert first["outcome"] == "green" and first["base_commit"] == ids[0]
+    # the drift's reference is kept without --drift too (the site's ledger starts there)
+    assert setup.state()["reference"]["nightly-postgres"]["run"] == first["run"]
+    assert "ledger" not in [c[0] for c in setup.called()]
     night_dir = setup.results / "nightly" / first["night"]
     assert {p.name for p in night_dir.glob("*.log")} >= {"fetch-head.log", "run.log", "gate.log"}
     assert setup.night("HEAD~1") == 0  # nothing new: no run

@@ -406,7 +406,8 @@ def test_the_site_s_digest_holds_the_code_docs_site_md_names() -> None:
     assert names >= {
         "site/write.py", "site/templates/index.html.j2", "report/svg.py",
         "analysis/changepoints.py", "report/history_moves.py", "store/history.py",
-        "store/history_index.py", "store/history_rows.py",
+        "store/history_index.py", "store/history_rows.py", "report/ledger.py",
+        "analysis/ledger.py",
     }  # fmt: skip
     assert write._own_code() == write._own_code(write.code_files())
     docs = (Path(__file__).resolve().parents[2] / "docs" / "site.md").read_text()
@@ -443,3 +444,30 @@ def test_a_night_that_failed_to_build_shows_on_the_index(tmp_path: Path) -> None
     assert "breaks the build" in (empty / "site/index.html").read_text()
     with pytest.raises(DbregressError, match="no run history"):
         build_site(tmp_path / "nothing", tmp_path / "nothing" / "site")
+
+
+def test_the_ledger_since_the_nightly_reference_has_its_page(tmp_path: Path) -> None:
+    """Issue 50 item 2: the site shows the ledger, from the nightly recipe's fixed
+    reference (state.json `reference`): head's count 25% higher from run-5 on."""
+    root = tmp_path / "results"
+    for i, run in enumerate(history(root, tmp_path, runs=7)):
+        run.rename(root / f"run-{i}")  # named by their run ids, as a night's run is
+    (root / "history.sqlite").unlink()
+    assert reindex(root) == []
+    first = build_site(root, root / "site")  # no state file: no ledger
+    assert not (root / "site/nightly/ledger.html").exists()
+    write_json(root / "nightly/state.json", {"reference": {"nightly": {"run": "run-0"}}})
+    done = build_site(root, root / "site")
+    assert done.labs_read == ["nightly"] and first.labs_read == ["nightly"]  # read again
+    page = (root / "site/nightly/ledger.html").read_text()
+    assert "run run-0, column base (postgres@12.20.0)" in page
+    rows = [r for r in page.split("<tr>") if r.startswith("<td>run-5</td><td>head")]
+    assert len(rows) == 1 and "+25.00% [" in rows[0] and "slower" in rows[0]
+    data = json.loads((root / "site/nightly/data/ledger.json").read_text())
+    assert data["reference"]["run"] == "run-0" and data["steps"][0]["step"] == "qp100"
+    assert 'href="nightly/ledger.html"' in (root / "site/index.html").read_text()
+    assert 'href="ledger.html"' in (root / "site/nightly/index.html").read_text()
+    write_json(root / "nightly/state.json", {"reference": {"nightly": {"run": "run-99"}}})
+    done = build_site(root, root / "site")
+    assert any("the ledger since run-99 could not be made" in p for p in done.problems)
+    assert not (root / "site/nightly/ledger.html").exists()  # removed: no longer made

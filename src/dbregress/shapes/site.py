@@ -57,9 +57,17 @@ class NightRead(TypedDict, total=False):
     held: str | None
 
 
+class NightReferenceRead(TypedDict, total=False):
+    """The drift's fixed reference of a lab (state.json `reference`)."""
+
+    run: str
+    night: str | None
+
+
 class NightlyStateRead(TypedDict, total=False):
     format: int
     nights: list[NightRead]
+    reference: dict[str, NightReferenceRead]  # lab -> its reference
 
 
 class ManifestLab(TypedDict):

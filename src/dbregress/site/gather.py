@@ -299,15 +299,30 @@ def steps(lab: str, every: list[Chart]) -> list[StepData]:
     ]
 
 
+def nightly_state(root: Path, problems: list[str]) -> NightlyStateRead:
+    """The nightly recipe's state file (RESULTS/nightly/state.json, docs/nightly.md),
+    as read; empty without one."""
+    return cast(NightlyStateRead, read_json(root / "nightly" / "state.json", problems) or {})
+
+
+def references(state: NightlyStateRead) -> dict[str, str]:
+    """lab -> the run id of its drift reference, as the nightly recipe keeps it."""
+    found = state.get("reference")
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(lab): str(ref["run"])
+        for lab, ref in found.items()
+        if isinstance(ref, dict) and ref.get("run")
+    }
+
+
 def night_lines(
-    root: Path, out: Path, problems: list[str], last: int = 10
+    state: NightlyStateRead, root: Path, out: Path, last: int = 10
 ) -> dict[str, list[NightLine]]:
-    """The nightly recipe's last nights per lab, newest first, from its state file
-    (RESULTS/nightly/state.json, docs/nightly.md); none without the file. A night that
-    failed before it made a run (a build that does not build) has no run in the
-    history: this is where the site shows it."""
-    raw = read_json(root / "nightly" / "state.json", problems)
-    state = cast(NightlyStateRead, raw or {})
+    """The nightly recipe's last nights per lab, newest first (none without its state
+    file). A night that failed before it made a run (a build that does not build) has
+    no run in the history: this is where the site shows it."""
     by_lab: dict[str, list[NightRead]] = {}
     for n in state.get("nights") or []:
         if isinstance(n, dict) and n.get("lab") and n.get("night"):

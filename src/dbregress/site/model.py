@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
+from dbregress.shapes.verdicts import LedgerJson
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -190,6 +192,7 @@ class LabData:
     last_judged: bool = True  # the last run's verdicts were read
     last_undecided: int = 0  # the last run's verdicts that are undecided or withheld
     last_not_judged: dict[str, str] = field(default_factory=dict)  # lane -> why not
+    ledger: LedgerJson | None = None  # since the nightly recipe's reference (report/ledger.py)
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
 
 

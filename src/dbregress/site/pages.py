@@ -14,6 +14,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from dbregress.analysis import changepoints
 from dbregress.report import svg
 from dbregress.shapes.site import JsonObject
+from dbregress.shapes.verdicts import LedgerCellJson, LedgerJson
 from dbregress.site import charts
 from dbregress.site.gather import slug
 from dbregress.site.model import Bisection, Chart, LabData, NightLine, StepData, VersionSeries
@@ -119,6 +120,38 @@ def lab_page(lab: LabData) -> str:
         steps=lab.steps,
         series=lab.series,
         runs=list(reversed(lab.runs)),
+        ledger=lab.ledger,
+    )
+
+
+def _pct(cell: LedgerCellJson | None) -> tuple[str, str]:
+    """A ledger cell as a change in percent with its interval, and its class."""
+    if cell is None or cell["ratio"] is None:
+        return "-", ""
+    text = f"{100 * (cell['ratio'] - 1):+.2f}%"
+    if cell["ci"]:
+        lo, hi = cell["ci"]
+        text += f" [{100 * (lo - 1):+.2f}, {100 * (hi - 1):+.2f}]"
+    return text, cell["class"]
+
+
+def ledger_page(lab: str, ledger: LedgerJson) -> str:
+    """The lab's cost ledger since the fixed reference: per step, every later point's
+    cumulative change and its increment over the point before."""
+    steps = [
+        {"name": f"{s['comparison']} / {s['step']}", "total": _pct(s["total"]),
+         "product": s["product_of_increments"], "remainder": s["remainder"],
+         "points": [(p, _pct(p["cumulative"]), _pct(p["increment"])) for p in s["points"]]}
+        for s in ledger["steps"]
+    ]  # fmt: skip
+    return _render(
+        "ledger.html.j2",
+        title=f"{lab}: the drift ledger",
+        nav=_nav(1, lab),
+        lab=lab,
+        reference=ledger["reference"],
+        steps=steps,
+        notes=ledger["notes"],
     )
 
 
@@ -220,6 +253,7 @@ def index_entry(lab: LabData) -> JsonObject:
         "last_judged": lab.last_judged,
         "last_undecided": lab.last_undecided,
         "last_not_judged": lab.last_not_judged,
+        "ledger": lab.ledger["reference"] if lab.ledger else None,
         "steps": steps,
         "problems": lab.problems,
     }

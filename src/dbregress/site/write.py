@@ -29,7 +29,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from dbregress.lab.file import VerdictPolicy
+from dbregress.model.errors import DbregressError
+from dbregress.report import ledger
 from dbregress.shapes.site import ManifestLab, SiteManifest
+from dbregress.shapes.verdicts import LedgerJson
 from dbregress.site import gather, moved, pages
 from dbregress.site.model import Bisection, LabData, as_json
 from dbregress.store.files import write_atomic
@@ -41,9 +44,10 @@ FORMAT = 2  # raise when the pages or data change for the same inputs
 
 def code_files() -> list[Path]:
     """The code a lab's pages are made by (docs/site.md, "Incremental"): the site's own
-    code and templates, report/svg.py (its charts), and the change points' and the
+    code and templates, report/svg.py (its charts), the change points' and the
     history's code (analysis/changepoints.py, report/history_moves.py,
-    store/history*.py: which runs, levels and change points a page shows)."""
+    store/history*.py: which runs, levels and change points a page shows), and the
+    drift ledger's (report/ledger.py, analysis/ledger.py)."""
     package = Path(__file__).resolve().parents[1]
     here = package / "site"
     return sorted(
@@ -53,6 +57,8 @@ def code_files() -> list[Path]:
             package / "report" / "svg.py",
             package / "analysis" / "changepoints.py",
             package / "report" / "history_moves.py",
+            package / "report" / "ledger.py",
+            package / "analysis" / "ledger.py",
             *package.glob("store/history*.py"),
         ]
     )
@@ -133,7 +139,19 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False, default=str) + "\n"
 
 
-def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bisection]) -> LabData:
+def _ledger(root: Path, lab: str, reference: str, problems: list[str]) -> LedgerJson | None:
+    """The lab's drift ledger since the nightly recipe's fixed reference (report/ledger.py,
+    the cost lane), or None and a line in `problems`."""
+    try:
+        return ledger.to_json(ledger.lab_ledger(root, lab, reference))
+    except DbregressError as e:
+        problems.append(f"the ledger since {reference} could not be made: {e}")
+        return None
+
+
+def _lab_data(
+    root: Path, out: Path, history: History, lab: str, every: list[Bisection], ref: str | None
+) -> LabData:
     problems: list[str] = []
     runs = history.runs(lab)
     folders = gather.read_runs(root, out, runs, problems)
@@ -161,6 +179,7 @@ def _lab_data(root: Path, out: Path, history: History, lab: str, every: list[Bis
     data.last_judged = folders[-1].judged
     data.last_undecided = moved.undecided(folders[-1])
     data.last_not_judged = folders[-1].not_judged
+    data.ledger = _ledger(root, lab, ref, problems) if ref else None
     return data
 
 
@@ -175,6 +194,9 @@ def _write_lab(o: Out, data: LabData) -> None:
         o.put(f"{base}/data/{name}.json", _dumps(as_json(s)))
     for v in data.series:
         o.put(v.page, pages.series_page(data.name, v))
+    if data.ledger is not None:
+        o.put(f"{base}/ledger.html", pages.ledger_page(data.name, data.ledger))
+        o.put(f"{base}/data/ledger.json", _dumps(data.ledger))
     summary = {
         "lab": data.name,
         "runs": as_json(data.runs),
@@ -211,7 +233,8 @@ def build_site(root: Path, out: Path) -> Written:
     where = os.path.relpath(root.resolve(), out.resolve())
     labs: dict[str, ManifestLab] = {}
     entries = []
-    nights = gather.night_lines(root, out, done.problems)
+    state = gather.nightly_state(root, done.problems)
+    nights, refs = gather.night_lines(state, root, out), gather.references(state)
     if not history_path(root).is_file() and nights:  # the first nights failed: no run yet
         o.put("index.html", pages.index_page([], every, nights))
         return _finish(out, before, o, where, labs, done, t0)
@@ -220,7 +243,8 @@ def build_site(root: Path, out: Path) -> Written:
             runs = history.runs(lab)
             if not runs:
                 continue
-            digest = _inputs(root, runs, bisect_files, history.sample_digest(lab), where, code)
+            samples = f"{history.sample_digest(lab)} reference {refs.get(lab)}"
+            digest = _inputs(root, runs, bisect_files, samples, where, code)
             old = kept_labs.get(lab)
             if (
                 old is not None
@@ -234,7 +258,7 @@ def build_site(root: Path, out: Path) -> Written:
                 labs[lab] = old
                 entries.append(old["index"])
                 continue
-            data = _lab_data(root, out, history, lab, every)
+            data = _lab_data(root, out, history, lab, every, refs.get(lab))
             start = len(o.files)
             _write_lab(o, data)
             entry = json.loads(json.dumps(pages.index_entry(data), default=as_json))
