@@ -155,7 +155,7 @@ def lab_ledger(
     notes: list[str] = []
     ref_point: Point | None = None
     for info in runs[start:]:
-        folder = Path(info.path)
+        folder = root / info.path
         if not (folder / "run.json").is_file():
             folder = root / info.run_id
         try:
@@ -206,7 +206,7 @@ def _reference(runs: Sequence[RunInfo], reference: str, root: Path) -> tuple[int
         if info.run_id == reference:
             return i, {}
     for i, info in enumerate(runs):
-        folder = Path(info.path)
+        folder = root / info.path
         try:
             record = read_run(
                 folder if (folder / "run.json").is_file() else root / info.run_id
