@@ -127,3 +127,27 @@ def test_flat_cost_series_give_small_shifts_at_most_the_change_point_rate() -> N
     )
     flagged = sum(bool(s.moved()) for s in found.values())
     assert flagged / len(series) <= changepoints.ALPHA, flagged
+
+
+def test_the_site_shows_a_small_change_on_its_point() -> None:
+    from dbregress.site import charts
+    from dbregress.site.gather import _verdict
+    from dbregress.site.model import Point
+
+    v = _verdict(
+        {  # type: ignore[typeddict-item]
+            "verdict": "same",
+            "ratio": 1.0042,
+            "ci": [1.0039, 1.0045],
+            "small": True,
+            "reason": "",
+        }
+    )
+    assert v.word == "same" and v.small and v.shown == "small"
+    fields = {f for f in Point.__dataclass_fields__}
+    values = {f: None for f in fields} | {
+        "run": 1, "run_id": "r", "level": 1000.0, "samples": 3, "verdict": v, "base": False,
+        "left_out": 0, "host": "h",
+    }  # fmt: skip
+    title = charts.hover(Point(**values), "cost")  # type: ignore[arg-type]
+    assert "against the run's base: small 1.004 (+0.42% [0.39, 0.45])" in title

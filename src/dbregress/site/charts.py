@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from html import escape
 
 from dbregress.report import svg
+from dbregress.report.verdict_tables import small_text
 from dbregress.site.model import Break, ChangeMark, Chart, Point
 
 BREAK_COLOUR = "#6a3d9a"
@@ -48,7 +49,9 @@ def hover(p: Point, lane: str) -> str:
         lines.append("no verdict against the run's base (its verdicts.json lacks it)")
     elif v.ratio is not None:
         ci = f" [{v.ci[0]:.3f}, {v.ci[1]:.3f}]" if v.ci else ""
-        lines.append(f"against the run's base: {v.word} {v.ratio:.3f}{ci}")
+        if v.small and v.ci:
+            ci = f" ({small_text(v.ratio, v.ci)})"
+        lines.append(f"against the run's base: {v.shown} {v.ratio:.3f}{ci}")
     else:
         lines.append(f"against the run's base: {v.word}, {v.reason or 'no ratio'}")
     return "\n".join(lines)

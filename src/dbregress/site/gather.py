@@ -82,6 +82,7 @@ def _verdict(entry: StepVerdictJson | CostVerdict) -> Verdict:
         None if ratio is None else float(ratio),
         _pair(entry.get("ci")),
         str(entry.get("reason") or ""),
+        bool(entry.get("small")),
     )
 
 

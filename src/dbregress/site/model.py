@@ -18,6 +18,13 @@ class Verdict:
     ratio: float | None
     ci: tuple[float, float] | None
     reason: str = ""
+    # the cost lane's: a `same` verdict beyond the small-change floor (docs/ledger.md)
+    small: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The word as the site prints it: `small` for a small change."""
+        return "small" if self.small and self.word == "same" else self.word
 
 
 @dataclass(frozen=True)

@@ -287,7 +287,7 @@ def bisections(root: Path, problems: list[str]) -> list[Bisection]:
 def _cell(v: Verdict | None) -> tuple[float | None, str]:
     if v is None:
         return None, "-"
-    return v.ratio, v.word
+    return v.ratio, v.shown
 
 
 def version_series(lab: str, folders: list[RunFolder]) -> list[VersionSeries]:
