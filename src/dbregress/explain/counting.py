@@ -166,9 +166,7 @@ def _window(
     # An embedded engine: only its calls from the loadgen's threads count (the
     # client's loop, timing and injected slowdown stay out), see engine_work().
     work = engine_work(job.build, profile, plan.name) if job.embedded else None
-    step = figures(
-        profile, close, stepped.summary, choice, len(files), functions=job.keep, engine=work
-    )
+    step = figures(profile, close, stepped.summary, choice, len(files), functions=True, engine=work)
     step["wall_s"] = round(stepped.wall_s, 2)  # the counted step, under valgrind
     # where the window opened: skip_ops, or earlier once the cache was warm
     step["skip_ops"] = int(stepped.summary.get("window_skip_ops", choice.skip_ops))

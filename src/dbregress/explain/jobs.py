@@ -91,8 +91,9 @@ class ColumnJob:
     work: Path  # private: the engine's data, the profilers' scratch; removed after
     out: Path  # run folder's explain/<label>/: what is kept
     # The cost lane's replays run side by side on every CPU (counts do not depend on
-    # contention), unpinned, keep no callgrind files and no function tables; explain's
-    # jobs follow the lab's placement and keep both.
+    # contention), unpinned, and keep no callgrind files (their replay records keep the
+    # costliest functions of each window); explain's jobs follow the lab's placement and
+    # keep the files.
     pin: bool = True
     keep: bool = True
 
