@@ -25,9 +25,9 @@ steps = ["fillseq", "overwritesome"]
 """
 
 
-def _lab(tmp_path: Path, name: str, columns: list[tuple[str, str]]) -> Path:
+def _lab(tmp_path: Path, name: str, columns: list[tuple[str, str]], top: str = "") -> Path:
     head = f"""\
-name = "{name}"
+{top}name = "{name}"
 placement = "same"
 benchmark = "kv"
 repeats = 1
@@ -107,3 +107,34 @@ def test_aa_with_the_base_taken_from_the_store_finds_no_change(
         assert "reused" not in json.loads((run / "cost" / "b" / f"r{n}.json").read_text())
     verdicts = [v for v, _ in _costs(tmp_path, workdir, run).values()]
     assert "slower" not in verdicts and "faster" not in verdicts, verdicts
+
+
+def test_a_reused_build_is_counted_anew_every_n_runs(tmp_path: Path, workdir: Path) -> None:
+    """Issue 51 item 9: a reused base froze one draw for every later run. With
+    recount_every = 2 the second run takes the first's replays and the third counts
+    anew; each says how many of each side's replays it counted itself."""
+    lab = _lab(
+        tmp_path,
+        "nightly",
+        [("base", "rocksdb@7.10.2"), ("head", "rocksdb@10.2.1")],
+        top="recount_every = 2\n",
+    )
+    for _ in range(3):
+        out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+        assert out.returncode == 0, out.stderr
+    _, two, three = _runs(tmp_path)
+    stores = [json.loads((r / "cost" / "lane.json").read_text())["store"] for r in _runs(tmp_path)]
+    assert [s["fresh"] for s in stores] == [
+        {"base": 2, "head": 2},
+        {"base": 0, "head": 0},
+        {"base": 2, "head": 2},
+    ]
+    assert stores[1]["taken"] == {"base": 2, "head": 2} and stores[1]["recount_every"] == 2
+    assert "recount_every = 2" in stores[2]["refused"]["base"]
+    assert "(fresh 0/0)" in (two / "report.md").read_text()
+    assert "(fresh" not in (three / "report.md").read_text()
+    (comp,) = json.loads((two / "verdicts.json").read_text())["comparisons"]
+    head = next(c for c in comp["columns"] if c["label"] == "head")
+    assert head["steps"] and all(
+        s["cost"]["fresh"] == {"base": 0, "column": 0} for s in head["steps"]
+    )
