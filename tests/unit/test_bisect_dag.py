@@ -94,5 +94,5 @@ def test_a_merge_named_first_bad_says_which_parent_brought_the_change(
     assert o.first_bad == builds[2] and o.last_good == builds[1]
     out = render(o)
     assert f"{ids['M'][:12]} is a merge: its parent {ids['B'][:12]} (the last good" in out
-    assert f"the branch it merges ({ids['X2'][:12]} 'X2: more work per query')" in out
+    assert f"through its other parent ({ids['X2'][:12]} 'X2: more work per query')" in out
     assert f"dbregress bisect --src {repo} {ids['A'][:12]} {ids['X2'][:12]}" in out

@@ -313,8 +313,8 @@ def described(spec: str) -> str:
 
 def merge_note(first_bad: str, last_good: str | None) -> str | None:
     """When a source build's first bad commit is a merge: that it is one, and which of
-    its parents brought the change (not the one measured good: the branch it merges),
-    with the bisection of that branch to run next; None for any other build."""
+    its parents brought the change (not the one measured good: the line the merge joins
+    to it), with the bisection of that line to run next; None for any other build."""
     parsed = provision.BuildSpec.parse(first_bad)
     if not parsed.is_source:
         return None
@@ -330,13 +330,13 @@ def merge_note(first_bad: str, last_good: str | None) -> str | None:
     brought = "; ".join(f"{p[:12]} {_subject(src.path, p)[0]!r}" for p in others)
     base = source.branch_point(src.path, good, others[0])
     again = (
-        f"; bisect that branch with the same options: dbregress bisect --src {src.path} "
+        f"; bisect that line with the same options: dbregress bisect --src {src.path} "
         f"{base[:12]} {others[0][:12]}"
         if base and base != others[0]
         else ""
     )
     return (
         f"{src.ref and src.ref[:12]} is a merge: its parent {good[:12]} (the last good, "
-        f"measured) does not have the change, so it came with the other parent, the "
-        f"branch it merges ({brought}), or with the merge's own resolution{again}"
+        f"measured) does not have the change, so it came through its other parent "
+        f"({brought}), the line the merge joins, or with the merge's own resolution{again}"
     )
