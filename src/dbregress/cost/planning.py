@@ -187,7 +187,8 @@ def settings_code(engine: str) -> str:
     """The digest of the code that makes an engine's configuration of its settings: the
     modules of its Engine class and of the classes it derives from, the profiles' own
     module and the family's (configs/mysql's version lines)."""
-    modules = {c.__module__ for c in engine_class(engine).__mro__ if c.__module__ != "builtins"}
+    mro = engine_class(engine).__mro__
+    modules = {c.__module__ for c in mro if c.__module__.startswith("dbregress.")}
     files = sorted(
         f for m in modules if (f := getattr(sys.modules[m], "__file__", None)) is not None
     )
