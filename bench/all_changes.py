@@ -38,13 +38,13 @@ sys.path.insert(0, str(BENCH))
 
 from bisect_src import (  # noqa: E402
     BROKEN,
-    DEBIAN_SOURCES,
     HARMLESS,
     HOT,
     HOT_ANCHOR,
     ROOT,
     SIZES,
     build_times,
+    debian_tree,
     git,
     run,
 )
@@ -81,12 +81,7 @@ def iterations(work: int, change: float) -> int:
 
 def make_history(work: Path, commits: int) -> tuple[Path, list[str], dict[int, int]]:
     """The history, its commit ids, and the loop size at each planted change."""
-    trees = sorted(DEBIAN_SOURCES.glob("postgresql-15-*/configure"))
-    if not trees:
-        raise SystemExit(f"no PostgreSQL source under {DEBIAN_SOURCES}: run `make sources`")
-    repo = work / "postgresql"
-    shutil.rmtree(repo, ignore_errors=True)
-    shutil.copytree(trees[-1].parent, repo, symlinks=True)
+    repo = debian_tree(work)
     hot = repo / HOT
     code = hot.read_text()
     assert HOT_ANCHOR in code, f"{HOT} has no {HOT_ANCHOR!r}"

@@ -110,18 +110,24 @@ def git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-def make_history(
-    work: Path, commits: int, bad_at: int, broken: range, bump: int = 0
-) -> tuple[Path, list[str]]:
-    """The history; the commits in `broken` have a line that does not compile at the
-    top of the harmless file (the compiler's first error names the same line in each);
-    the commit `bump`, if any, changes configure's version to 15.19."""
+def debian_tree(work: Path) -> Path:
+    """A fresh copy of Debian's PostgreSQL 15 source at WORK/postgresql."""
     trees = sorted(DEBIAN_SOURCES.glob("postgresql-15-*/configure"))
     if not trees:
         raise SystemExit(f"no PostgreSQL source under {DEBIAN_SOURCES}: run `make sources`")
     repo = work / "postgresql"
     shutil.rmtree(repo, ignore_errors=True)
     shutil.copytree(trees[-1].parent, repo, symlinks=True)
+    return repo
+
+
+def make_history(
+    work: Path, commits: int, bad_at: int, broken: range, bump: int = 0
+) -> tuple[Path, list[str]]:
+    """The history; the commits in `broken` have a line that does not compile at the
+    top of the harmless file (the compiler's first error names the same line in each);
+    the commit `bump`, if any, changes configure's version to 15.19."""
+    repo = debian_tree(work)
     if 0 in broken:  # the first commit too: an old tree today's compiler refuses
         (repo / HARMLESS).write_text(BROKEN + (repo / HARMLESS).read_text())
     git(repo, "init", "-q", "-b", "main")
