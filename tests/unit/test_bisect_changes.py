@@ -187,7 +187,7 @@ def test_all_changes_table_and_bisect_json(monkeypatch: pytest.MonkeyPatch, tmp_
 def test_a_resumed_all_changes_reads_its_runs_again(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    fake = Fake(history(17, {5: 1.01, 12: 0.99}))
+    fake = Fake(history(17, {5: 1.01, 12: 1.02}))
     fake.install(monkeypatch)
     request = BisectRequest(builds=fake.builds, benchmark="kv", step="x", all_changes=True)
     first = AllChanges(request, tmp_path, print).run()
@@ -195,6 +195,7 @@ def test_a_resumed_all_changes_reads_its_runs_again(
     again = AllChanges.resume(tmp_path, print).run()
     assert fake.built[:2] == [fake.builds[0], fake.builds[-1]]  # the ends: a cache hit
     assert [c.commit for c in again.changes] == [c.commit for c in first.changes]
+    assert [c.commit for c in first.changes] == [fake.builds[5], fake.builds[12]]
     assert [p.run for p in again.points] == [p.run for p in first.points]
 
 
@@ -213,3 +214,23 @@ def test_all_changes_options_are_checked(
     builds = "rocksdb@7.10.2,rocksdb@8.0.0,rocksdb@10.2.1"
     assert main(["bisect", "--builds", builds, "--step", "readrandom", *extra]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_a_resumed_all_changes_builds_a_skipped_build_again_only_when_tried(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    fake = Fake(history(17, {5: 1.01, 12: 1.02}), {5})
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="x", all_changes=True)
+    first = AllChanges(request, tmp_path, print).run()
+    assert first.changes[0].candidates == [fake.builds[5], fake.builds[6]]
+    fake.built.clear()
+    again = AllChanges.resume(tmp_path, print).run()
+    assert fake.builds[5] not in fake.built  # not built again
+    assert again.changes[0].candidates == [fake.builds[5], fake.builds[6]]
+    fake.broken = set()  # fixed: --try measures it, and the change is isolated
+    tried = AllChanges.resume(tmp_path, print)
+    tried.add_try(fake.builds[5])
+    o = tried.run()
+    assert (o.changes[0].build, o.changes[0].candidates) == (fake.builds[5], [])
+    assert fake.builds[5] not in o.skipped

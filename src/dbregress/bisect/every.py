@@ -58,8 +58,11 @@ class AllChanges(Bisection):
         if point is not None:
             self._say(f"point {n}: {shown(b_mid)}: reusing run {point.run}")
         else:
+            if b_mid in self.outcome.skipped and b_mid not in self.outcome.tries:
+                return None  # skipped before this resume; --try builds it again
             if i not in (lo, hi) and not self.builder.build_inner(i, lo, hi):
                 return None
+            self.outcome.skipped.pop(b_mid, None)  # a --try that built
             self._say(
                 f"point {n}: counting {self.builder.name(i)} (ends {shown(b_lo)}, {shown(b_hi)})"
             )
