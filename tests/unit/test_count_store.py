@@ -373,9 +373,8 @@ def test_an_entry_of_another_shape_is_skipped_with_one_line_and_pruned(
     choices = {"a": _choices(lab), "b": _choices(lab)}
     taker.adopt("store", ["a", "b"], choices, 0.1)
     assert taker.take("store", "a", 1, None, _choices(lab)) is None
-    said = [line for line in lines if "ignoring" in line]
-    assert said and all("of another shape" in line for line in said)
-    assert all("\n" not in line for line in lines)
+    (said,) = [line for line in lines if "ignoring" in line]  # one line, however often read
+    assert "of another shape" in said and "\n" not in said
     (found,) = lane.store.survey()
     assert found.why is not None and "of another shape" in found.why
     assert Prune(unusable=True).matches(found, now=0.0)

@@ -160,6 +160,7 @@ class CountStore:
     def __init__(self, root: Path, notify: Notify | None = None) -> None:
         self.root = root
         self.notify = notify or (lambda line: None)
+        self.told: set[Path] = set()  # unusable entries said (once each)
 
     def folder(self, key: CountKey) -> Path:
         name = key.name
@@ -204,7 +205,9 @@ class CountStore:
         try:
             return _parse(path)
         except StoreError as e:
-            self.notify(f"count store: ignoring {path}: {e}")
+            if path not in self.told:
+                self.told.add(path)
+                self.notify(f"count store: ignoring {path}: {e}")
             return None
 
     def size(self) -> tuple[int, int]:
