@@ -537,6 +537,27 @@ def test_a_reused_build_is_counted_anew_every_n_runs(tmp_path: Path) -> None:
     assert always.take("store", "a", 1, None, _choices(lab)) is None
 
 
+def test_a_bisections_points_share_their_ends_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every point of a bisection is judged against the same counts of its ends: the
+    rule that recounts a reused build every N runs is for runs over time, not points."""
+    monkeypatch.delenv(counted.ENV, raising=False)
+    lab = _lab(tmp_path)
+    bisection = tmp_path / "results" / "bisect-1"
+    (bisection / "runs").mkdir(parents=True)
+    (bisection / "bisect.json").write_text("{}")
+    _put(tmp_path, lab, run="bisect-1/runs/p1")
+    for n in range(2, 6):
+        point = _taker(tmp_path, lab, run=f"bisect-1/runs/p{n}")
+        point.every = reuse.Reuse(point.run, print, False, 0.01, 2).every
+        assert point.take("store", "a", 1, None, _choices(lab)) is not None
+    # a run beside the bisection asks the rule: the points' takes count
+    nightly = _taker(tmp_path, lab, run="night")
+    assert nightly.take("store", "a", 1, None, _choices(lab)) is None
+    assert "recount_every = 5" in nightly.refused["a"]
+
+
 def test_a_new_host_class_counts_anew(tmp_path: Path) -> None:
     lab = _lab(tmp_path)
     lane = _put(tmp_path, lab)

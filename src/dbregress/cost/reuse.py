@@ -228,13 +228,15 @@ def due(
     replays (None: it may take them): the last `every` - 1 other runs took the key's
     stored replays since its newest was counted (every `every`th run counts anew, so no
     draw of the engine's state stands for every later run, and the history floor gets
-    counts of its own), or none of them was counted on this run's host class
-    (`host_class`, None: not known, not asked)."""
+    counts of its own; `every` 0: not asked), or none of them was counted on this run's
+    host class (`host_class`, None: not known, not asked)."""
     stored = store.get(key)
     if not stored:
         return None
     if host_class is not None and all(s.origin.get("host_class") != host_class for s in stored):
         return f"none of its stored replays was counted on this host class ({host_class})"
+    if every <= 0:  # not asked (a bisection's point)
+        return None
     newest = max(s.stored_at for s in stored)
     since = {t["run"] for t in store.takes(key) if t["run"] != run and t["taken_at"] > newest}
     if len(since) >= every - 1:
@@ -261,7 +263,11 @@ class Reuse:
         host_class: str | None = None,
     ) -> None:
         self.run, self.notify, self.recount, self.band = run, notify, recount, band
-        self.every, self.host_class = every, host_class
+        # a bisection's points share each build's counts on purpose: every point is
+        # judged against the same counts of its ends (docs/bisect.md), so the count of
+        # runs that took them (`due`) is not asked there
+        self.every = 0 if counted.in_bisection(run) else every
+        self.host_class = host_class
         self.store = CountStore(counted.root_for(run), notify)
         self.keys: dict[str, CountKey | None] = {}  # label -> the key its replays take
         self.key_for: dict[str, KeyFor] = {}  # label -> its key at a replay's sizes

@@ -150,10 +150,19 @@ def root_for(run: Path) -> Path:
     results = run.parent
     # a bisection's runs (and those of its commits phase, further in): the folder
     # holding the outermost bisection
-    for folder in list(run.parents)[:4]:
-        if (folder / "bisect.json").is_file():
-            results = folder.parent
+    for folder in _bisections(run):
+        results = folder.parent
     return results / FOLDER
+
+
+def in_bisection(run: Path) -> bool:
+    """Whether a run is a bisection's point (of its commits phase too)."""
+    return bool(_bisections(run))
+
+
+def _bisections(run: Path) -> list[Path]:
+    """The bisection folders holding a run, innermost first."""
+    return [f for f in list(run.parents)[:4] if (f / "bisect.json").is_file()]
 
 
 class CountStore:
