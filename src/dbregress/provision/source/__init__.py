@@ -9,14 +9,16 @@ postgresql-15`, `apt-get source mariadb` or `apt-get source rocksdb` gives one).
 the family. REF, a commit, tag or branch of a git checkout, builds that commit: its
 files and its submodules' files at the commits it records are exported into a
 directory of dbregress's own, so the user's checkout, index and worktree list are never
-touched. Without REF the tree is built as it is on disk, uncommitted changes included.
+touched. Without REF the tree is built as it is on disk, uncommitted changes included
+(in a git work tree: what git would commit; what it ignores is build output).
 FLAVOR names a compile recipe (default `rel`): one of flavors.toml, per engine family,
 or a lab file's own.
 
 The parts: spec.py (what a spec names), recipes.py (flavors and patches), tree.py (git:
-export, digest, commit ranges), key.py (the cache key and its inputs), build.py (the
-steps), cmake.py (the MySQL family's cmake command line, per project) and
-rocksdb_build.py (RocksDB's).
+export, digest, commit ranges), worktree.py (a tree built as it is on disk: which files
+are its source, their digest, a copy), key.py (the cache key and its inputs), needs.py
+(the libraries a build cannot configure without), build.py (the steps), cmake.py (the
+MySQL family's cmake command line, per project) and rocksdb_build.py (RocksDB's).
 """
 
 from __future__ import annotations
