@@ -395,5 +395,5 @@ def test_drift_values_are_checked() -> None:
     assert report_cli.fail_on_value("drift:0.5%") == "drift:0.5%"
     assert report_cli.fail_on_value("drift:2") == "drift:2%"
     for bad in ("drift:", "drift:x%", "drift:0%", "drift:150%", "faster"):
-        with pytest.raises(Exception, match="drift|invalid choice"):
+        with pytest.raises(Exception, match=r"drift|invalid choice"):
             report_cli.fail_on_value(bad)

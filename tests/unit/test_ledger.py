@@ -91,7 +91,7 @@ def test_an_increment_that_moved_names_the_function_that_moved() -> None:
         *replays(rng, "plus", 1.004),
     ]
     for r in found:
-        for s, figures in r["steps"].items():
+        for figures in r["steps"].values():
             extra = 4000.0 if r["column"] == "plus" else 0.0
             figures["functions"] = {
                 "ExecScan (postgres)": 300_000.0,

@@ -9,7 +9,8 @@ separated by tabs and the step name last.
 CSV has one row per (comparison, column, step), header row first: the QPS ratio with its
 interval and verdict, the repeats, the median QPS and every per-operation metric with
 its own ratio and verdict, and whether the cost verdict is a small change
-(`cost_small`: `same` for the gate, beyond the small-change floor). The base column's rows carry its absolute values only.
+(`cost_small`: `same` for the gate, beyond the small-change floor). The base column's
+rows carry its absolute values only.
 
 Where a cost lane counted the run, TSV lists after each comparison's tables what its
 counting replays changed, and CSV's `cost_counting_changes` says it for each column and
