@@ -17,10 +17,12 @@ from dbregress.bisect import (
     BisectPoint,
     BisectRequest,
     Outcome,
+    Verdict,
     load_state,
+    walk,
 )
 from dbregress.cli.main import main
-from dbregress.model.errors import BuildNotFound, ProvisionError
+from dbregress.model.errors import BuildNotFound, ProvisionError, StoreError
 from tests.unit.test_bisect_rule import Fake, build_error, name, step_at
 
 LEVELS = [100.0] * 11 + [110.0] * 6  # the first bad build is the 12th of 17
@@ -247,3 +249,42 @@ def test_resume_refuses_another_way_of_measuring_in_one_line(
     if same is not None:
         monkeypatch.setattr(Bisection, "run", lambda self: Outcome(builds=[], stopped=None))
         assert main(["bisect", "--resume", str(tmp_path / "b"), option[0], same]) == 0
+
+
+def test_an_interrupted_run_that_cannot_be_resumed_is_measured_anew_not_skipped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The interrupted point's run was measured by another method (dbregress changed
+    between the stop and the resume): its refusal was taken for the build's failure and
+    the build skipped (seen in tests/e2e/test_bisect.py's Ctrl-C test, which then
+    answered "one of"); the point is measured in a new run instead."""
+    builds = Fake(LEVELS).builds
+    lines: list[str] = []
+    b = Bisection(
+        BisectRequest(builds=builds, benchmark="kv", step="readrandom"), tmp_path, lines.append
+    )
+    (tmp_path / "runs" / "r-old").mkdir(parents=True)
+    (tmp_path / "runs" / "r-old" / "run.json").write_text("{}")
+    b.current = {"lo": builds[0], "mid": builds[8], "hi": builds[16], "attempt": 1, "run": "r-old"}
+    started: list[Path | None] = []
+
+    def runner_for(*args: Any, resume: Path | None = None, **kw: Any) -> Any:
+        started.append(resume)
+        if resume is not None:
+            raise StoreError(f"cannot resume {resume}: it was measured by another method (x)")
+        return type("R", (), {"path": tmp_path / "runs" / "r-new"})()
+
+    v = Verdict("same", 1.0, None, "simulated")
+    monkeypatch.setattr(walk, "runner_for", runner_for)
+    monkeypatch.setattr(walk, "run_lab", lambda *a: None)
+    monkeypatch.setattr(
+        walk,
+        "point_of",
+        lambda r, labels, lab, run, lo, mid, hi, a, t: BisectPoint(
+            lo, mid, hi, run.name, a, v, v, v, t
+        ),
+    )
+    point = b._measure(builds[0], builds[8], builds[16], 1)
+    assert started == [tmp_path / "runs" / "r-old", None]
+    assert point.run == "r-new" and b.current is not None and b.current["run"] == "r-new"
+    assert any("measuring the point in a new run" in ln for ln in lines)

@@ -7,10 +7,11 @@ state.py's, a point's lab and verdicts points.py's; the walk and its rule are he
 from __future__ import annotations
 
 import time
+from functools import partial
 from pathlib import Path
 
 from dbregress import provision
-from dbregress.bisect.building import Builder
+from dbregress.bisect.building import Builder, first_line
 from dbregress.bisect.builds import label_of, shown, spec_of
 from dbregress.bisect.model import (
     DIRECTIONS,
@@ -25,7 +26,7 @@ from dbregress.bisect.model import (
 from dbregress.bisect.points import check_step, failures_only_of, point_lab, point_of
 from dbregress.bisect.state import interrupted_run, save_state, tried_build
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, Interrupted
+from dbregress.model.errors import DbregressError, Interrupted, StoreError
 from dbregress.workflow.lab_run import run_lab, runner_for
 
 
@@ -99,14 +100,17 @@ class Bisection:
         # it is indexed in the bisection's own (runs/history.sqlite), whose counts of the
         # builds a later point shares give it a measured noise floor (points.verdict_of).
         runs = self.root / "runs"
-        runner = runner_for(
-            lab,
-            runs,
-            self.notify,
-            scheduler=self.scheduler,
-            tls=self.tls,
-            resume=again,
-        )
+        start = partial(runner_for, lab, runs, self.notify, scheduler=self.scheduler, tls=self.tls)
+        try:
+            runner = start(resume=again)
+        except StoreError as e:
+            if again is None:
+                raise
+            # the interrupted run cannot be continued (another method, since dbregress
+            # or valgrind changed): the point is measured in a new run, never taken for
+            # its build's failure (which would skip the build)
+            self._say(f"{first_line(e)}; measuring the point in a new run")
+            again, runner = None, start(resume=None)
         self.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": runner.path.name}
         self._save()
         if again is not None:
