@@ -7,8 +7,11 @@ only: counts per operation add up along a history, timings on a shared host do n
 
 from __future__ import annotations
 
+from typing import cast
+
 from dbregress.analysis.cost import compare_counts
 from dbregress.analysis.cost_methods import COST_METRICS, Group, counts_by_group
+from dbregress.analysis.functions_moved import functions_moved
 from dbregress.bisect.builds import commit_and_subject, shown
 from dbregress.bisect.model import (
     DIRECTIONS,
@@ -22,6 +25,7 @@ from dbregress.bisect.model import (
 from dbregress.bisect.split import Counts, Split, split
 from dbregress.bisect.walk import Bisection
 from dbregress.model.errors import DbregressError, Interrupted
+from dbregress.shapes.replay import ReplayRecord
 from dbregress.store.replays import load_replays
 
 METRIC = COST_METRICS[0]  # estimated cycles per operation, the cost lane's headline
@@ -45,6 +49,7 @@ class AllChanges(Bisection):
         self._save()
         self.builder.build_ends()
         self.groups: dict[int, Group] = {}
+        self.counted_in: dict[int, tuple[str, str]] = {}  # build -> (run, its label)
         found = split(len(self.builds), self._take, compare, self.request.minimum)
         self._answer(found)
         return self.outcome
@@ -104,6 +109,7 @@ class AllChanges(Bisection):
                     )
                 self.groups.setdefault(j, g)
             out[j] = [v for v, _ in values]
+            self.counted_in.setdefault(j, (point.run, label))
         return out
 
     def counts(self, point: BisectPoint) -> dict[str, list[tuple[float, Group]]]:
@@ -112,6 +118,23 @@ class AllChanges(Bisection):
         replays = load_replays(self.root / "runs" / point.run)
         cells = counts_by_group(replays, METRIC)
         return {col: vs for (col, step), vs in cells.items() if step == self.request.step}
+
+    def _moved(self, lo: int, hi: int) -> list[str]:
+        """Where build hi moved from build lo: the functions whose counted instructions
+        per operation moved most, from the replays their counts came from."""
+        found: list[ReplayRecord] = []
+        for j, as_ in ((lo, "lo"), (hi, "hi")):
+            where = self.counted_in.get(j)
+            if where is None:
+                return []
+            run, label = where
+            found += [
+                cast(ReplayRecord, {**r, "column": as_})
+                for r in load_replays(self.root / "runs" / run)
+                if r.get("column") == label
+            ]
+        moved = functions_moved(found, "lo", "hi", self.request.step)
+        return [m.words() for m in moved]
 
     def _answer(self, found: Split) -> None:
         """The table of changes, the ranges left whole and the part explained, in the
@@ -132,6 +155,7 @@ class AllChanges(Bisection):
                     ci=c.verdict.ci,
                     share=found.share(c.verdict),
                     candidates=[b[j] for j in c.candidates],
+                    functions=self._moved(c.lo, c.hi),
                 )
             )
         for kind, ranges in (("below", found.below), ("undecided", found.undecided)):

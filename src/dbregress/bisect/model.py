@@ -140,6 +140,9 @@ class ChangeRow:
     ci: tuple[float, float] | None
     share: float | None
     candidates: list[str] = field(default_factory=list)
+    # where it moved: the functions whose instructions per operation moved most between
+    # last_good and build, from the same replays (analysis/functions_moved.py)
+    functions: list[str] = field(default_factory=list)
 
 
 @dataclass

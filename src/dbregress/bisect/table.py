@@ -40,6 +40,8 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
             f"| {c.direction} | {commit} | {c.subject} | {_size(c.ratio, c.ci)} | "
             f"{_share(c.share)} |"
         )
+        if c.functions:
+            lines.append(f"|  | where: {'; '.join(c.functions)} |  |  |  |")
         if c.candidates:
             lines.append(
                 f"|  | one of {len(c.candidates)}: "
