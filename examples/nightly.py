@@ -659,6 +659,8 @@ def bisect(night: Night, lab: dict[str, Any], good: str | None, verdicts: Path |
         if made and (made[-1] / "bisect.json").is_file():
             found = json.loads((made[-1] / "bisect.json").read_text())
             answer.update(folder=made[-1].name, first_bad=found.get("first_bad"))
+            # the direction looked for (bisect --direction; slower for a regression)
+            answer.update(direction=(found.get("request") or {}).get("direction"))
             answer.update(candidates=found.get("candidates"), stopped=found.get("stopped"))
         rec["bisections"].append(answer)
         if not args.dry_run:

@@ -24,7 +24,7 @@ from dbregress.bisect.model import (
 )
 from dbregress.bisect.split import Counts, Split, split
 from dbregress.bisect.walk import Bisection
-from dbregress.model.errors import DbregressError, Interrupted
+from dbregress.model.errors import DbregressError, InternalError, Interrupted
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.store.replays import load_replays
 
@@ -73,8 +73,8 @@ class AllChanges(Bisection):
             )
             try:
                 point = self._measure(b_lo, b_mid, b_hi, 1)
-            except Interrupted:
-                raise
+            except (Interrupted, InternalError):
+                raise  # a bug in dbregress is no failed build (exit 3)
             except DbregressError as e:
                 if i in (lo, hi) or not self._only(b_mid):
                     raise

@@ -26,7 +26,7 @@ from dbregress.bisect.model import (
 from dbregress.bisect.points import check_step, failures_only_of, point_lab, point_of
 from dbregress.bisect.state import interrupted_run, save_state, tried_build
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, Interrupted, StoreError
+from dbregress.model.errors import DbregressError, InternalError, Interrupted, StoreError
 from dbregress.workflow.lab_run import run_lab, runner_for
 
 
@@ -147,8 +147,8 @@ class Bisection:
             try:
                 interrupts.check()
                 point = self._measure(b_lo, b_mid, b_hi, attempt)
-            except Interrupted:
-                raise
+            except (Interrupted, InternalError):
+                raise  # a bug in dbregress is no failed build (exit 3)
             except DbregressError as e:
                 if i in (lo, hi) or not self._only(b_mid):
                     raise

@@ -15,6 +15,17 @@ class BisectRequestRead(TypedDict, total=False):
     step: str
     lane: str
     builds: list[str]
+    all_changes: bool
+    direction: str | None
+
+
+class ChangeRead(TypedDict, total=False):
+    """One change of an --all-changes bisection (bisect/model.py ChangeRow)."""
+
+    commit: str
+    build: str
+    direction: str
+    ratio: float | None
 
 
 class BisectVerdictRead(TypedDict, total=False):
@@ -37,6 +48,8 @@ class BisectRead(TypedDict, total=False):
     stopped: str | None
     ends_same: bool
     points: list[BisectPointRead]
+    changes: list[ChangeRead]  # --all-changes
+    counted: int  # --all-changes: builds counted, once finished
     took_s: float | None
 
 

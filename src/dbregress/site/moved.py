@@ -248,7 +248,14 @@ def bisection(root: Path, path: Path, problems: list[str]) -> Bisection | None:
     builds = [str(b) for b in state.get("builds") or request.get("builds") or []]
     first_bad = state.get("first_bad")
     candidates = tuple(_short(str(c)) for c in state.get("candidates") or [])
-    if first_bad:
+    changes = state.get("changes") if request.get("all_changes") else None
+    if changes is not None and not state.get("stopped") and state.get("counted"):
+        named = ", ".join(
+            f"{_short(str(c.get('build') or c.get('commit')))} ({c.get('direction', '?')})"
+            for c in changes
+        )
+        answer = f"{len(changes)} change(s): {named}" if changes else "no change above --min"
+    elif first_bad:
         answer = f"first bad build: {_short(str(first_bad))}"
     elif candidates:
         answer = f"the first bad build could be any of these {len(candidates)}"
