@@ -4,9 +4,9 @@ pools (each replay keeps its costliest functions: cost/replay.py). A 0.3% step c
 that is a 12% change of one function says where to look, as Meta's FBDetect finds
 regressions far below a service's noise by looking at subroutines (docs/ledger.md).
 
-A function is compared where both sides' replays kept it (the costliest 40 of each
+A function is compared where both sides' replays kept it (the costliest 300 of each
 window); one kept by one side only is named as appearing (or gone) among the costliest,
-its other side's figure unknown but below that side's 40th.
+its other side's figure unknown but below that side's 300th.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _mean_functions(replays: Iterable[ReplayRecord], column: str, step: str) -> 
     if not kept:
         return {}
     names = set().union(*kept)
-    # a function absent from one replay's 40 is not averaged as 0: it is left out there
+    # a function absent from one replay's 300 is not averaged as 0: it is left out there
     return {n: statistics.fmean(t[n] for t in kept if n in t) for n in names}
 
 

@@ -32,7 +32,7 @@ from dbregress.shapes.replay import ReplayError, ReplayRecord, ReplayStep
 
 # What a replay keeps of explain's figures for each step; of its function table only the
 # costliest FUNCTIONS_IN_REPLAY functions' instructions per operation (`functions`).
-FUNCTIONS_IN_REPLAY = 40
+FUNCTIONS_IN_REPLAY = 300  # as explain keeps (explain/count_figures.py FUNCTIONS_KEPT)
 KEPT = (
     *("index", "unit", "ops", "rows", "divisor", "skip_ops", "files", "scope", "caches"),
     "wall_s",

@@ -291,7 +291,7 @@ class Verdicts(TypedDict):
 # change (later over earlier) with its interval and class.
 class LedgerFunctionJson(TypedDict):
     function: str  # "name (object file)"
-    base: float | None  # instructions per operation (None: not among the costliest 40)
+    base: float | None  # instructions per operation (None: not among the costliest 300)
     value: float | None
     share: float | None  # of the step's change in instructions per operation
 
