@@ -117,3 +117,40 @@ def ledger_of_replays(found: list[dict[str, Any]], labels: list[str]) -> Ledger:
     points = [Point("r", lb, f"null@{lb}") for lb in labels]
     rows = lg.rows_of("c", "cost", "estimated_cycles", points, cells, labels, list(STEPS))
     return Ledger("r", None, tuple(rows))
+
+
+def test_drift_is_judged_on_decided_figures_only_and_says_what_it_could_not_judge() -> None:
+    from dbregress.analysis.ledger import Cell, Row
+
+    def point(col: str, word: str, lo: float, hi: float) -> Point:
+        cell = Cell((lo + hi) / 2, (lo, hi), word)
+        return Point("r", col, "b", cumulative=cell, increment=cell)
+
+    withheld = Row(
+        "c",
+        "s",
+        "cost",
+        "estimated_cycles",
+        (Point("r", "a", "b"), point("x", "undecided", 1.006, 1.010)),
+    )
+    found = Ledger("r", None, (withheld,))
+    assert lg.drift(found, 0.005) == []  # an undecided (withheld) figure is no drift ...
+    assert lg.drift_gaps(found) == ["c/s x: undecided ()"]  # ... but a gap
+    within = Row(
+        "c",
+        "s",
+        "cost",
+        "estimated_cycles",
+        (Point("r", "a", "b"), point("x", "same", 1.0009, 1.0018)),
+    )
+    assert lg.drift(Ledger("r", None, (within,)), 0.0005) == []  # inside the floor
+    assert lg.drift_gaps(Ledger("r", None, ())) != []  # no cost row: not judged
+
+
+def test_the_same_function_of_two_versions_is_one() -> None:
+    from dbregress.analysis.functions_moved import same_function
+
+    assert same_function("Get (librocksdb.so.7.10.2)") == same_function(
+        "Get (librocksdb.so.10.2.1)"
+    )
+    assert same_function("dispatch_command (mariadbd)") == "dispatch_command (mysqld)"

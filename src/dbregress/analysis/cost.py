@@ -237,7 +237,9 @@ def _judge(
         elif lo >= 1 - band and hi <= 1 + band:
             verdict, why = "same", f"{tost} inside ±{band:.0%}; {floor}"
             margin = max(policy.cost_small_floor, t.noise)
-            small = is_small(ci, margin)
+            # beyond the floor, and "no change" rejected at the lab's rate (BH), as a
+            # small change point must be
+            small = is_small(ci, margin) and adjusted <= alpha
             if small:
                 why = f"{why}; a small change: the interval clears ±{math.expm1(margin):.2%}"
         elif adjusted <= alpha:

@@ -11,6 +11,7 @@ its other side's figure unknown but below that side's 300th.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -45,9 +46,24 @@ class FunctionMove:
         return f"{self.function} {self.delta:+,.0f} instr/op{rel}"
 
 
+# An object file's version suffix (librocksdb.so.7.10.2) and MariaDB's server name: the
+# same function in two versions is one function.
+_SONAME = re.compile(r"(\.so)(\.[0-9]+)+(?=\)$)")
+_ALIASES = {"(mariadbd)": "(mysqld)"}
+
+
+def same_function(name: str) -> str:
+    """A function's key as kept, without what differs between versions of one build."""
+    name = _SONAME.sub(r"\1", name)
+    for a, b in _ALIASES.items():
+        if name.endswith(a):
+            name = name[: -len(a)] + b
+    return name
+
+
 def _mean_functions(replays: Iterable[ReplayRecord], column: str, step: str) -> dict[str, float]:
     tables = [
-        r["steps"][step].get("functions")
+        {same_function(k): v for k, v in (r["steps"][step].get("functions") or {}).items()}
         for r in replays
         if r.get("status") == "ok" and r.get("column") == column and step in r.get("steps", {})
     ]
@@ -84,5 +100,7 @@ def functions_moved(
         m = FunctionMove(name, x.get(name), y.get(name), None)
         share = m.delta / total if total else None
         moves.append(FunctionMove(name, m.base, m.value, share))
-    moves.sort(key=lambda m: -abs(m.delta))
+    # functions both sides kept first (their change is measured), then those one side
+    # kept only (their change is bounded by the other side's cut, not measured)
+    moves.sort(key=lambda m: (m.base is None or m.value is None, -abs(m.delta)))
     return moves[:top]

@@ -173,7 +173,9 @@ def drifted(
     out = []
     for key in _keys(record, planned.cost):
         c = verdicts.cost_for(key)
-        if c is None or c.verdict != "same" or c.ci is None or key in seen:
+        # a `same` that is not small lies within the floor of what separates two builds
+        # of one code: no drift, whatever the limit
+        if c is None or c.verdict != "same" or not c.small or c.ci is None or key in seen:
             continue
         if c.ci[0] > 1 + limit:
             out.append(Slower("cost", key, c.ratio, c.ci))

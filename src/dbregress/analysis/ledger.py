@@ -24,6 +24,7 @@ from typing import cast
 
 from dbregress.analysis.cost import CostComparison, cost_class, cost_verdicts
 from dbregress.analysis.cost_floors import Floors
+from dbregress.analysis.cost_methods import group_of, pooled_methods
 from dbregress.analysis.functions_moved import FunctionMove, functions_moved
 from dbregress.analysis.verdict import StepVerdict
 from dbregress.lab.file import VerdictPolicy
@@ -119,6 +120,25 @@ def _with(record: RunJson, comparison: ComparisonEntry, labels: Sequence[str]) -
     return cast(RunJson, out)
 
 
+INC = "\x1finc"  # the increments' comparison names: NAME + INC + N (never a lab's)
+
+
+def _aliased(floors: Floors | None, name: str, aliases: Sequence[str]) -> Floors | None:
+    """The floors with every key of comparison `name` also under each alias (the
+    increments' comparisons), so an increment is floored as its comparison's steps."""
+    if floors is None:
+        return None
+    noise: dict[str, dict[str, float]] = {}
+    for metric, by_key in floors.noise.items():
+        found = dict(by_key)
+        for key, sd in by_key.items():
+            if key.startswith(f"{name}/"):
+                for alias in aliases:
+                    found[alias + key[len(name) :]] = sd
+        noise[metric] = found
+    return Floors(noise, floors.runs, floors.note)
+
+
 def cost_cells(
     record: RunJson,
     replays: list[ReplayRecord],
@@ -126,36 +146,61 @@ def cost_cells(
     labels: Sequence[str],
     policy: VerdictPolicy,
     floors: tuple[Floors | None, Floors | None] = (None, None),
+    settled: int = 5,
+    family: Sequence[ComparisonEntry] | None = None,
 ) -> dict[tuple[str, str], tuple[Cell, Cell]]:
     """(label, step) -> (cumulative from labels[0], increment over the label before),
-    for labels[1:] and every step the replays count."""
+    for labels[1:] and every step the replays count. The cumulative changes are one
+    family of the Benjamini-Hochberg correction (with `family`, the run's comparisons
+    as its report judges them: the same verdicts), the increments another; `settled`
+    is the lane's count_replays_max, as the report's."""
     name = comparison["name"]
     calibration, history = floors
-
-    def verdicts(columns: Sequence[str]) -> dict[tuple[str, str], CostComparison]:
-        found = cost_verdicts(
-            _with(record, comparison, columns),
-            replays,
-            policy,
-            calibration=calibration,
-            history=history,
-        )
-        if found is None:
-            return {}
-        return {(k[1], k[2]): c for k, c in found.headline().items() if k[0] == name}
-
-    cumulative = verdicts(labels)
-    increments: dict[tuple[str, str], CostComparison] = {}
-    for before, label in itertools.pairwise(labels):
-        increments |= {k: c for k, c in verdicts([before, label]).items() if k[0] == label}
+    comps = list(family) if family is not None else [{**comparison, "labels": list(labels)}]
+    pairs = list(itertools.pairwise(labels))
+    aliases = [f"{name}{INC}{i}" for i in range(len(pairs))]
+    found = cost_verdicts(
+        cast(RunJson, {**record, "comparisons": comps}),
+        replays,
+        policy,
+        settled=settled,
+        calibration=calibration,
+        history=history,
+    )
+    cumulative = {
+        (k[1], k[2]): c for k, c in (found.headline() if found else {}).items() if k[0] == name
+    }
+    inc_comps = [
+        cast(ComparisonEntry, {**comparison, "name": alias, "labels": [before, label]})
+        for alias, (before, label) in zip(aliases, pairs, strict=True)
+    ]
+    inc_record = cast(RunJson, {**record, "comparisons": inc_comps})
+    found = cost_verdicts(
+        inc_record,
+        replays,
+        policy,
+        settled=settled,
+        calibration=_aliased(calibration, name, aliases),
+        history=_aliased(history, name, aliases),
+    )
+    increments = {(k[1], k[2]): c for k, c in (found.headline() if found else {}).items()}
+    kept = pooled_methods(inc_record, replays)
     keys = list(dict.fromkeys([*cumulative, *increments]))
-    previous = {label: prev for prev, label in itertools.pairwise(labels)}
+    previous = {label: (alias, prev) for alias, (prev, label) in zip(aliases, pairs, strict=True)}
     out = {}
     for k in keys:
         inc = Cell.of_cost(increments.get(k))
         if inc.word in MOVED and k[0] in previous:
-            moved = functions_moved(replays, previous[k[0]], k[0], k[1])
-            inc = dataclasses.replace(inc, functions=tuple(moved))
+            alias, prev = previous[k[0]]
+            group = kept.get((alias, k[0], k[1]))
+            pooled = [
+                r
+                for r in replays
+                if k[1] in r.get("steps", {}) and (group is None or group_of(r, k[1]) == group[0])
+            ]
+            inc = dataclasses.replace(
+                inc, functions=tuple(functions_moved(pooled, prev, k[0], k[1]))
+            )
         out[k] = (Cell.of_cost(cumulative.get(k)), inc)
     return out
 
@@ -202,11 +247,15 @@ class Drift:
         return self.point.cumulative
 
 
+JUDGED = ("same", "small", "slower", "faster")
+
+
 def drift(ledger: Ledger, limit: float, last_only: bool = False) -> list[Drift]:
     """The cost lane's points whose cumulative change is beyond `limit` (a fraction)
-    the slower way, whole interval: every such column of a run, or (`last_only`, a
-    lab's history) the newest point only, as where the series stands now. Each with
-    the increments up to it that added work, largest first."""
+    the slower way, whole interval, of a judged class (an undecided or withheld figure
+    is a gap: `drift_gaps`): every such column of a run, or (`last_only`, a lab's
+    history) the newest point only, as where the series stands now. Each with the
+    increments up to it that added work (slower or small), largest first."""
     out = []
     for row in ledger.rows:
         if row.lane != "cost":
@@ -216,15 +265,40 @@ def drift(ledger: Ledger, limit: float, last_only: bool = False) -> list[Drift]:
             if last_only and i != len(points) - 1:
                 continue
             total = p.cumulative
-            if total is None or total.ci is None or total.ci[0] <= 1 + limit:
+            if total is None or total.ci is None or total.word not in JUDGED:
+                continue
+            # a `same` that is not small lies within the floor of what separates two
+            # builds of one code: no drift, whatever the limit
+            if total.word not in ("small", "slower"):
+                continue
+            if total.ci[0] <= 1 + limit:
                 continue
             adding = [
                 q
                 for q in points[: i + 1]
                 if q.increment is not None
-                and q.increment.ratio is not None
-                and q.increment.ratio > 1
+                and q.increment.word in ("small", "slower")
+                and (q.increment.ratio or 0) > 1
             ]
             adding.sort(key=lambda q: -(q.increment.ratio or 0) if q.increment else 0)
             out.append(Drift(row, p, tuple(adding)))
+    return out
+
+
+def drift_gaps(ledger: Ledger, last_only: bool = False) -> list[str]:
+    """What keeps a drift gate from judging: no cost row at all, or a judged point
+    whose cumulative figure is undecided (withheld, too few counts, another method)."""
+    rows = [r for r in ledger.rows if r.lane == "cost"]
+    if not rows:
+        return ["no step has a cost-lane figure (no counting replays, or none comparable)"]
+    out = []
+    for row in rows:
+        points = row.points[1:]
+        for i, p in enumerate(points):
+            if last_only and i != len(points) - 1:
+                continue
+            c = p.cumulative
+            if c is None or c.word not in JUDGED:
+                why = c.reason if c is not None else "no figure"
+                out.append(f"{row.comparison}/{row.step} {p.column}: undecided ({why})")
     return out

@@ -358,6 +358,15 @@ def run(args: argparse.Namespace) -> int:
     print(text)
     for note in alike.lines():
         print(f"note: {note}", file=sys.stderr)
+    if args.fail_on and args.fail_on.startswith("drift:"):
+        print(
+            f"fail-on {args.fail_on}: NOT JUDGED, compare has no cost lane of its own (it "
+            "sets two runs' time-lane figures side by side); gate drift on a run with "
+            "`dbregress report RUN --fail-on drift:P%`, or across runs with `dbregress ledger "
+            "--lab LAB --reference RUN --fail-on drift:P%`",
+            file=sys.stderr,
+        )
+        return EXIT_UNJUDGED
     apart = _hosts_apart(alike)
     if args.fail_on and apart and not args.across_hosts:
         print(

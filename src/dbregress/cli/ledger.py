@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.cli import report
-from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER
+from dbregress.cli.exits import EXIT_OK, EXIT_SLOWER, EXIT_UNJUDGED
 from dbregress.model.errors import DbregressError
 from dbregress.report import ledger
 from dbregress.store.run import resolve_run
@@ -85,5 +85,10 @@ def run(args: argparse.Namespace) -> int:
         found_drift = ledger.beyond(found, args.fail_on)
         for d in found_drift:
             print(f"drift: {ledger.drift_line(d, args.fail_on)}", file=sys.stderr)
-        return EXIT_SLOWER if found_drift else EXIT_OK
+        if found_drift:
+            return EXIT_SLOWER
+        missing = ledger.gaps(found)
+        for line in missing:
+            print(f"drift not judged: {line}", file=sys.stderr)
+        return EXIT_UNJUDGED if missing else EXIT_OK
     return EXIT_OK

@@ -24,7 +24,7 @@ from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
 from dbregress.shapes.verdicts import LedgerCellJson, LedgerJson, LedgerPointJson, LedgerStepJson
 from dbregress.store.history import History, RunInfo, history_path
-from dbregress.store.replays import load_replays
+from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run
 
 FORMAT = 1
@@ -52,13 +52,18 @@ def run_ledger(
     record, replays = data.record, load_replays(path)
     policy = VerdictPolicy.of_record(record)
     floors = history_moves.measured_floors(path, record, replays)
+    settled = (load_lane(path) or {}).get("replays_max", 5)
     rows: list[Row] = []
+    seen: list[str] = []
     for comp in record["comparisons"]:
         labels = comp["labels"]
         if len(labels) < 2:
             continue
         points = [_point(record, lb) for lb in labels]
-        steps = _steps(data.steps, replays, comp["labels"], step)
+        steps = _steps(data.steps, replays, comp["labels"])
+        seen += [s for s in steps if s not in seen]
+        if step is not None:
+            steps = [step] if step in steps else []
         if "cost" in lanes and replays:
             cells = lg.cost_cells(
                 record,
@@ -67,21 +72,30 @@ def run_ledger(
                 labels,
                 policy,
                 (floors["calibration"], floors["history"]),
+                settled,
+                family=record["comparisons"],
             )
             rows += lg.rows_of(
                 comp["name"], "cost", "estimated_cycles", points, cells, labels, steps
             )
         if "time" in lanes:
             rows += _time_rows(record, data.steps, comp, points, steps)
+    _step_known(step, seen)
     notes = () if replays else ("the run has no counting replays: no cost lane",)
     return Ledger(str(record["run_id"]), None, tuple(rows), notes)
+
+
+def _step_known(step: str | None, seen: Sequence[str]) -> None:
+    if step is not None and step not in seen:
+        raise DbregressError(
+            f"--step {step}: no comparison of this ledger has it; its steps: {', '.join(seen)}"
+        )
 
 
 def _steps(
     steps_by_job: dict[str, list[dict[str, object]]] | object,
     replays: list[ReplayRecord],
     labels: Sequence[str],
-    only: str | None,
 ) -> list[str]:
     found: list[str] = []
     for r in replays:
@@ -92,12 +106,6 @@ def _steps(
             s = str(res.get("step"))
             if res.get("column") in labels and s not in found:
                 found.append(s)
-    if only is not None:
-        if only not in found:
-            raise DbregressError(
-                f"--step {only}: no such step in this ledger; its steps: {', '.join(found)}"
-            )
-        return [only]
     return found
 
 
@@ -155,12 +163,15 @@ def lab_ledger(
     notes: list[str] = []
     ref_point: Point | None = None
     for info in runs[start:]:
+        first_run = info.run_id == runs[start].run_id
         folder = root / info.path
         if not (folder / "run.json").is_file():
             folder = root / info.run_id
         try:
             data = read_run(folder)
         except (StoreError, OSError) as e:
+            if first_run:
+                raise StoreError(f"the reference's run {info.run_id} cannot be read: {e}") from e
             notes.append(f"{info.run_id}: not read ({e})")
             continue
         record, replays = data.record, load_replays(folder)
@@ -168,35 +179,60 @@ def lab_ledger(
             base, *others = comp["labels"]
             entry = comps.get(comp["name"])
             if entry is None:
-                first = (
-                    ref_label.get(comp["name"], base) if info.run_id == runs[start].run_id else None
-                )
-                if first is None:
+                if not first_run:
+                    notes.append(
+                        f"{comp['name']}: first seen in run {info.run_id}, after the reference; "
+                        "not in this ledger"
+                    )
+                    comps[comp["name"]] = (comp, [])
                     continue
+                if ref_label and comp["name"] not in ref_label:
+                    notes.append(
+                        f"{comp['name']}: the reference build is not one of its columns; "
+                        f"from its base {base} instead"
+                    )
+                first = ref_label.get(comp["name"], base)
                 ref_point = ref_point or _point(record, first)
                 entry = (comp, [(_point(record, first), record, replays)])
                 comps[comp["name"]] = entry
-                others = [lb for lb in comp["labels"] if lb != first and lb != base]
+                # of the reference's run, only the columns after the reference
+                after = comp["labels"][comp["labels"].index(first) + 1 :]
+                others = [lb for lb in after if lb != base]
+            elif not entry[1]:
+                continue
             entry[1].extend((_point(record, lb), record, replays) for lb in others)
     rows: list[Row] = []
+    seen: list[str] = []
     for name, (comp, points) in comps.items():
+        if not points:
+            continue
         if len(points) < 2:
             notes.append(f"{name}: no run after the reference")
             continue
-        record, replays, keys = _joined(comp, points)
+        record, replays, keys, unlike = _joined(comp, points)
+        notes += unlike
         policy = VerdictPolicy.of_record(points[-1][1])
-        cells = lg.cost_cells(record, replays, comp, keys, policy)
+        last = root / points[-1][0].run
+        settled = (load_lane(last) or {}).get("replays_max", 5)
+        measured = history_moves.measured_floors(last, record, replays, root, notify=notes.append)
+        cells = lg.cost_cells(
+            record,
+            replays,
+            comp,
+            keys,
+            policy,
+            (measured["calibration"], measured["history"]),
+            settled,
+        )
         steps = list(dict.fromkeys(s for (_, s) in cells))
+        seen += [s for s in steps if s not in seen]
         if step is not None:
-            if step not in steps:
-                raise DbregressError(
-                    f"--step {step}: not counted in lab {lab}; its steps: {', '.join(steps)}"
-                )
-            steps = [step]
+            steps = [step] if step in steps else []
         rows += lg.rows_of(
             name, "cost", "estimated_cycles", [p for p, _, _ in points], cells, keys, steps
         )
         notes += _method_notes(points)
+    _step_known(step, seen)
     return Ledger(lab, ref_point, tuple(rows), tuple(notes))
 
 
@@ -230,7 +266,7 @@ def _reference(runs: Sequence[RunInfo], reference: str, root: Path) -> tuple[int
 
 def _joined(
     comp: ComparisonEntry, points: list[tuple[Point, RunJson, list[ReplayRecord]]]
-) -> tuple[RunJson, list[ReplayRecord], list[str]]:
+) -> tuple[RunJson, list[ReplayRecord], list[str], list[str]]:
     """One record whose comparison holds every point as a column p0..pN (the reference
     first), and their replays relabelled so: the cost verdicts compare them as columns of
     one run, each replay keeping its own counting method (never pooled across two)."""
@@ -239,18 +275,35 @@ def _joined(
     columns: list[ColumnEntry] = []
     builds: dict[str, dict[str, str]] = {}
     replays: list[ReplayRecord] = []
+    specs: dict[str, str] = {}  # step -> the reference's step as counted (method.step_key)
+    unlike: list[str] = []
     for key, (p, record, found) in zip(keys, points, strict=True):
         col = next(c for c in record["columns"] if c["label"] == p.column)
         columns.append(cast(ColumnEntry, {**col, "label": key, "comparison": comp["name"]}))
         builds[key] = (record.get("builds") or {}).get(p.column) or {}
         for r in found:
-            if r.get("column") == p.column and r.get("comparison", comp["name"]) == comp["name"]:
-                replays.append(cast(ReplayRecord, {**r, "column": key}))
+            if r.get("column") != p.column or r.get("comparison", comp["name"]) != comp["name"]:
+                continue
+            steps = {}
+            for step, figures in r.get("steps", {}).items():
+                spec = figures.get("spec")
+                if key == "p0" and spec:
+                    specs.setdefault(step, spec)
+                if spec and specs.get(step, spec) != spec:
+                    note = (
+                        f"{comp['name']}/{step}: {p.run} {p.column} counted another workload or "
+                        "configuration than the reference (its step as counted differs): no figure"
+                    )
+                    if note not in unlike:
+                        unlike.append(note)
+                    continue
+                steps[step] = figures
+            replays.append(cast(ReplayRecord, {**r, "column": key, "steps": steps}))
     joined = dict(last)
     joined["columns"] = columns
     joined["builds"] = builds
     joined["comparisons"] = [cast(ComparisonEntry, {**comp, "labels": keys})]
-    return cast(RunJson, joined), replays, keys
+    return cast(RunJson, joined), replays, keys, unlike
 
 
 def _method_notes(points: list[tuple[Point, RunJson, list[ReplayRecord]]]) -> list[str]:
@@ -296,6 +349,12 @@ def _point_json(p: Point) -> LedgerPointJson:
 def beyond(ledger: Ledger, limit: float) -> list[lg.Drift]:
     """The drift the limit names: a lab's newest point, or every column of a run."""
     return lg.drift(ledger, limit, last_only=ledger.reference is not None)
+
+
+def gaps(ledger: Ledger) -> list[str]:
+    """What keeps the drift gate from judging: a lab's newest point, or any column of a
+    run, with no decided cumulative cost figure; no cost row at all."""
+    return lg.drift_gaps(ledger, last_only=ledger.reference is not None)
 
 
 def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
