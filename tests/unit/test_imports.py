@@ -350,8 +350,11 @@ def test_compare_two_imports_of_the_same_files_is_an_aa_pair(
     assert main(["report", "b", "--results", str(tmp_path)]) == 0
     capsys.readouterr()
     results = ["--results", str(tmp_path)]
+    # imports record no host: without --across-hosts the time lane is not judged at all
+    assert main(["compare", "a", "b", *results, "--fail-on", "slower:time"]) == 2
+    assert "not known to be the same host class" in capsys.readouterr().err
     # three repeats a side leave readrandom undecided: a gate that judges it cannot pass
-    gated = ["--format", "json", "--fail-on", "slower:time"]
+    gated = ["--format", "json", "--fail-on", "slower:time", "--across-hosts"]
     assert main(["compare", "a", "b", *results, *gated]) == 2
     err = capsys.readouterr().err
     assert "NOT JUDGED" in err and "db_bench/readrandom (B:v7, time): undecided" in err
