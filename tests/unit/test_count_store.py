@@ -235,8 +235,11 @@ def test_windows_the_run_could_not_have_chosen_are_not_adopted(tmp_path: Path) -
     paced = {s: _paced(c) for s, c in _choices(lab, q_per_s=200_000.0).items()}
     why = reuse.incompatible(stored, paced, warmup)
     assert why is not None and "pace" in why
+    # the pinned pace: another pace is another method (1.4 times was taken before)
     near = {s: _paced(c) for s, c in _choices(lab, q_per_s=140_000.0).items()}
-    assert reuse.incompatible(stored, near, warmup) is None
+    assert reuse.incompatible(stored, near, warmup) is not None
+    same = {s: _paced(c) for s, c in _choices(lab, q_per_s=100_000.00001).items()}
+    assert reuse.incompatible(stored, same, warmup) is None
     why = reuse.incompatible(stored, _choices(lab, ops=5000), warmup)
     assert why is not None and "window of 1000 calls" in why
     lane = _taker(tmp_path, lab)
