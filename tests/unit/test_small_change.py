@@ -151,3 +151,27 @@ def test_the_site_shows_a_small_change_on_its_point() -> None:
     }  # fmt: skip
     title = charts.hover(Point(**values), "cost")  # type: ignore[arg-type]
     assert "against the run's base: small 1.004 (+0.42% [0.39, 0.45])" in title
+
+
+def test_the_engine_states_possible_bias_widens_the_interval() -> None:
+    """Two sides within their state tolerance in opposite directions (the base may
+    count up to 0.2% less than its timed state, the column 0.2% more) may put up to
+    +0.4% into a ratio: a measured +0.3% is then no small change, and the interval holds
+    the bias."""
+    from dbregress.analysis.cost import _judge, _test
+
+    y = scaled(BASE, 1.003)
+    t = _test(BASE, y, 0.01, [])
+    plain = _judge("estimated_cycles", BASE, y, t.welch.p, t, VerdictPolicy(), (None, None), 5)
+    assert plain.small
+    base = SideState(0.9, 0.9, None, 3, bias={"estimated_cycles": -0.002})
+    column = SideState(0.9, 0.9, None, 3, bias={"estimated_cycles": 0.002})
+    found = _judge(
+        "estimated_cycles", BASE, y, t.welch.p, t, VerdictPolicy(), (None, None), 5,
+        states=(base, column),
+    )  # fmt: skip
+    assert found.ci is not None and plain.ci is not None
+    assert found.ci[0] < plain.ci[0] and found.ci[1] >= plain.ci[1]
+    assert found.ci[0] <= 1.003 / 1.004 + 0.001  # the bias can take the whole change
+    assert not found.small and found.verdict == "same"
+    assert "possible bias" in found.reason

@@ -88,6 +88,7 @@ from dbregress.analysis.cost_stats import (
     welch,
 )
 from dbregress.analysis.state import SideState
+from dbregress.analysis.state_bias import ratio_bias, widen
 from dbregress.lab.file import VerdictPolicy
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import RunJson
@@ -209,8 +210,8 @@ def _judge(
     settled: int,
     floors: tuple[FloorSeen, ...] = (),
     left_out: str = "",
+    states: tuple[SideState | None, SideState | None] | None = None,
 ) -> CostComparison:
-    band, alpha = policy.cost_band, policy.alpha
     spreads = (spread(x), spread(y))
     ratio: float | None = None
     ci: tuple[float, float] | None = None
@@ -221,31 +222,9 @@ def _judge(
             ratio = statistics.fmean(y) / statistics.fmean(x)
         why = f"fewer than 2 ok replays of {'the base' if len(x) < 2 else 'the column'}"
     else:
-        w = t.welch
-        ratio, ci = math.exp(w.d), interval(w, 1 - alpha)
-        lo, hi = interval(w, 1 - 2 * alpha)
-        test = f"Welch t p={w.p:.2g} (BH-adjusted {adjusted:.2g}), df {w.df:.1f}"
-        tost = f"{1 - 2 * alpha:.0%} CI {lo:.4f}-{hi:.4f}"
-        floor = f"noise sd {t.noise:.3%} from {t.noise_from}"
-        if t.gap > 0 and min(len(x), len(y)) < settled:
-            sides = [side for side, v in (("base", x), ("column", y)) if cluster_gap(v, band) > 0]
-            why = (
-                f"the {' and '.join(sides)} replays split into two clusters "
-                f"{math.expm1(t.gap):.2%} apart: the count depends on the engine's state "
-                f"at the window; both sides need {settled} replays"
-            )
-        elif lo >= 1 - band and hi <= 1 + band:
-            verdict, why = "same", f"{tost} inside ±{band:.0%}; {floor}"
-            margin = max(policy.cost_small_floor, t.noise)
-            # beyond the floor, and "no change" rejected at the lab's rate (BH), as a
-            # small change point must be
-            small = is_small(ci, margin) and adjusted <= alpha
-            if small:
-                why = f"{why}; a small change: the interval clears ±{math.expm1(margin):.2%}"
-        elif adjusted <= alpha:
-            verdict, why = ("slower" if w.d > 0 else "faster"), f"{test}; {floor}"
-        else:
-            why = f"{test}; {tost} not inside ±{band:.0%}; {floor}"
+        ratio, ci, verdict, why, small, margin = _decide(
+            metric, x, y, adjusted, t, policy, settled, states
+        )
     if left_out:
         why = f"{why}; {left_out}"
     return CostComparison(
@@ -266,6 +245,72 @@ def _judge(
         left_out=left_out,
         small=small,
         small_floor=margin,
+    )
+
+
+def _decide(
+    metric: str,
+    x: list[float],
+    y: list[float],
+    adjusted: float,
+    t: _Test,
+    policy: VerdictPolicy,
+    settled: int,
+    states: tuple[SideState | None, SideState | None] | None,
+) -> tuple[float, tuple[float, float], str, str, bool, float | None]:
+    """A step's ratio, interval, verdict, why, whether it is a small change and the
+    margin its interval had to clear (`_judge` with two replays a side or more)."""
+    band, alpha = policy.cost_band, policy.alpha
+    verdict, small, margin = "undecided", False, None
+    w = t.welch
+    ratio, ci = math.exp(w.d), interval(w, 1 - alpha)
+    lo, hi = interval(w, 1 - 2 * alpha)
+    bias = _bias(states, metric)
+    if bias is not None:
+        ci, (lo, hi) = widen(*ci, bias), widen(lo, hi, bias)
+    test = f"Welch t p={w.p:.2g} (BH-adjusted {adjusted:.2g}), df {w.df:.1f}"
+    tost = f"{1 - 2 * alpha:.0%} CI {lo:.4f}-{hi:.4f}"
+    floor = f"noise sd {t.noise:.3%} from {t.noise_from}"
+    if t.gap > 0 and min(len(x), len(y)) < settled:
+        why = _split_why(x, y, band, t.gap, settled)
+    elif lo >= 1 - band and hi <= 1 + band:
+        verdict, why = "same", f"{tost} inside ±{band:.0%}; {floor}"
+        margin = max(policy.cost_small_floor, t.noise)
+        # beyond the floor, and "no change" rejected at the lab's rate (BH), as a
+        # small change point must be
+        small = is_small(ci, margin) and adjusted <= alpha
+        if small:
+            why = f"{why}; a small change: the interval clears ±{math.expm1(margin):.2%}"
+    elif adjusted <= alpha and not ci[0] <= 1 <= ci[1]:
+        verdict, why = ("slower" if w.d > 0 else "faster"), f"{test}; {floor}"
+    elif adjusted <= alpha:
+        why = f"{test}; the engine states' possible bias puts 1 inside the interval"
+    else:
+        why = f"{test}; {tost} not inside ±{band:.0%}; {floor}"
+    if bias is not None:
+        why += (
+            f"; intervals widened by the engine states' possible bias "
+            f"[{bias[0]:+.3%}, {bias[1]:+.3%}]"
+        )
+    return ratio, ci, verdict, why, small, margin
+
+
+def _bias(
+    states: tuple[SideState | None, SideState | None] | None, metric: str
+) -> tuple[float, float] | None:
+    """The bias the sides' engine states may still put in the ratio within their
+    tolerance (analysis/state_bias.py), None where there is none to hold: the verdict's
+    intervals are widened by it."""
+    bias = ratio_bias(states, metric) if states is not None else None
+    return None if bias is None or bias == (0.0, 0.0) else bias
+
+
+def _split_why(x: list[float], y: list[float], band: float, gap: float, settled: int) -> str:
+    sides = [side for side, v in (("base", x), ("column", y)) if cluster_gap(v, band) > 0]
+    return (
+        f"the {' and '.join(sides)} replays split into two clusters "
+        f"{math.expm1(gap):.2%} apart: the count depends on the engine's state "
+        f"at the window; both sides need {settled} replays"
     )
 
 
@@ -407,6 +452,7 @@ def cost_verdicts(
                     settled,
                     seen[k],
                     methods[k][1] if k in methods else "",
+                    states.get(k),
                 ),
                 states.get(k),
             )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -184,25 +184,35 @@ def cost_cells(
         history=_aliased(history, name, aliases),
     )
     increments = {(k[1], k[2]): c for k, c in (found.headline() if found else {}).items()}
-    kept = pooled_methods(inc_record, replays)
-    keys = list(dict.fromkeys([*cumulative, *increments]))
     previous = {label: (alias, prev) for alias, (prev, label) in zip(aliases, pairs, strict=True)}
+    where = _where(inc_record, replays, previous)
     out = {}
-    for k in keys:
+    for k in dict.fromkeys([*cumulative, *increments]):
         inc = Cell.of_cost(increments.get(k))
         if inc.word in MOVED and k[0] in previous:
-            alias, prev = previous[k[0]]
-            group = kept.get((alias, k[0], k[1]))
-            pooled = [
-                r
-                for r in replays
-                if k[1] in r.get("steps", {}) and (group is None or group_of(r, k[1]) == group[0])
-            ]
-            inc = dataclasses.replace(
-                inc, functions=tuple(functions_moved(pooled, prev, k[0], k[1]))
-            )
+            inc = dataclasses.replace(inc, functions=where(k))
         out[k] = (Cell.of_cost(cumulative.get(k)), inc)
     return out
+
+
+def _where(
+    record: RunJson, replays: list[ReplayRecord], previous: dict[str, tuple[str, str]]
+) -> Callable[[tuple[str, str]], tuple[FunctionMove, ...]]:
+    """Where an increment (label, step) moved, from the replays its verdict pools (the
+    counting group `pooled_methods` keeps for it)."""
+    kept = pooled_methods(record, replays)
+
+    def where(k: tuple[str, str]) -> tuple[FunctionMove, ...]:
+        alias, prev = previous[k[0]]
+        group = kept.get((alias, k[0], k[1]))
+        pooled = [
+            r
+            for r in replays
+            if k[1] in r.get("steps", {}) and (group is None or group_of(r, k[1]) == group[0])
+        ]
+        return tuple(functions_moved(pooled, prev, k[0], k[1]))
+
+    return where
 
 
 def rows_of(

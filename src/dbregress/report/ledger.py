@@ -5,10 +5,7 @@ reads their run folders and writes the tables."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import json
-import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
@@ -20,14 +17,26 @@ from dbregress.lab.file import VerdictPolicy
 from dbregress.method import identity as method
 from dbregress.model.errors import DbregressError, StoreError
 from dbregress.report import history_moves
+
+# the outputs (report/ledger_text.py), where callers find them
+from dbregress.report.ledger_text import beyond, drift_line, dumps, gaps, markdown, to_json, tsv
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
-from dbregress.shapes.verdicts import LedgerCellJson, LedgerJson, LedgerPointJson, LedgerStepJson
 from dbregress.store.history import History, RunInfo, history_path
 from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run
 
-FORMAT = 1
+__all__ = [
+    "beyond",
+    "drift_line",
+    "dumps",
+    "gaps",
+    "lab_ledger",
+    "markdown",
+    "run_ledger",
+    "to_json",
+    "tsv",
+]
 Notify = Callable[[str], None]
 
 
@@ -140,6 +149,9 @@ def _time_rows(
 # -- a lab's history from a pinned reference -------------------------------------------
 
 
+Series = dict[str, tuple[ComparisonEntry, list[tuple[Point, RunJson, list[ReplayRecord]]]]]
+
+
 def lab_ledger(
     root: Path, lab: str, reference: str, step: str | None = None, notify: Notify | None = None
 ) -> Ledger:
@@ -159,11 +171,38 @@ def lab_ledger(
     if not runs:
         raise StoreError(f"no runs of lab {lab!r} in the history under {root}")
     start, ref_label = _reference(runs, reference, root)
-    comps: dict[str, tuple[ComparisonEntry, list[tuple[Point, RunJson, list[ReplayRecord]]]]] = {}
     notes: list[str] = []
-    ref_point: Point | None = None
-    for info in runs[start:]:
-        first_run = info.run_id == runs[start].run_id
+    comps = _series(root, runs[start:], ref_label, notes)
+    rows: list[Row] = []
+    seen: list[str] = []
+    for name, (comp, points) in comps.items():
+        if not points:
+            continue
+        if len(points) < 2:
+            notes.append(f"{name}: no run after the reference")
+            continue
+        cells, keys = _lab_cells(root, comp, points, notes)
+        steps = list(dict.fromkeys(s for (_, s) in cells))
+        seen += [s for s in steps if s not in seen]
+        if step is not None:
+            steps = [step] if step in steps else []
+        rows += lg.rows_of(
+            name, "cost", "estimated_cycles", [p for p, _, _ in points], cells, keys, steps
+        )
+        notes += _method_notes(points)
+    _step_known(step, seen)
+    ref_point = next((pts[0][0] for _, pts in comps.values() if pts), None)
+    return Ledger(lab, ref_point, tuple(rows), tuple(notes))
+
+
+def _series(
+    root: Path, runs: Sequence[RunInfo], ref_label: dict[str, str], notes: list[str]
+) -> Series:
+    """Per comparison, its points from the reference's run on: the reference first,
+    then the reference run's columns after it, then every later run's non-base columns."""
+    comps: Series = {}
+    for info in runs:
+        first_run = info.run_id == runs[0].run_id
         folder = root / info.path
         if not (folder / "run.json").is_file():
             folder = root / info.run_id
@@ -192,7 +231,6 @@ def lab_ledger(
                         f"from its base {base} instead"
                     )
                 first = ref_label.get(comp["name"], base)
-                ref_point = ref_point or _point(record, first)
                 entry = (comp, [(_point(record, first), record, replays)])
                 comps[comp["name"]] = entry
                 # of the reference's run, only the columns after the reference
@@ -201,39 +239,25 @@ def lab_ledger(
             elif not entry[1]:
                 continue
             entry[1].extend((_point(record, lb), record, replays) for lb in others)
-    rows: list[Row] = []
-    seen: list[str] = []
-    for name, (comp, points) in comps.items():
-        if not points:
-            continue
-        if len(points) < 2:
-            notes.append(f"{name}: no run after the reference")
-            continue
-        record, replays, keys, unlike = _joined(comp, points)
-        notes += unlike
-        policy = VerdictPolicy.of_record(points[-1][1])
-        last = root / points[-1][0].run
-        settled = (load_lane(last) or {}).get("replays_max", 5)
-        measured = history_moves.measured_floors(last, record, replays, root, notify=notes.append)
-        cells = lg.cost_cells(
-            record,
-            replays,
-            comp,
-            keys,
-            policy,
-            (measured["calibration"], measured["history"]),
-            settled,
-        )
-        steps = list(dict.fromkeys(s for (_, s) in cells))
-        seen += [s for s in steps if s not in seen]
-        if step is not None:
-            steps = [step] if step in steps else []
-        rows += lg.rows_of(
-            name, "cost", "estimated_cycles", [p for p, _, _ in points], cells, keys, steps
-        )
-        notes += _method_notes(points)
-    _step_known(step, seen)
-    return Ledger(lab, ref_point, tuple(rows), tuple(notes))
+    return comps
+
+
+def _lab_cells(
+    root: Path,
+    comp: ComparisonEntry,
+    points: list[tuple[Point, RunJson, list[ReplayRecord]]],
+    notes: list[str],
+) -> tuple[dict[tuple[str, str], tuple[Cell, Cell]], list[str]]:
+    """The cells of one comparison's points, judged as columns of one run with the
+    newest run's policy, lane rule and measured floors."""
+    record, replays, keys, unlike = _joined(comp, points)
+    notes += unlike
+    policy = VerdictPolicy.of_record(points[-1][1])
+    last = root / points[-1][0].run
+    settled = (load_lane(last) or {}).get("replays_max", 5)
+    measured = history_moves.measured_floors(last, record, replays, root, notify=notes.append)
+    floors = (measured["calibration"], measured["history"])
+    return lg.cost_cells(record, replays, comp, keys, policy, floors, settled), keys
 
 
 def _reference(runs: Sequence[RunInfo], reference: str, root: Path) -> tuple[int, dict[str, str]]:
@@ -317,223 +341,3 @@ def _method_notes(points: list[tuple[Point, RunJson, list[ReplayRecord]]]) -> li
         f"runs counted by another method than the reference's ({', '.join(dict.fromkeys(other))}): "
         "their replays are not pooled with the reference's, so a step may have no figure"
     ]
-
-
-# -- output ----------------------------------------------------------------------------
-
-
-def _cell_json(c: Cell | None) -> LedgerCellJson | None:
-    if c is None:
-        return None
-    out: LedgerCellJson = {"ratio": c.ratio, "ci": list(c.ci) if c.ci else None, "class": c.word}
-    if c.functions:
-        out["functions"] = [
-            {"function": f.function, "base": f.base, "value": f.value, "share": f.share}
-            for f in c.functions
-        ]
-    return out
-
-
-def _point_json(p: Point) -> LedgerPointJson:
-    return {
-        "run": p.run,
-        "column": p.column,
-        "build": p.build,
-        "commit": p.commit,
-        "subject": p.subject,
-        "cumulative": _cell_json(p.cumulative),
-        "increment": _cell_json(p.increment),
-    }
-
-
-def beyond(ledger: Ledger, limit: float) -> list[lg.Drift]:
-    """The drift the limit names: a lab's newest point, or every column of a run."""
-    return lg.drift(ledger, limit, last_only=ledger.reference is not None)
-
-
-def gaps(ledger: Ledger) -> list[str]:
-    """What keeps the drift gate from judging: a lab's newest point, or any column of a
-    run, with no decided cumulative cost figure; no cost row at all."""
-    return lg.drift_gaps(ledger, last_only=ledger.reference is not None)
-
-
-def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
-    steps: list[LedgerStepJson] = [
-        {
-            "comparison": r.comparison,
-            "step": r.step,
-            "lane": r.lane,
-            "metric": r.metric,
-            "points": [_point_json(p) for p in r.points],
-            "total": _cell_json(r.total),
-            "product_of_increments": r.product,
-            "remainder": r.remainder,
-        }
-        for r in ledger.rows
-    ]
-    found = beyond(ledger, limit) if limit is not None else []
-    ref = ledger.reference
-    return {
-        "format": FORMAT,
-        "lab": ledger.title,
-        "reference": None
-        if ref is None
-        else {"run": ref.run, "column": ref.column, "build": ref.build},
-        "steps": steps,
-        "notes": list(ledger.notes),
-        "drift": {
-            "limit": limit,
-            "beyond": [
-                {
-                    "comparison": d.row.comparison,
-                    "step": d.row.step,
-                    "column": d.point.column,
-                    "run": d.point.run,
-                    "ratio": d.total.ratio,
-                    "ci": list(d.total.ci or ()),
-                    "contributors": [
-                        {
-                            "run": p.run,
-                            "column": p.column,
-                            "commit": p.commit,
-                            "ratio": p.increment.ratio,
-                        }
-                        for p in d.contributors
-                        if p.increment is not None
-                    ],
-                }
-                for d in found
-            ],
-        },
-    }
-
-
-def _pct(c: Cell | None) -> str:
-    if c is None or c.ratio is None:
-        return "-"
-    text = f"{100 * (c.ratio - 1):+.2f}%"
-    if c.ci is not None:
-        text += f" [{100 * (c.ci[0] - 1):+.2f}, {100 * (c.ci[1] - 1):+.2f}]"
-    return text
-
-
-def _what(p: Point) -> str:
-    what = f"{p.column} ({p.build})"
-    if p.commit:
-        what += f" {p.commit[:12]}"
-    if p.subject:
-        what += f" {p.subject[:60]}"
-    return f"{p.run}: {what}" if p.run else what
-
-
-LANE_TITLES = {
-    "cost": "cost lane, estimated cycles per operation (above 0: more work)",
-    "time": "time lane, QPS (above 0: faster)",
-}
-
-
-def markdown(ledger: Ledger, limit: float | None = None) -> str:
-    out = [f"# Drift ledger: {ledger.title}", ""]
-    if ledger.reference is not None:
-        out += [f"Reference (pinned): {_what(ledger.reference)}.", ""]
-    out += [
-        "Each point's cumulative change from the first and its increment over the point "
-        "before, with intervals; class: slower/faster (beyond the band, confirmed), small "
-        "(inside the band, beyond the small-change floor), same, undecided "
-        "(docs/ledger.md).",
-        "",
-    ]
-    for r in ledger.rows:
-        out += [f"## {r.comparison} / {r.step}: {LANE_TITLES[r.lane]}", ""]
-        out += ["| point | cumulative | class | increment | class |", "|---|---|---|---|---|"]
-        first = r.points[0]
-        out.append(f"| {_what(first)} | (first) | | | |")
-        for p in r.points[1:]:
-            cum, inc = p.cumulative, p.increment
-            out.append(
-                f"| {_what(p)} | {_pct(cum)} | {cum.word if cum else '-'} | "
-                f"{_pct(inc)} | {inc.word if inc else '-'} |"
-            )
-        moved = [
-            f"- {_what(p)}: " + "; ".join(f.words() for f in p.increment.functions)
-            for p in r.points[1:]
-            if p.increment is not None and p.increment.functions
-        ]
-        if moved:
-            out += ["", "Where the increments moved (instructions per operation by function):"]
-            out += ["", *moved]
-        product, remainder = r.product, r.remainder
-        total = _pct(r.total)
-        tail = f"Total {total}"
-        if product is not None:
-            tail += f"; product of the increments {100 * (product - 1):+.2f}%"
-        if remainder is not None:
-            tail += f"; remainder {100 * remainder:+.3f}%"
-        out += ["", tail + ".", ""]
-    if limit is not None:
-        found = beyond(ledger, limit)
-        if found:
-            out += [f"Drift beyond {limit:.2%}:", ""]
-            for d in found:
-                most = ", ".join(_contributor(p) for p in d.contributors[:3])
-                where = f"{d.row.comparison} / {d.row.step} / {d.point.column}"
-                out.append(f"- {where}: {_pct(d.total)}; most from {most or '-'}")
-            out.append("")
-        else:
-            out += [f"No step drifted beyond {limit:.2%} (whole interval).", ""]
-    for n in ledger.notes:
-        out += [f"Note: {n}", ""]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def drift_line(d: lg.Drift, limit: float) -> str:
-    """One drift in words: where, its size with interval, the limit, who added most."""
-    most = ", ".join(_contributor(p) for p in d.contributors[:3])
-    where = f"{d.row.comparison}/{d.row.step} {d.point.column}"
-    if d.point.run and d.point.commit:
-        where += f" ({d.point.run}, {d.point.commit[:12]})"
-    return f"{where} {_pct(d.total)} beyond {limit:.2%}; most from {most or '-'}"
-
-
-def _contributor(p: Point) -> str:
-    who = p.run or p.column
-    if p.commit:
-        who += f" {p.commit[:12]}"
-    return f"{who} {_pct(p.increment)}"
-
-
-def tsv(ledger: Ledger) -> str:
-    head = [
-        "comparison", "step", "lane", "position", "run", "column", "build", "commit",
-        "cumulative", "cumulative_low", "cumulative_high", "cumulative_class",
-        "increment", "increment_low", "increment_high", "increment_class",
-    ]  # fmt: skip
-    lines = ["\t".join(head)]
-
-    def nums(c: Cell | None) -> list[str]:
-        if c is None:
-            return ["", "", "", ""]
-        lo, hi = c.ci if c.ci else (None, None)
-        return [_num(c.ratio), _num(lo), _num(hi), c.word]
-
-    for r in ledger.rows:
-        for i, p in enumerate(r.points):
-            cells = [r.comparison, r.step, r.lane, str(i), p.run, p.column, p.build, p.commit or ""]
-            lines.append("\t".join([*cells, *nums(p.cumulative), *nums(p.increment)]))
-    return "\n".join(lines) + "\n"
-
-
-def _num(v: float | None) -> str:
-    return "" if v is None or not math.isfinite(v) else repr(float(v))
-
-
-def dumps(ledger: Ledger, fmt: str, limit: float | None = None) -> str:
-    if fmt == "json":
-        return json.dumps(to_json(ledger, limit), indent=1) + "\n"
-    if fmt == "tsv":
-        return tsv(ledger)
-    return markdown(ledger, limit)
-
-
-def replaced(ledger: Ledger, rows: Sequence[Row]) -> Ledger:
-    return dataclasses.replace(ledger, rows=tuple(rows))
