@@ -58,6 +58,7 @@ def code_files() -> list[Path]:
             package / "analysis" / "changepoints.py",
             package / "report" / "history_moves.py",
             package / "report" / "ledger.py",
+            package / "report" / "ledger_text.py",
             package / "analysis" / "ledger.py",
             *package.glob("store/history*.py"),
         ]
