@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from dbregress.model.errors import StoreError
 from dbregress.shapes.replay import CostLaneRecord, ReplayRecord
@@ -35,7 +35,7 @@ def save_lane(run: Path, record: CostLaneRecord) -> None:
     write_json(run / COST_DIR / "lane.json", {"schema_version": SCHEMA_VERSION, **record})
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> dict[str, object]:
     """A cost record as json.loads reads it, checked for its schema version only."""
     try:
         value = json.loads(path.read_text())
