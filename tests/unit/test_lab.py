@@ -91,6 +91,12 @@ def test_repeat_ranges_and_verdict_policy(tmp_path: Path) -> None:
     assert (lab.verdict.alpha, lab.verdict.band) == (0.01, 0.03)
 
 
+def test_a_band_narrower_than_the_default_small_floor_is_taken(tmp_path: Path) -> None:
+    """A tiny cost_band alone (a test lab's) is no error: no change can be small there."""
+    text = GOOD.replace("[insert]", "[verdict]\ncost_band = 0.000001\n[insert]")
+    assert load_lab(write(tmp_path, text)).verdict.cost_band == 0.000001
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -102,6 +108,7 @@ def test_repeat_ranges_and_verdict_policy(tmp_path: Path) -> None:
         ("slice_ms = 5", "slice_ms"),
         ("[verdict]\nband = 1.5", "verdict.band: must be between 0.0 and 1.0"),
         ("[verdict]\nalphaa = 0.1", "unknown key 'alphaa'"),
+        ("[verdict]\ncost_small_floor = 0.02", "cost_small_floor: must be below cost_band"),
     ],
 )
 def test_bad_repeats_and_policy(tmp_path: Path, line: str, message: str) -> None:

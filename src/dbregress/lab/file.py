@@ -408,7 +408,9 @@ def _verdict(top: TableReader) -> VerdictPolicy:
         cost_band=_fraction(r, "cost_band", d.cost_band, 0.0, 1.0),
         cost_small_floor=_fraction(r, "cost_small_floor", d.cost_small_floor, 0.0, 1.0),
     )
-    if policy.cost_small_floor >= policy.cost_band:
+    # a floor the file names must lie inside its band; with only a narrower band given,
+    # no change can be small (the default floor is left as it is)
+    if "cost_small_floor" in r.data and policy.cost_small_floor >= policy.cost_band:
         raise r.fail(
             "cost_small_floor",
             f"must be below cost_band ({policy.cost_band}), got {policy.cost_small_floor}",
