@@ -133,10 +133,8 @@ class VerdictPolicy:
     alpha: float = 0.05  # false-alarm rate over the whole lab (Benjamini-Hochberg)
     band: float = 0.05  # `same` means the ratio's interval lies within 1 ± band
     cost_band: float = 0.01  # the cost lane's `same` band (its counts are near-exact)
-    # a `same` cost verdict whose interval lies wholly beyond 1 ± this (and beyond its
-    # noise floor) is a `small` change: what separates two builds of the same code (a
-    # rebuild, a comment-only commit, the same build counted in another run) stays
-    # inside it (docs/ledger.md, "The floor of a small change")
+    # a `same` cost verdict whose interval clears 1 ± this (and its noise floor) is a
+    # `small` change; two builds of one code stay inside it (docs/ledger.md)
     cost_small_floor: float = 0.0025
 
     @classmethod
@@ -408,8 +406,7 @@ def _verdict(top: TableReader) -> VerdictPolicy:
         cost_band=_fraction(r, "cost_band", d.cost_band, 0.0, 1.0),
         cost_small_floor=_fraction(r, "cost_small_floor", d.cost_small_floor, 0.0, 1.0),
     )
-    # a floor the file names must lie inside its band; with only a narrower band given,
-    # no change can be small (the default floor is left as it is)
+    # a floor the file names lies inside its band (a narrower band alone: nothing small)
     if "cost_small_floor" in r.data and policy.cost_small_floor >= policy.cost_band:
         raise r.fail(
             "cost_small_floor",
