@@ -397,3 +397,36 @@ def test_drift_values_are_checked() -> None:
     for bad in ("drift:", "drift:x%", "drift:0%", "drift:150%", "faster"):
         with pytest.raises(Exception, match=r"drift|invalid choice"):
             report_cli.fail_on_value(bad)
+
+
+def test_allow_undecided_does_not_let_an_undecided_step_past_the_drift_gate(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--allow-undecided lets undecided steps pass slower:cost; drift:P% still exits 2."""
+    rng = random.Random(4)
+    found = replays(rng, "a", 3, sd=0.003) + replays(rng, "b", 3, 1.003, sd=0.003)
+    cost = cost_verdicts(RECORD, found)
+    assert cost is not None
+    assert any(c.verdict == "undecided" for c in cost.headline().values())
+    v = RunVerdicts(VerdictPolicy(), _qps("same"), {}, [], cost=cost)
+    record = dict(RECORD)
+    assert gate(v, "slower:cost", record, allow_undecided=True) == 0
+    capsys.readouterr()
+    assert gate(v, "drift:0.5%", record, allow_undecided=True) == EXIT_UNJUDGED
+    assert "--allow-undecided does not apply" in capsys.readouterr().err
+
+
+def test_a_same_beyond_the_drift_limit_that_is_not_small_is_not_judged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """drift:0.05% on a +0.13% that stays inside the small-change floor (an A/A across
+    runs measures such offsets): the gate cannot call it drift, nor pass it: exit 2."""
+    rng = random.Random(3)
+    found = replays(rng, "a", 3, sd=0.0002) + replays(rng, "b", 3, 1.0013, sd=0.0002)
+    cost = cost_verdicts(RECORD, found)
+    assert cost is not None
+    assert all(c.verdict == "same" and not c.small for c in cost.headline().values())
+    v = RunVerdicts(VerdictPolicy(), _qps("same"), {}, [], cost=cost)
+    assert gate(v, "drift:0.05%", dict(RECORD)) == EXIT_UNJUDGED
+    assert "too close to call for drift" in capsys.readouterr().err
+    assert gate(v, "drift:0.5%", dict(RECORD)) == 0

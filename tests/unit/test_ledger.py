@@ -154,3 +154,12 @@ def test_the_same_function_of_two_versions_is_one() -> None:
         "Get (librocksdb.so.10.2.1)"
     )
     assert same_function("dispatch_command (mariadbd)") == "dispatch_command (mysqld)"
+
+
+def test_a_lab_run_that_could_not_be_read_keeps_the_drift_gate_from_passing() -> None:
+    from dbregress.report.ledger_text import gaps
+
+    found = ledger_of({"base": 1.0, "same": 1.0})
+    assert gaps(found) == []
+    unread = Ledger("lab", found.rows[0].points[0], found.rows, ("r3: not read (gone)",))
+    assert gaps(unread) == ["r3: not read (gone)"]

@@ -164,22 +164,30 @@ def drifted(
     planned: Planned,
     limit: float,
     already: Iterable[Slower] = (),
-) -> list[Slower]:
+) -> tuple[list[Slower], list[Gap]]:
     """--fail-on drift:P%: the cost lane's judged steps whose change against their base
     is beyond `limit` (a fraction) the slower way with the whole interval, even inside
     the band (`same`, a small change); confirmed slower ones are named by `judge`
-    already, an undecided or withheld one is a gap there, not a drift."""
+    already, an undecided or withheld one is a gap there, not a drift. A `same` that is
+    not small, whose interval still lies beyond the limit (it did not clear the floor
+    with "no change" rejected after BH) cannot be judged for drift: a gap, never a pass."""
     seen = {s.key for s in already if s.lane == "cost"}
-    out = []
+    out: list[Slower] = []
+    gaps: list[Gap] = []
     for key in _keys(record, planned.cost):
         c = verdicts.cost_for(key)
-        # a `same` that is not small lies within the floor of what separates two builds
-        # of one code: no drift, whatever the limit
-        if c is None or c.verdict != "same" or not c.small or c.ci is None or key in seen:
+        if c is None or c.verdict != "same" or c.ci is None or key in seen:
             continue
         if c.ci[0] > 1 + limit:
-            out.append(Slower("cost", key, c.ratio, c.ci))
-    return out
+            if c.small:
+                out.append(Slower("cost", key, c.ratio, c.ci))
+            else:
+                why = (
+                    "beyond the drift limit but not a small change (inside the floor, or "
+                    "not rejected after BH): too close to call for drift"
+                )
+                gaps.append(Gap("cost", key, why))
+    return out, gaps
 
 
 def judge(

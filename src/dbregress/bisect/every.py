@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import cast
 
 from dbregress.analysis.cost import compare_counts
-from dbregress.analysis.cost_methods import COST_METRICS, Group, counts_by_group
+from dbregress.analysis.cost_methods import COST_METRICS, Group, counts_by_group, group_of
 from dbregress.analysis.functions_moved import functions_moved
 from dbregress.bisect.builds import commit_and_subject, shown
 from dbregress.bisect.model import (
@@ -132,6 +132,8 @@ class AllChanges(Bisection):
                 cast(ReplayRecord, {**r, "column": as_})
                 for r in load_replays(self.root / "runs" / run)
                 if r.get("column") == label
+                and self.request.step in r.get("steps", {})
+                and group_of(r, self.request.step) == self.groups.get(j)
             ]
         moved = functions_moved(found, "lo", "hi", self.request.step)
         return [m.words() for m in moved]

@@ -310,20 +310,22 @@ def gate(
     lane = load_lane(path) if path is not None else None
     replays = load_replays(path) if path is not None else []
     results = _results(data) if data is not None else []
+    planned = planned_steps(path, record, verdicts, results)
+    if allow_undecided and fail_on.startswith("drift:"):
+        print(
+            f"note: --allow-undecided does not apply to {fail_on}: a cost step it cannot "
+            "judge keeps the drift gate from passing",
+            file=sys.stderr,
+        )
+        allow_undecided = False
     result = judge(
-        verdicts,
-        record,
-        lanes,
-        planned_steps(path, record, verdicts, results),
-        results,
-        lane,
-        replays,
-        allow_undecided=allow_undecided,
+        verdicts, record, lanes, planned, results, lane, replays, allow_undecided=allow_undecided
     )
     if fail_on.startswith("drift:"):
         limit = drift_limit(fail_on)
-        planned = planned_steps(path, record, verdicts, results)
-        result.slower.extend(drifted(verdicts, record, planned, limit, result.slower))
+        beyond, unjudged = drifted(verdicts, record, planned, limit, result.slower)
+        result.slower.extend(beyond)
+        result.gaps.extend(unjudged)
     code, lines = summary_lines(result, fail_on, bugs(record, results, replays))
     print("\n".join(lines), file=sys.stderr)
     return code

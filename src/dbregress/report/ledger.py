@@ -6,7 +6,7 @@ reads their run folders and writes the tables."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
@@ -22,6 +22,7 @@ from dbregress.report import history_moves
 from dbregress.report.ledger_text import beyond, drift_line, dumps, gaps, markdown, to_json, tsv
 from dbregress.shapes.replay import ReplayRecord
 from dbregress.shapes.run import ColumnEntry, ComparisonEntry, RunJson
+from dbregress.shapes.step_result import StepResultJson
 from dbregress.store.history import History, RunInfo, history_path
 from dbregress.store.replays import load_lane, load_replays
 from dbregress.store.run import read_run
@@ -37,7 +38,6 @@ __all__ = [
     "to_json",
     "tsv",
 ]
-Notify = Callable[[str], None]
 
 
 def _point(record: RunJson, label: str) -> Point:
@@ -102,37 +102,33 @@ def _step_known(step: str | None, seen: Sequence[str]) -> None:
 
 
 def _steps(
-    steps_by_job: dict[str, list[dict[str, object]]] | object,
+    steps_by_job: dict[str, list[StepResultJson]],
     replays: list[ReplayRecord],
     labels: Sequence[str],
 ) -> list[str]:
+    """The steps a comparison's columns counted or ran, in order."""
     found: list[str] = []
     for r in replays:
         if r.get("column") in labels and r.get("status") == "ok":
             found += [s for s in r["steps"] if s not in found]
-    for results in cast(dict[str, list[dict[str, object]]], steps_by_job).values():
-        for res in results:
-            s = str(res.get("step"))
-            if res.get("column") in labels and s not in found:
-                found.append(s)
+    for results in steps_by_job.values():
+        found += [r["step"] for r in results if r["column"] in labels and r["step"] not in found]
     return found
 
 
 def _time_rows(
     record: RunJson,
-    steps_by_job: object,
+    steps_by_job: dict[str, list[StepResultJson]],
     comp: ComparisonEntry,
     points: list[Point],
     steps: list[str],
 ) -> list[Row]:
     """The time lane's ledger within one run (repeats are only comparable within it)."""
     labels = comp["labels"]
-    by_job = cast(dict[str, list[dict[str, object]]], steps_by_job)
 
     def verdicts(columns: Sequence[str]) -> dict[tuple[str, str], Cell]:
-        one = dict(record)
-        one["comparisons"] = [{**comp, "labels": list(columns)}]
-        found = compare_run(cast(RunJson, one), by_job)  # type: ignore[arg-type]
+        one = cast(RunJson, {**record, "comparisons": [{**comp, "labels": list(columns)}]})
+        found = compare_run(one, steps_by_job)
         return {(k[1], k[2]): Cell.of_time(v) for k, v in found.qps.items()}
 
     cumulative = verdicts(labels)
@@ -152,9 +148,7 @@ def _time_rows(
 Series = dict[str, tuple[ComparisonEntry, list[tuple[Point, RunJson, list[ReplayRecord]]]]]
 
 
-def lab_ledger(
-    root: Path, lab: str, reference: str, step: str | None = None, notify: Notify | None = None
-) -> Ledger:
+def lab_ledger(root: Path, lab: str, reference: str, step: str | None = None) -> Ledger:
     """The cost ledger of a lab's runs from a pinned reference: `reference` is a run id
     (its comparisons' base columns) or a build (the first column, oldest run first,
     whose build is it). The points are every later non-base column of every run of the

@@ -47,7 +47,7 @@ def code_files() -> list[Path]:
     code and templates, report/svg.py (its charts), the change points' and the
     history's code (analysis/changepoints.py, report/history_moves.py,
     store/history*.py: which runs, levels and change points a page shows), and the
-    drift ledger's (report/ledger.py, analysis/ledger.py)."""
+    drift ledger's (report/ledger.py, report/ledger_text.py, analysis/ledger.py)."""
     package = Path(__file__).resolve().parents[1]
     here = package / "site"
     return sorted(
