@@ -50,6 +50,8 @@ class AllChanges(Bisection):
         self.builder.build_ends()
         self.groups: dict[int, Group] = {}
         self.counted_in: dict[int, tuple[str, str]] = {}  # build -> (run, its label)
+        # how the builds so far counted the step (_counted_as): spec, engine sizes
+        self.first_as: tuple[str | None, str | None] = (None, None)
         found = split(len(self.builds), self._take, compare, self.request.minimum)
         self._answer(found)
         return self.outcome
@@ -90,9 +92,20 @@ class AllChanges(Bisection):
         """The step's counts per operation of the builds `which` in the point's run,
         each of one counting method (the first build's: two methods are never pooled)."""
         counted = self.counts(point)
+        counted_as = self._counted_as(point)
         out: dict[int, Counts] = {}
         for j in which:
             label = self.labels[self.builds[j]]
+            for how in counted_as.get(label, set()):
+                for part, before in zip(how, self.first_as, strict=True):
+                    if part is not None and before is not None and part != before:
+                        raise BisectError(
+                            f"{shown(self.builds[j])} was counted as another step or with other "
+                            f"engine sizes (run {point.run}) than the builds before it: their "
+                            "counts cannot be compared; start again on one host with --recount"
+                        )
+                spec, sizes = self.first_as
+                self.first_as = (spec or how[0], sizes or how[1])
             values = counted.get(label, [])
             groups = {g for _, g in values}
             if len(groups) > 1:
@@ -110,6 +123,19 @@ class AllChanges(Bisection):
                 self.groups.setdefault(j, g)
             out[j] = [v for v, _ in values]
             self.counted_in.setdefault(j, (point.run, label))
+        return out
+
+    def _counted_as(self, point: BisectPoint) -> dict[str, set[tuple[str | None, str | None]]]:
+        """Column label -> how its replays counted the step: the step as counted (its
+        spec: workload, pace, configuration) and the engine sizes, which two builds'
+        counts must share to be compared (None: the replay did not record it)."""
+        out: dict[str, set[tuple[str | None, str | None]]] = {}
+        for r in load_replays(self.root / "runs" / point.run):
+            figures = r.get("steps", {}).get(self.request.step)
+            if r.get("status") == "ok" and figures is not None:
+                sizes = r.get("engine_sizes")
+                how = (figures.get("spec"), str(sorted(sizes.items())) if sizes else None)
+                out.setdefault(r["column"], set()).add(how)
         return out
 
     def counts(self, point: BisectPoint) -> dict[str, list[tuple[float, Group]]]:
