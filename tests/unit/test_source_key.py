@@ -321,3 +321,17 @@ def test_libraries_under_usr_local_are_keyed_by_content(
     assert inputs(spec)["key"] != second["key"]
     (local / "include/snappy.h").write_text("// a header\n")
     assert inputs(spec)["inputs"]["local"][str(local / "include")] != "empty"
+
+
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_a_compilers_full_version_is_its_version_not_an_error(compiler: str) -> None:
+    """clang has no -dumpfullversion: the key held "clang: error: no input files" for
+    every clang, so only the binary's digest told two clangs apart."""
+    from dbregress.provision.source.key import compiler_identity
+
+    path = shutil.which(compiler)
+    if path is None:
+        pytest.skip(f"no {compiler} here")
+    full = compiler_identity(path)["full_version"]
+    assert full[:1].isdigit() and "error" not in full, full
+    assert full.split(".")[0] in compiler_identity(path)["version"]

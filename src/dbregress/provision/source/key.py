@@ -158,6 +158,21 @@ def _first_line(args: list[str]) -> str:
     return lines[0] if lines else ""
 
 
+def _full_version(path: str) -> str:
+    """gcc's -dumpfullversion (12.2.0 where -dumpversion may say 12); clang has no such
+    option (it prints "no input files"), and its -dumpversion is already the full one."""
+    for option in ("-dumpfullversion", "-dumpversion"):
+        try:
+            done = subprocess.run(
+                [path, option], capture_output=True, text=True, timeout=60, check=False, cwd="/"
+            )
+        except OSError as e:
+            return f"cannot run: {e}"
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip().splitlines()[0]
+    return ""
+
+
 def find_compiler(named: str, variable: str, default: str) -> str:
     """The compiler's path: the recipe's, else $CC or $CXX, else gcc or g++;
     BuildNotFound when it is not on PATH."""
@@ -195,7 +210,7 @@ def compiler_identity(path: str) -> CompilerIdentity:
         "sha256": _digest(real),
         "version": _first_line([path, "--version"]),
         "target": _first_line([path, "-dumpmachine"]),
-        "full_version": _first_line([path, "-dumpfullversion"]),
+        "full_version": _full_version(path),
     }
     if real.name == "ccache":  # a ccache masquerade directory on PATH: the driver is ccache
         out["ccache_masquerade"] = "yes"
