@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from dbregress import provision
+from dbregress.model import interrupts
 from dbregress.model.errors import LabError
 from dbregress.provision import BuildSpec, source
 
@@ -41,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
         out = {str(s): source.why(s) for s in specs}
         print(json.dumps(out, indent=2, sort_keys=True))
         return 0
+    interrupts.install()  # a SIGTERM stops a source build's compilers too (build.py)
     for text in args.builds:
         build = provision.fetch(BuildSpec.parse(text))
         print(f"{text}: {build.version_string} in {build.basedir}")

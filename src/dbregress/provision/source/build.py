@@ -11,17 +11,19 @@ Its output goes to a log file; a failure names the log and the first error line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import cast
+from typing import IO, cast
 
 from dbregress.model.errors import BuildNotFound, ProvisionError
 from dbregress.provision import Build, BuildSpec, mysql, rocksdb
@@ -385,12 +387,41 @@ def _step(
     with open(log, "a") as out:
         out.write(f"\n# {what}\n")
         out.flush()
-        done = subprocess.run(args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
-    if done.returncode != 0:
+        returncode = _run_group(args, cwd, env, out)
+    if returncode != 0:
         raise ProvisionError(
-            f"{spec}: {what} failed (exit {done.returncode}): {last_error(log)}; "
+            f"{spec}: {what} failed (exit {returncode}): {last_error(log)}; "
             f"the whole output is in {log}"
         )
+
+
+def _run_group(args: list[str], cwd: Path, env: dict[str, str], out: IO[str]) -> int:
+    """Runs one build command in a process group of its own, and takes the whole group
+    down when we are interrupted (Ctrl-C, SIGTERM, any error while waiting): make's
+    compilers would otherwise go on for minutes after dbregress is gone (a SIGTERM to
+    `dbregress fetch` once left cmake and two clang++ running)."""
+    proc = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    try:
+        return proc.wait()
+    except BaseException:
+        _kill_group(proc)
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # the group's other members (make's children) may outlive its leader by a moment
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def last_error(log: Path) -> str:
