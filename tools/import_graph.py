@@ -29,6 +29,7 @@ Graph = dict[Path, set[Path]]
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("cli",)),
+    ("studies", ("study",)),
     ("workflows", ("bisect", "workflow")),
     ("lanes, fleet, reports", ("cost", "explain", "fleet", "report", "site")),
     ("execution, storage, analysis", ("execution", "store", "analysis", "imports")),

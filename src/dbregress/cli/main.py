@@ -27,6 +27,7 @@ from dbregress.cli import (
     run,
     site,
     store,
+    study,
     versions,
 )
 from dbregress.cli.exits import EXIT_CRASH, EXIT_INTERRUPTED, EXIT_UNJUDGED, epilog
@@ -48,6 +49,7 @@ VERBS = (
     site,
     fleet,
     store,
+    study,
 )
 EXIT_ERROR = EXIT_UNJUDGED  # an error dbregress names: whatever was asked is not judged
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, gate, write_report
 from dbregress.collect.valgrind import require as require_valgrind
 from dbregress.explain.explainer import ExplainRequest, explain, require_explainable
-from dbregress.lab.file import load_lab
+from dbregress.lab.file import Lab, load_lab
 from dbregress.model import interrupts
 from dbregress.model.errors import DbregressError, InternalError, Interrupted, LabError
 from dbregress.store.replays import load_replays
@@ -67,7 +68,23 @@ def run(args: argparse.Namespace) -> int:
         raise LabError("give a lab file to run, or --resume RUN to continue one (not both)")
     interrupts.install()
     resume = resolve_run(args.resume, args.results) if args.resume else None
-    lab = load_lab(resume / "lab.toml" if resume else args.lab)
+    return run_loaded(load_lab(resume / "lab.toml" if resume else args.lab), args, resume)
+
+
+Hook = Callable[[Path], None]
+
+
+def run_loaded(
+    lab: Lab,
+    args: argparse.Namespace,
+    resume: Path | None = None,
+    started: Hook | None = None,
+    reported: Hook | None = None,
+) -> int:
+    """Runs a loaded lab as `dbregress run` does (args: its options), prints its report
+    and returns the exit status. `started` gets the run folder once it exists, `reported`
+    once its report (verdicts.json) is written, before the gate answers (`dbregress
+    study run` writes its record and its page there)."""
     if args.recount:
         lab = dataclasses.replace(lab, recount=True)
     if lab.explain:
@@ -89,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
         f"(repeats {lab.repeats}, a warm-up job per comparison: {lab.warmup_job})",
         file=sys.stderr,
     )
+    if started is not None:
+        started(runner.path)
     failed: DbregressError | None = None
     try:
         say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
@@ -103,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         failed = e
     text, verdicts = _report(runner.path, failed, gated=args.fail_on is not None)
     print(text)
+    if reported is not None:
+        reported(runner.path)
     data = read_run(runner.path)
     code = gate(
         verdicts,

@@ -1,0 +1,55 @@
+"""The ledger section of a study's page: the run's drift ledger (report/ledger.py's
+figures, report/ledger_text.py's JSON) laid out as the seed lays out its tables, a row
+per step and a column per column, each cell the cumulative change from the base and
+the increment over the column before."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dbregress.model.errors import DbregressError
+from dbregress.report import ledger
+from dbregress.report.ledger_text import LANE_TITLES, to_json
+from dbregress.report.verdict_tables import table
+from dbregress.shapes.verdicts import LedgerCellJson, LedgerStepJson
+
+INTRO = (
+    "Each column's cumulative change from the comparison's base, then its increment over "
+    "the column before, each with its class (slower, faster, small, same, undecided), as "
+    "`dbregress ledger RUN` gives them (docs/ledger.md). The time lane's figures are the "
+    "ledger's own verdicts of each pair of columns within this run."
+)
+
+
+def _pct(cell: LedgerCellJson | None) -> str:
+    if cell is None or cell["ratio"] is None:
+        return "-"
+    return f"{100 * (cell['ratio'] - 1):+.1f}% {cell['class']}"
+
+
+def section(path: Path) -> list[str]:
+    """The ledger of the run folder `path` as Markdown lines."""
+    out = ["## Ledger", "", INTRO, ""]
+    try:
+        found = to_json(ledger.run_ledger(path))
+    except DbregressError as e:
+        return [*out, f"No ledger: {e}", ""]
+    groups: dict[tuple[str, str], list[LedgerStepJson]] = {}
+    for row in found["steps"]:
+        groups.setdefault((row["comparison"], row["lane"]), []).append(row)
+    for (comparison, lane), rows in groups.items():
+        columns = list(dict.fromkeys(p["column"] for r in rows for p in r["points"][1:]))
+        body = []
+        for r in rows:
+            points = {p["column"]: p for p in r["points"][1:]}
+            cells = [
+                f"{_pct(p['cumulative'])} / {_pct(p['increment'])}" if p else "-"
+                for p in (points.get(c) for c in columns)
+            ]
+            body.append([r["step"], *cells])
+        out += [f"### {comparison}: {LANE_TITLES[lane]}", ""]
+        out += table(["step", *columns], body)
+    if not groups:
+        out += ["The run has no comparison of two or more columns: no ledger.", ""]
+    out += [f"Note: {n}" for n in found["notes"]]
+    return [*out, ""] if found["notes"] else out
