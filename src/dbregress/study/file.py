@@ -7,6 +7,7 @@ columns must be there)."""
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -230,20 +231,41 @@ def _scales(
         known = render.scale_targets(lab_data)
         for key in r.data:
             if key not in known:
-                raise r.fail(
+                raise _fail(
+                    r,
                     key,
                     f"{short(key)} is neither a benchmark section nor a comparison of "
                     f"{lab_path.name} (these are: {', '.join(known)})",
                 )
-            r.get(key, dict)
+            if not isinstance(r.data[key], dict):
+                raise _fail(r, key, f"expected a table of sizes, got {value_name(r.data[key])}")
         scales[scale] = r.data
         try:
             merged = render.merge_scale(lab_data, r.data)
             render.template_lab(lab_path, render.toml_text(merged), merged, params)
         except LabError as e:
             said = str(e).split(": ", 1)[-1] if str(e).startswith(str(lab_path)) else str(e)
-            raise r.fail(None, f"merged over {lab_path.name}, it is refused: {said}") from None
+            raise _fail(r, None, f"merged over {lab_path.name}, it is refused: {said}") from None
     return scales
+
+
+def _fail(r: TableReader, key: str | None, message: str) -> LabError:
+    """An error in a [scale.NAME] table, at its line: the reader finds no line for a
+    table whose parent, [scale], is not written as a table of its own."""
+    lines = r.text.split("\n")
+    header = re.compile(rf"^\s*\[\s*{re.escape(r.table)}\s*\]")
+    start = next((i for i, ln in enumerate(lines) if header.match(ln)), None)
+    line = 1 if start is None else start + 1
+    if start is not None and key is not None:
+        assigned = re.compile(rf"^\s*{re.escape(key)}\s*=")
+        for i in range(start + 1, len(lines)):
+            if lines[i].lstrip().startswith("["):
+                break
+            if assigned.match(lines[i]):
+                line = i + 1
+                break
+    dotted = ".".join(p for p in (r.table, key) if p)
+    return LabError(f"{r.path}:{line}: {dotted}: {message}")
 
 
 def _claim(top: TableReader, index: int, item: Any, lab: Lab, threshold: float) -> Claim:
