@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dbregress.cli import run as cli_run
-from dbregress.cli.exits import EXIT_OK, EXIT_UNJUDGED
+from dbregress.cli.exits import EXIT_OK, EXIT_UNJUDGED, epilog
 from dbregress.cli.fleet import add_tls
 from dbregress.cli.report import add_fail_on, write_report
 from dbregress.model import interrupts
@@ -48,7 +48,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("name", help="a study's name (labs/studies/NAME.toml) or its file")
     r.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help=_PARAM)
     r.add_argument("--scale", default="small", help="small (the lab as written) or full")
-    r.add_argument("--out", type=Path, default=Path("results"), help="results folder")
+    r.add_argument(
+        "--out", type=Path, default=Path("results"), help="the results folder (default results)"
+    )
     r.add_argument("--page", type=Path, help="where to write the page (default: the study's)")
     r.add_argument("--scheduler", metavar="ADDR", help="run on a fleet (docs/fleet.md)")
     r.add_argument("--recount", action="store_true", help="take no replay from the count store")
@@ -63,6 +65,9 @@ def add_parser(sub: Any) -> None:
     pg.add_argument("--results", type=Path, default=Path("results"), help="the results folder")
     pg.add_argument("--page", type=Path, help="where to write the page (default: the study's)")
     pg.set_defaults(func=write_page)
+    for command in verbs.choices.values():  # the one table of exit statuses, as every verb
+        command.epilog = epilog()
+        command.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 _RUN = (
