@@ -18,7 +18,7 @@ from dbregress.cli.main import main
 from dbregress.lab.file import load_lab
 from dbregress.store.replays import save_replay
 from dbregress.store.run import RunWriter
-from dbregress.study import agreement
+from dbregress.study import agreement, record
 from dbregress.study.file import load_study
 from tests.step_records import native
 from tests.unit.test_history import replay
@@ -380,3 +380,18 @@ def test_classify_and_the_seeds_side_of_one_in_each_lane(tmp_path: Path) -> None
     assert at_threshold.seed_ratio == 0.94 and at_threshold.expected(0.06) == "slower"
     assert at_threshold.expected(0.07) is None
     assert agreement.summary([]) == "no claim of a change to judge"
+
+
+def test_a_params_value_is_found_in_the_runs_builds_and_hidden(
+    made: tuple[str, Path, Path], tmp_path: Path
+) -> None:
+    """The value as the run's build string holds it (resolved), found by its template,
+    even without study.json; and the results folder."""
+    _, run, folder = made
+    study = load_study(folder / "fixture.toml")
+    view = record.read_view(run)
+    tree = str(tmp_path / "trees" / "null-tree")
+    hidden = record.machine_values(study, view)
+    assert hidden[tree] == "{tree}" and hidden[str(run.parent.resolve())] == "RESULTS"
+    text = f"built null@{tree} into {run}"
+    assert record.scrub(text, hidden) == f"built null@{{tree}} into RESULTS/{run.name}"
