@@ -117,7 +117,7 @@ def list_studies(args: argparse.Namespace) -> int:
 
 def _needs(study: Study) -> str:
     if study.needs:
-        return study.needs
+        return study.needs.rstrip(". ")
     said = "; ".join(f"{p}: {what}" for p, what in study.params.items())
     return said or "what its lab names"
 

@@ -62,7 +62,7 @@ def _head(study: Study, run: RunView | None) -> list[str]:
     else:
         made = (
             "This study cannot run here: it needs "
-            f"{study.needs or ', '.join(study.params) or 'what its lab names'}. "
+            f"{(study.needs or ', '.join(study.params) or 'what its lab names').rstrip('. ')}. "
             "This page says what it would run."
         )
     return [
