@@ -79,7 +79,10 @@ def test_a_build_killed_by_sigill_fails_every_replay_at_once(
 
     def count(job: Any, say: Any) -> dict[str, Any]:
         calls.append(str(job.out))
-        (Path(job.out) / "valgrind.4242.log").write_text(LOG)
+        # where the real count has valgrind write it (explain/counting.py): the replay's
+        # work directory, which the replay removes once it ends
+        (Path(job.work) / "callgrind").mkdir(parents=True)
+        (Path(job.work) / "callgrind" / "valgrind.4242.log").write_text(LOG)
         raise RuntimeError("the loadgen exited with signal 4")
 
     monkeypatch.setattr(replay_module.counting, "count", count)
@@ -111,3 +114,70 @@ def test_a_build_killed_by_sigill_fails_every_replay_at_once(
         assert "\n" not in message
         assert message.startswith("rocksdb@src:/t+rel_native: killed by SIGILL under valgrind")
         assert "AVX-512 (EVEX)" in message and "-mno-avx512f" in message
+    assert "Illegal opcode" in (tmp_path / "out1" / "valgrind.4242.log").read_text()  # kept
+
+
+# valgrind 3.19's log of a library whose debug information it cannot read (clang 14's
+# DWARF 5, as rocksdb@src:'s rel_clang_lto wrote it before -gdwarf-4)
+GAVE_UP = """==31959== Callgrind, a call-graph generating cache profiler
+### unhandled dwarf2 abbrev form code 0x25
+==31959== Valgrind: debuginfo reader: ensure_valid failed:
+==31959== Valgrind:   during call to ML_(img_get)
+==31959== Valgrind:   request for range [865650844, +4) exceeds
+==31959== Valgrind:   valid image size of 28394096 for image:
+==31959== Valgrind:   "/cache/rocksdb/src-x/lib/librocksdb.so.7.10.2"
+==31959==
+==31959== Valgrind: debuginfo reader: Possibly corrupted debuginfo file.
+==31959== Valgrind: I can't recover.  Giving up.  Sorry.
+"""
+
+
+def test_a_replay_valgrind_gave_up_on_says_so_and_keeps_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It failed with "dbregress-loadgen exited with status 1 before the step finished"
+    and nothing else: valgrind's own words were in the replay's work directory, removed
+    with it."""
+
+    def count(job: Any, say: Any) -> dict[str, Any]:
+        (Path(job.work) / "callgrind").mkdir(parents=True)
+        (Path(job.work) / "callgrind" / "valgrind.31959.log").write_text(GAVE_UP)
+        (Path(job.work) / "01-fillseq.stderr").write_text("")
+        raise RuntimeError("step fillseq: dbregress-loadgen exited with status 1")
+
+    monkeypatch.setattr(replay_module.counting, "count", count)
+    monkeypatch.setattr(replay_module.method, "identity", lambda: {})
+    monkeypatch.setattr(replay_module, "_SIGILL", {})
+    spec = BuildSpec.parse("rocksdb@src:/t+rel_clang_lto")
+    build = Build(spec, tmp_path / "build", "7.10.2", {})
+    column = SimpleNamespace(label="a", build=spec, settings={}, config="default")
+    lab = SimpleNamespace(verdict=SimpleNamespace(cost_band=0.01))
+    record = replay_module.count_replay(
+        lab,  # type: ignore[arg-type]
+        replay_module.Replay(SimpleNamespace(name="kv"), column, 1),  # type: ignore[arg-type]
+        build,
+        {},
+        tmp_path / "work",
+        tmp_path / "out",
+        threading.Event(),
+    )
+    assert record is not None and record["status"] == "failed"
+    message = record["error"]["message"]
+    assert message.startswith("rocksdb@src:/t+rel_clang_lto: valgrind")
+    assert "gave up" in message and "Possibly corrupted debuginfo file" in message
+    assert (tmp_path / "out" / "valgrind.31959.log").is_file()
+    assert (tmp_path / "out" / "01-fillseq.stderr").is_file()
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_clang_flavor_writes_debug_information_valgrind_can_read() -> None:
+    import tomllib
+    from importlib import resources
+
+    shipped = tomllib.loads(
+        resources.files("dbregress.provision").joinpath("flavors.toml").read_text()
+    )
+    for engine, flavors in shipped.items():
+        for name, r in flavors.items():
+            if "clang" in str(r.get("cc", "")) + str(r.get("cxx", "")):
+                assert "-gdwarf-4" in r["cflags"].split(), f"{engine}.{name}"

@@ -149,6 +149,31 @@ _UNHANDLED = "vex amd64->IR: unhandled instruction bytes:"
 _SIGILL = "signal 4 (SIGILL)"
 
 
+# What valgrind writes when it gives up on the program itself (its own "Valgrind:"
+# lines, e.g. a debuginfo reader that cannot read clang 14's DWARF 5).
+_GIVING_UP = "Giving up"
+
+
+def gave_up(out: Path) -> str | None:
+    """Why valgrind itself gave up on a program whose logs are under `out`, in one
+    clause (its own "Valgrind:" lines, with the file they name), None when no log says
+    so."""
+    for log in sorted(out.rglob("valgrind.*.log")):
+        try:
+            text = log.read_text(errors="replace")
+        except OSError:
+            continue
+        if _GIVING_UP not in text:
+            continue
+        said = [
+            ln.split("Valgrind:", 1)[1].strip()
+            for ln in text.splitlines()
+            if "== Valgrind:" in ln and ln.split("Valgrind:", 1)[1].strip()
+        ]
+        return f"valgrind {version()} gave up: " + " ".join(said)
+    return None
+
+
 def sigill(out: Path) -> str | None:
     """Why a program run under valgrind with its logs under `out` (valgrind.PID.log)
     was killed by SIGILL, in one clause: the instruction's first bytes and where it

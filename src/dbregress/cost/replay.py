@@ -7,6 +7,7 @@ without the lane that plans and schedules them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -71,15 +72,17 @@ def _known_sigill(build: Build) -> None:
         raise valgrind.ValgrindError(known)
 
 
-def _sigill_error(build: Build, out: Path) -> str | None:
-    """The one line a replay killed by SIGILL under valgrind fails with (which build,
-    and why), None when valgrind's logs under `out` say no SIGILL; kept for the build's
-    other replays (_known_sigill)."""
+def _valgrind_error(build: Build, work: Path, out: Path) -> str | None:
+    """The one line a replay fails with when valgrind, not the engine, ended it: killed
+    by SIGILL (which build, and why; kept for the build's other replays, _known_sigill)
+    or valgrind giving up on the build (its own words). None when valgrind's logs say
+    neither. The logs are where the count wrote them (the replay's `work`), or `out`."""
     if known := _SIGILL.get(f"{build.spec}@{build.basedir}"):
         return known
-    why = valgrind.sigill(out)
+    why = valgrind.sigill(work) or valgrind.sigill(out)
     if why is None:
-        return None
+        gave_up = valgrind.gave_up(work) or valgrind.gave_up(out)
+        return f"{build.spec}: {gave_up}" if gave_up else None
     line = (
         f"{build.spec}: killed by SIGILL under valgrind: the build uses {why}; "
         "count a build without it (for this CPU minus what valgrind lacks: "
@@ -87,6 +90,14 @@ def _sigill_error(build: Build, out: Path) -> str | None:
     )
     _SIGILL[f"{build.spec}@{build.basedir}"] = line
     return line
+
+
+def _keep_logs(work: Path, out: Path) -> None:
+    """A failed replay's valgrind logs and loadgen stderr, copied into its folder of the
+    run (`work`, its engine's data, is removed): what failed stays on disk."""
+    for log in [*work.rglob("valgrind.*.log"), *work.rglob("*.stderr")]:
+        with contextlib.suppress(OSError):
+            shutil.copy2(log, out / log.name)
 
 
 def kill_below(root: Path) -> None:
@@ -156,7 +167,8 @@ def count_replay(
     except Exception as e:  # recorded: the other replays still run
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
-        message = _sigill_error(build, out) or str(e)
+        message = _valgrind_error(build, work, out) or str(e)
+        _keep_logs(work, out)
         why: ReplayError = {"type": type(e).__name__, "message": message}
         record["status"] = "failed"
         record["error"] = _noted(e, why)
