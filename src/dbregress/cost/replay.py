@@ -92,12 +92,13 @@ def _valgrind_error(build: Build, work: Path, out: Path) -> str | None:
     return line
 
 
-def _keep_logs(work: Path, out: Path) -> None:
-    """A failed replay's valgrind logs and loadgen stderr, copied into its folder of the
-    run (`work`, its engine's data, is removed): what failed stays on disk."""
+def _failure(error: Exception, build: Build, work: Path, out: Path) -> str:
+    """A failed replay's message; its valgrind logs and loadgen stderr copied into its
+    folder of the run (`work`, its engine's data, is removed): what failed stays."""
     for log in [*work.rglob("valgrind.*.log"), *work.rglob("*.stderr")]:
         with contextlib.suppress(OSError):
             shutil.copy2(log, out / log.name)
+    return _valgrind_error(build, work, out) or str(error)
 
 
 def kill_below(root: Path) -> None:
@@ -167,9 +168,7 @@ def count_replay(
     except Exception as e:  # recorded: the other replays still run
         if cancelled.is_set():
             return None  # killed by Ctrl-C: not a finished replay
-        message = _valgrind_error(build, work, out) or str(e)
-        _keep_logs(work, out)
-        why: ReplayError = {"type": type(e).__name__, "message": message}
+        why: ReplayError = {"type": type(e).__name__, "message": _failure(e, build, work, out)}
         record["status"] = "failed"
         record["error"] = _noted(e, why)
         record["steps"] = {}
