@@ -11,7 +11,7 @@ import pytest
 
 from dbregress.cli.exits import EXIT_OK, EXIT_UNJUDGED
 from dbregress.cli.main import main
-from dbregress.lab.file import KvSizes
+from dbregress.lab.file import KvSizes, MicroSizes
 from dbregress.model.errors import DbregressError, LabError
 from dbregress.study import render
 from dbregress.study.file import find_study, load_study
@@ -152,6 +152,19 @@ def test_a_study_loads_with_its_lab_claims_params_and_scales(tmp_path: Path) -> 
             ("seed_ratio = 1.14", 'seed_ratio = 1.14\ndirection = "slower"'),
             "claim[0].direction",
             "'slower', but seed_ratio 1.14 says faster",
+        ),
+        (
+            ("seed_ratio = 1.14", 'seed_ratio = 1.0\ndirection = "faster"'),
+            "claim[0].direction",
+            "'faster', but seed_ratio 1 says no change",
+        ),
+        (
+            (
+                'metric = "qps"\nseed_ratio = 1.14',
+                'metric = "instructions"\nseed_ratio = 1.14\ndirection = "faster"',
+            ),
+            "claim[0].direction",
+            "'faster', but seed_ratio 1.14 says slower",
         ),
         (
             ("seed_ratio = 1.14", 'direction = "sideways"'),
@@ -307,3 +320,66 @@ def test_the_seed003_study_loads_and_renders_at_both_scales() -> None:
     assert isinstance(full.comparisons[0].sizes, KvSizes)
     assert (full.comparisons[0].sizes.keys, full.comparisons[0].sizes.seconds) == (20_000_000, 1800)
     assert str(full.comparisons[0].columns[-1].build).endswith("/src/rocksdb#v10.8.3+rel_clang_lto")
+
+
+AMBIGUOUS = """\
+name = "amb"
+placement = "unpinned"
+repeats = 2
+warmup_job = false
+count = false
+
+[[comparison]]
+name = "kv"
+benchmark = "micro"
+[[comparison.column]]
+label = "a"
+build = "null@1"
+[[comparison.column]]
+label = "b"
+build = "null@2"
+
+[[comparison]]
+name = "store"
+benchmark = "kv"
+[[comparison.column]]
+label = "x"
+build = "null@{tree}"
+[[comparison.column]]
+label = "y"
+build = "null@2"
+[comparison.kv]
+keys = 1000
+"""
+
+
+def test_a_scale_key_naming_both_a_benchmark_and_another_comparison_is_refused(
+    tmp_path: Path,
+) -> None:
+    """[scale.full] kv: the kv section of `store`, or the comparison named kv (a micro
+    one)? Merged into both, kv's sizes would land in the micro section too."""
+    study = STUDY[: STUDY.index("[scale.full]")] + "[scale.full]\nkv = { seconds = 3 }\n"
+    text = refused(tmp_path, study, AMBIGUOUS)
+    assert ":12: scale.full.kv: 'kv' names both a benchmark section (of store) and a " in text
+    # a comparison named as its own benchmark, the only one of it, is one section either way
+    alone = AMBIGUOUS.replace('name = "kv"', 'name = "m"').replace('name = "store"', 'name = "kv"')
+    micro, kv = (
+        load_study(write(tmp_path, study, alone)).rendered({"tree": "/t"}, "full").lab.comparisons
+    )
+    assert isinstance(micro.sizes, MicroSizes) and isinstance(kv.sizes, KvSizes)
+    assert (micro.sizes.seconds, kv.sizes.seconds) == (MicroSizes().seconds, 3.0)
+
+
+def test_the_seed_files_give_no_figure_the_seed_does_not_publish() -> None:
+    """Seed 003's May 2025 post gives readww no figure ("similar"): a direction, not a
+    ratio of 1.00 shown as published. Seed 001 says up to 12% without naming the build
+    it is against."""
+    seed003 = load_study(ROOT / "labs" / "studies" / "seed003-rocksdb-over-time.toml")
+    readww = [
+        c for c in seed003.claims if c.where.startswith("May") and c.step == "readwhilewriting"
+    ]
+    assert [(c.seed_ratio, c.direction) for c in readww] == [(None, "same"), (None, "same")]
+    seed001 = load_study(ROOT / "labs" / "studies" / "seed001-compile-flavors.toml")
+    assert all(
+        "than rel " not in c.said and "2023" not in (c.why_may_differ or "") for c in seed001.claims
+    )

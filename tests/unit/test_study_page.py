@@ -16,6 +16,8 @@ import pytest
 from dbregress.cli.exits import EXIT_OK, EXIT_UNJUDGED
 from dbregress.cli.main import main
 from dbregress.lab.file import load_lab
+from dbregress.report import ledger
+from dbregress.report.ledger_text import to_json
 from dbregress.store.replays import save_replay
 from dbregress.store.run import RunWriter
 from dbregress.study import agreement, record
@@ -215,7 +217,8 @@ def test_each_claim_gets_its_agreement_class_and_the_fractions_count_them(
     assert found[9][3] == "mid / old"
     assert (
         "**The study: 3 of 7 claims agree, decided (43%); 1 of 7 agree in direction only, "
-        "undecided (14%); in direction at all 4 of 7 (57%); disagree: 2; not measured: 1.**"
+        "undecided (14%); in direction at all 4 of 7 (57%); disagree, decided: 2; disagree "
+        "in direction only, undecided: 0; not measured: 1.**"
     ) in page
     apart = page[page.index("### No change claimed") :]
     assert "The seed reports no change of 5% or more for these" in apart
@@ -371,11 +374,15 @@ def test_classify_and_the_seeds_side_of_one_in_each_lane(tmp_path: Path) -> None
     more_work = next(c for c in study.claims if c.metric == "instructions")
     assert more_work.expected(0.05) == "slower" and more_work.expects_above_one(0.05) is True
     figure = agreement.Figure
-    assert agreement.classify(more_work, figure(1.2, None, "slower"), 0.05) == "agrees"
-    assert agreement.classify(more_work, figure(1.003, None, "same"), 0.05) == agreement.DIRECTION
-    assert agreement.classify(more_work, figure(0.9, None, "faster"), 0.05) == "disagrees"
-    assert agreement.classify(more_work, figure(None, None, "undecided"), 0.05) == "not measured"
-    assert agreement.classify(more_work, None, 0.05) == "not measured"
+
+    def classify(f: agreement.Figure | None, band: float = 0.01) -> str:
+        return agreement.classify(more_work, f, 0.05, band)
+
+    assert classify(figure(1.2, None, "slower")) == "agrees"
+    assert classify(figure(1.003, None, "same"), band=0.25) == agreement.DIRECTION
+    assert classify(figure(0.9, None, "faster")) == "disagrees"
+    assert classify(figure(None, None, "undecided")) == "not measured"
+    assert classify(None) == "not measured"
     at_threshold = next(c for c in study.claims if c.step == "readwhilewriting")
     assert at_threshold.seed_ratio == 0.94 and at_threshold.expected(0.06) == "slower"
     assert at_threshold.expected(0.07) is None
@@ -395,3 +402,235 @@ def test_a_params_value_is_found_in_the_runs_builds_and_hidden(
     assert hidden[tree] == "{tree}" and hidden[str(run.parent.resolve())] == "RESULTS"
     text = f"built null@{tree} into {run}"
     assert record.scrub(text, hidden) == f"built null@{{tree}} into RESULTS/{run.name}"
+
+
+def test_an_undecided_or_same_verdict_is_no_decided_disagreement_nor_agreement(
+    tmp_path: Path,
+) -> None:
+    """Only a decided verdict agrees or disagrees: an undecided one on the other side of
+    1 disagrees in direction only; a `same` (its interval inside the band) disagrees,
+    decided, with a seed figure outside the band, and decides nothing within it or
+    against a direction with no size."""
+    study = load_study(studies(tmp_path) / "fixture.toml")
+    by_step = {(c.step, c.column, c.metric): c for c in study.claims}
+    figure, classify = agreement.Figure, agreement.classify
+    faster_114 = by_step[("fillseq", "new", "qps")]  # seed_ratio 1.14
+    faster_no_size = by_step[("revrange", "new", "qps")]  # direction faster
+    assert classify(faster_114, figure(0.97, (0.7, 1.3), "undecided"), 0.05, 0.05) == (
+        "disagrees in direction, undecided"
+    )
+    assert classify(faster_114, figure(1.0, (0.7, 1.3), "undecided"), 0.05, 0.05) == (
+        "disagrees in direction, undecided"
+    )
+    assert classify(faster_114, figure(1.06, (0.7, 1.3), "undecided"), 0.05, 0.05) == (
+        "agrees in direction, undecided"
+    )
+    # same within ±5%: the seed's 1.14 lies outside, on either side of 1 ours is
+    assert classify(faster_114, figure(1.01, (0.98, 1.04), "same"), 0.05, 0.05) == "disagrees"
+    assert classify(faster_114, figure(0.99, (0.96, 1.02), "same"), 0.05, 0.05) == "disagrees"
+    # a band of ±20% holds the seed's 1.14: same decides nothing about it
+    assert classify(faster_114, figure(1.01, (0.9, 1.1), "same"), 0.05, 0.2) == (
+        "agrees in direction, undecided"
+    )
+    # "faster" with no size: a same cannot say the change is not there
+    assert classify(faster_no_size, figure(0.99, (0.97, 1.01), "same"), 0.05, 0.05) == (
+        "disagrees in direction, undecided"
+    )
+    assert classify(faster_no_size, figure(0.8, (0.7, 0.9), "slower"), 0.05, 0.05) == "disagrees"
+
+
+def test_the_page_counts_a_same_against_a_larger_seed_figure_as_a_disagreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = STUDY[: STUDY.index("\n[[claim]]")]
+    text += claim(1, "fwdrange", "new", "seed_ratio = 1.14")  # ours: same
+    text += claim(2, "readrandom", "new", "seed_ratio = 0.90")  # ours: 1.05, undecided
+    folder = studies(tmp_path, text)
+    run = recorded_run(tmp_path, str(tmp_path / "tree"))
+    target = tmp_path / "page.md"
+    args = ["study", "page", "fixture", str(run), "--studies", str(folder), "--page", str(target)]
+    assert main(args) == EXIT_OK
+    page = target.read_text()
+    head = "| # | comparison | step | column / base | seed | where | ours | ours, cost lane"
+    assert row(page, "1", head)[6].endswith(" same") and row(page, "1", head)[8] == "disagrees"
+    assert row(page, "2", head)[6].endswith(" undecided")
+    assert row(page, "2", head)[8] == "disagrees in direction, undecided"
+    assert (
+        "**The study: 0 of 2 claims agree, decided (0%); 0 of 2 agree in direction only, "
+        "undecided (0%); in direction at all 0 of 2 (0%); disagree, decided: 1; disagree in "
+        "direction only, undecided: 1; not measured: 0.**"
+    ) in page
+
+
+TWO = """\
+name = "fixture"
+placement = "unpinned"
+repeats = 5
+warmup_job = false
+count = false
+
+[[comparison]]
+name = "src"
+benchmark = "kv"
+[[comparison.column]]
+label = "old"
+build = "null@{tree}"
+[[comparison.column]]
+label = "new"
+build = "null@2"
+[comparison.kv]
+keys = 1000
+steps = ["fillseq", "readrandom"]
+
+[[comparison]]
+name = "other"
+benchmark = "kv"
+[[comparison.column]]
+label = "x"
+build = "null@1"
+[[comparison.column]]
+label = "y"
+build = "null@1"
+[comparison.kv]
+keys = 1000
+steps = ["fillseq", "revrange", "readrandom", "fwdrange", "readwhilewriting", "overwriteandwait"]
+"""
+
+
+def lab_run(tmp_path: Path, text: str, status: str = "ok") -> Path:
+    """A run of a lab (no study.json), ending with `status`: new is 1.3 times old's QPS
+    on fillseq, every other cell the same five values (1000 to 1040)."""
+    lab_path = tmp_path / "ran" / "lab.toml"
+    lab_path.parent.mkdir(parents=True)
+    lab_path.write_text(text)
+    lab = load_lab(lab_path)
+    writer = RunWriter(tmp_path / "results", lab, HOST)
+    for job in lab.jobs():
+        writer.set_job(job, {"status": "ok"})
+        label, sizes = job.column.label, job.comparison.sizes
+        for index, name in enumerate(getattr(sizes, "steps", ()), start=1):
+            q = (
+                1000.0
+                * (1 + 0.01 * job.repeat)
+                * (1.3 if (label, name) == ("new", "fillseq") else 1)
+            )
+            result = step(label, name, q, "ops", 5.0, repeat=job.repeat)
+            writer.write_step(job, index, native(result), [], "")
+    writer.finish(status)
+    return writer.path
+
+
+def test_the_ledgers_cumulative_change_is_the_reports_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger judges a comparison's columns against its base within that comparison
+    alone; the report, across the lab (one Benjamini-Hochberg family): the page's ledger
+    shows the report's cumulative change, as its tables above do."""
+    text = STUDY[: STUDY.index("\n[[claim]]")] + claim(1, "fillseq", "new", "seed_ratio = 1.14")
+    folder = studies(tmp_path, text, TWO)
+    run = lab_run(tmp_path, TWO.replace("{tree}", str(tmp_path / "tree")))
+    target = tmp_path / "page.md"
+    args = ["study", "page", "fixture", str(run), "--studies", str(folder), "--page", str(target)]
+    assert main(args) == EXIT_OK
+    page = target.read_text()
+    reported = agreement.index(json.loads((run / "verdicts.json").read_text()))
+    fillseq = reported[("src", "new", "fillseq")]
+    assert fillseq["verdict"] == "undecided"  # 5 vs 5 repeats among 8 keys of the lab
+    own = to_json(ledger.run_ledger(run, lanes=("time",)))["steps"]
+    cell = next(r for r in own if (r["comparison"], r["step"]) == ("src", "fillseq"))
+    assert cell["points"][1]["cumulative"]["class"] == "faster"  # within src alone
+    assert row(page, "fillseq", "### src: time lane, relative QPS")[2] == "1.30 ?"
+    ledger_cell = row(page, "fillseq", "### src: time lane, QPS (above 0: faster)")[1]
+    assert ledger_cell.startswith("+30.0% undecided / "), ledger_cell
+    assert row(page, "1", "| # | comparison")[8] == "agrees in direction, undecided"
+
+
+def test_a_run_that_did_not_finish_says_so_above_its_tables_and_its_fractions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = STUDY[: STUDY.index("\n[[claim]]")] + claim(1, "fillseq", "new", "seed_ratio = 1.14")
+    lab = TWO[: TWO.index('\n[[comparison]]\nname = "other"')]
+    folder = studies(tmp_path, text, lab)
+    target = tmp_path / "page.md"
+
+    def page_of(run: Path) -> str:
+        args = ["study", "page", "fixture", str(run), "--studies", str(folder)]
+        assert main([*args, "--page", str(target)]) == EXIT_OK
+        return target.read_text()
+
+    done = page_of(lab_run(tmp_path / "done", lab.replace("{tree}", "/t")))
+    assert "did not finish" not in done
+    failed = page_of(lab_run(tmp_path / "failed", lab.replace("{tree}", "/t"), "failed"))
+    said = "**This run did not finish: its time lane ended failed. Its tables hold what it"
+    assert said in failed and failed.index(said) < failed.index("## The run")
+    assert "**The run did not finish (its time lane ended failed): what follows" in failed
+    # a cost lane planned but never ended: no cost/lane.json
+    counted = lab_run(tmp_path / "counted", lab.replace("{tree}", "/t"))
+    data = json.loads((counted / "run.json").read_text())
+    data["cost_lane"] = {"planned": True, "why_not": None}
+    (counted / "run.json").write_text(json.dumps(data))
+    assert "its cost lane did not record its end (cost/lane.json)" in page_of(counted)
+
+
+def test_the_columns_are_shown_as_the_run_built_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run of another lab with the study's labels (here new built at another commit,
+    from a path of its own) shows its own builds, with no path of its machine."""
+    text = STUDY[: STUDY.index("\n[[claim]]")] + claim(1, "fillseq", "new", "seed_ratio = 1.14")
+    lab = TWO[: TWO.index('\n[[comparison]]\nname = "other"')]
+    folder = studies(tmp_path, text, lab)
+    tree = str(tmp_path / "tree")
+    other = lab.replace("{tree}", tree).replace('"null@2"', f'"null@{tmp_path}/elsewhere"')
+    run = lab_run(tmp_path, other)
+    target = tmp_path / "page.md"
+    args = ["study", "page", "fixture", str(run), "--studies", str(folder), "--page", str(target)]
+    assert main(args) == EXIT_OK
+    page = target.read_text()
+    assert "| old | `null@{tree}` | default | - |" in page
+    assert "| new | `null@{path}` | default | - |" in page
+    assert str(tmp_path) not in page
+
+
+def test_a_run_of_another_base_measures_no_claim_and_says_what_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose comparison has another first column judged new against it, not
+    against the claim's base: the claim is not measured, and the page says why, and
+    which of the study's steps and columns the run has not."""
+    text = STUDY[: STUDY.index("\n[[claim]]")] + claim(1, "fillseq", "new", "seed_ratio = 1.14")
+    folder = studies(tmp_path, text)  # src: old (base), mid, new; six steps
+    ran = TWO[: TWO.index('\n[[comparison]]\nname = "other"')]
+    old = '[[comparison.column]]\nlabel = "old"\nbuild = "null@1"\n'
+    ran = ran.replace('label = "old"', 'label = "mid"', 1)
+    ran = ran.replace(
+        '[[comparison.column]]\nlabel = "new"', old + '[[comparison.column]]\nlabel = "new"'
+    )
+    run = lab_run(tmp_path, ran.replace("{tree}", "/t"))
+    target = tmp_path / "page.md"
+    args = ["study", "page", "fixture", str(run), "--studies", str(folder), "--page", str(target)]
+    assert main(args) == EXIT_OK
+    page = target.read_text()
+    assert (
+        f"Run `{run.name}` is not the study's lab here: its base is mid, not the study's old: "
+        "the figures below are against mid, and no claim of src is measured; it reports no "
+        "step revrange, fwdrange, readwhilewriting, overwriteandwait."
+    ) in page
+    assert row(page, "fillseq", "### src: time lane")[3] == "1.30 (+)"  # new / mid
+    assert row(page, "1", "| # | comparison")[6:9] == ["-", "not counted", "not measured"]
+
+
+def test_a_run_of_another_study_is_not_given_this_studys_command(
+    made: tuple[str, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, run, folder = made
+    other = (folder / "fixture.toml").read_text().replace('name = "fixture"', 'name = "other"')
+    (folder / "other.toml").write_text(other)
+    lab = load_lab(run / "lab.toml")
+    record.start(run, load_study(folder / "other.toml"), lab, ["dbregress"], {"tree": "/t"}, "full")
+    target = tmp_path / "again.md"
+    args = ["study", "page", "fixture", str(run), "--studies", str(folder), "--page", str(target)]
+    assert main(args) == EXIT_OK
+    page = target.read_text()
+    assert "- command: `dbregress study run other` (another study), --scale full" in page
+    assert "dbregress study run fixture" not in page

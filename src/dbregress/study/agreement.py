@@ -11,13 +11,14 @@ from typing import Any
 
 from dbregress.report.verdict_tables import QPS_MARKS
 from dbregress.shapes.verdicts import StepVerdictJson, Verdicts
-from dbregress.study.file import Claim
+from dbregress.study.file import EPSILON, Claim
 
 AGREES = "agrees"
 DIRECTION = "agrees in direction, undecided"
+AGAINST = "disagrees in direction, undecided"
 DISAGREES = "disagrees"
 NOT_MEASURED = "not measured"
-CLASSES = (AGREES, DIRECTION, DISAGREES, NOT_MEASURED)
+CLASSES = (AGREES, DIRECTION, AGAINST, DISAGREES, NOT_MEASURED)
 METRIC_NAMES = {
     "qps": "QPS",
     "estimated_cycles": "est. cycles/op",
@@ -94,25 +95,32 @@ def ours(claim: Claim, steps: Mapping[Key, StepVerdictJson]) -> Figure | None:
     return time_figure(step) if claim.lane == "time" else cost_figure(step, claim.metric)
 
 
-def classify(claim: Claim, figure: Figure | None, threshold: float) -> str:
-    """`agrees`: our ratio lies on the seed's side of 1 and our verdict is decided that
-    way; `agrees in direction, undecided`: on its side, the verdict undecided or same;
-    `disagrees`: the other side (or decided the other way); `not measured`: no figure."""
+def classify(claim: Claim, figure: Figure | None, threshold: float, band: float) -> str:
+    """`agrees`: our verdict is decided the seed's way (our ratio on its side of 1);
+    `disagrees`: decided the other way, or `same` (our interval inside 1 ± `band`, the
+    lane's equivalence band) where the seed's figure lies outside that band; otherwise
+    our figure decides nothing about the claim (undecided, or `same` within a band that
+    holds the seed's figure, or a figure with no size): `agrees in direction,
+    undecided` with our ratio on the seed's side of 1, `disagrees in direction,
+    undecided` on the other side or at 1; `not measured`: no figure."""
     expected, above = claim.expected(threshold), claim.expects_above_one(threshold)
     if expected is None or above is None:
         raise ValueError(f"claim {claim.number} claims no change; it is not classified")
     if figure is None or figure.ratio is None:
         return NOT_MEASURED
-    if not (figure.ratio > 1 if above else figure.ratio < 1):
-        return DISAGREES
-    if figure.verdict == expected:
-        return AGREES
-    return DIRECTION if figure.verdict in ("undecided", "same") else DISAGREES
+    seed_side = figure.ratio > 1 if above else figure.ratio < 1
+    if figure.verdict in ("faster", "slower"):
+        return AGREES if figure.verdict == expected and seed_side else DISAGREES
+    ratio = claim.seed_ratio
+    if figure.verdict == "same" and ratio is not None and abs(ratio - 1) > band + EPSILON:
+        return DISAGREES  # our interval lies inside the band, the seed's figure outside it
+    return DIRECTION if seed_side else AGAINST
 
 
 def summary(classes: Iterable[str]) -> str:
     """The fractions: decided agreements of the claims, agreements in direction only
-    (undecided or same), both together, then the rest."""
+    (our verdict undecided), both together, then decided disagreements, disagreements
+    in direction only and the claims not measured."""
     seen = Counter(classes)
     n = sum(seen.values())
     if n == 0:
@@ -121,8 +129,9 @@ def summary(classes: Iterable[str]) -> str:
     return (
         f"{agree} of {n} claims agree, decided ({_pct(agree, n)}); {direction} of {n} agree "
         f"in direction only, undecided ({_pct(direction, n)}); in direction at all "
-        f"{agree + direction} of {n} ({_pct(agree + direction, n)}); disagree: "
-        f"{seen[DISAGREES]}; not measured: {seen[NOT_MEASURED]}"
+        f"{agree + direction} of {n} ({_pct(agree + direction, n)}); disagree, decided: "
+        f"{seen[DISAGREES]}; disagree in direction only, undecided: {seen[AGAINST]}; "
+        f"not measured: {seen[NOT_MEASURED]}"
     )
 
 

@@ -24,11 +24,13 @@ def rule(study: Study) -> str:
         f"A claim of a change (the seed's figure at least {study.threshold:.0%} from 1, or "
         "only a direction, faster or slower) is set against our figure for the same step "
         "and columns in its lane, the report's own (verdicts.json): **agrees** when our "
-        "ratio lies on the seed's side of 1 and the verdict is decided that way; **agrees "
-        "in direction, undecided** when it lies on the seed's side but the verdict is "
-        "undecided or same; **disagrees** when it lies on the other side (or is decided the "
-        "other way); **not measured** when the run has no figure for it. In the cost lane "
-        "slower is more work per operation."
+        "verdict is decided the seed's way; **disagrees** when it is decided the other way, "
+        "or is same (its interval inside the lane's equivalence band) while the seed's "
+        "figure lies outside that band; otherwise our verdict decides nothing about the "
+        "claim, and the agreement says only on which side of 1 our ratio lies: **agrees in "
+        "direction, undecided** on the seed's side, **disagrees in direction, undecided** "
+        "on the other side (or at 1); **not measured** when the run has no figure for it. "
+        "In the cost lane slower is more work per operation."
     )
 
 
@@ -61,8 +63,15 @@ def _row(claim: Claim, ours: str) -> list[str]:
     ]
 
 
-def section(study: Study, steps: Mapping[ag.Key, StepVerdictJson] | None) -> list[str]:
-    """The agreement section; `steps` None: not run (the seed's side alone)."""
+def section(
+    study: Study,
+    steps: Mapping[ag.Key, StepVerdictJson] | None,
+    bands: Mapping[str, float] | None = None,
+    unfinished: str | None = None,
+) -> list[str]:
+    """The agreement section; `steps` None: not run (the seed's side alone). `bands`:
+    each lane's equivalence band (the run's policy); `unfinished`: why the run did not
+    finish, said before its fractions."""
     judged = [c for c in study.claims if c.expected(study.threshold) is not None]
     apart = [c for c in study.claims if c.expected(study.threshold) is None]
     out = ["## Agreement with the seed", "", rule(study), ""]
@@ -72,7 +81,12 @@ def section(study: Study, steps: Mapping[ag.Key, StepVerdictJson] | None) -> lis
         rows = [_row(c, "not run") for c in judged]
         out += table(HEAD, [[_cell(x) for x in r] for r in rows]) if rows else []
     else:
-        out += _judged(study, judged, steps)
+        if unfinished:
+            out += [
+                f"**The run did not finish ({unfinished}): what follows is of what it measured.**",
+                "",
+            ]
+        out += _judged(study, judged, steps, bands or {})
     if apart:
         out += [
             "### No change claimed",
@@ -92,7 +106,10 @@ def section(study: Study, steps: Mapping[ag.Key, StepVerdictJson] | None) -> lis
 
 
 def _judged(
-    study: Study, judged: list[Claim], steps: Mapping[ag.Key, StepVerdictJson]
+    study: Study,
+    judged: list[Claim],
+    steps: Mapping[ag.Key, StepVerdictJson],
+    bands: Mapping[str, float],
 ) -> list[str]:
     if not judged:
         return ["No claim of a change to judge.", ""]
@@ -100,7 +117,8 @@ def _judged(
     classes: dict[str, list[str]] = {}
     for claim in judged:
         figure = ag.ours(claim, steps)
-        found = ag.classify(claim, figure, study.threshold)
+        band = bands.get(claim.lane, 0.05 if claim.lane == "time" else 0.01)
+        found = ag.classify(claim, figure, study.threshold, band)
         classes.setdefault(claim.comparison, []).append(found)
         why = claim.why_may_differ if claim.why_may_differ and found != ag.AGREES else ""
         rows.append([*_row(claim, _ours(claim, figure)), _cost(claim, steps), found, why])

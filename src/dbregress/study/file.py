@@ -239,6 +239,14 @@ def _scales(
                 )
             if not isinstance(r.data[key], dict):
                 raise _fail(r, key, f"expected a table of sizes, got {value_name(r.data[key])}")
+            both = render.ambiguous(lab_data, key)
+            if both:
+                raise _fail(
+                    r,
+                    key,
+                    f"{short(key)} names both a benchmark section (of {both}) and a "
+                    "comparison: it would be merged into each; rename the comparison",
+                )
         scales[scale] = r.data
         try:
             merged = render.merge_scale(lab_data, r.data)
@@ -329,8 +337,11 @@ def _check_direction(r: TableReader, claim: Claim, threshold: float) -> None:
     word = claim.expected(threshold)
     if direction == "same" and word is not None:
         raise r.fail("direction", f"'same', but seed_ratio {ratio:g} is beyond the threshold")
-    if direction != "same" and not math.isclose(ratio, 1.0):
-        up = ratio > 1
-        said = ("faster" if up else "slower") if claim.lane == "time" else _cost_word(up)
-        if said != direction:
-            raise r.fail("direction", f"{direction!r}, but seed_ratio {ratio:g} says {said}")
+    if direction == "same":
+        return
+    if math.isclose(ratio, 1.0):
+        raise r.fail("direction", f"{direction!r}, but seed_ratio {ratio:g} says no change")
+    up = ratio > 1
+    said = ("faster" if up else "slower") if claim.lane == "time" else _cost_word(up)
+    if said != direction:
+        raise r.fail("direction", f"{direction!r}, but seed_ratio {ratio:g} says {said}")

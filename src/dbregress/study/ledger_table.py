@@ -5,19 +5,22 @@ the increment over the column before."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from dbregress.model.errors import DbregressError
 from dbregress.report import ledger
 from dbregress.report.ledger_text import LANE_TITLES, to_json
 from dbregress.report.verdict_tables import table
-from dbregress.shapes.verdicts import LedgerCellJson, LedgerStepJson
+from dbregress.shapes.verdicts import LedgerCellJson, LedgerStepJson, StepVerdictJson
+from dbregress.study.agreement import Key, cost_figure, time_figure
 
 INTRO = (
     "Each column's cumulative change from the comparison's base, then its increment over "
-    "the column before, each with its class (slower, faster, small, same, undecided), as "
-    "`dbregress ledger RUN` gives them (docs/ledger.md). The time lane's figures are the "
-    "ledger's own verdicts of each pair of columns within this run."
+    "the column before, each with its class (slower, faster, small, same, undecided). The "
+    "cumulative change is the report's own (verdicts.json), as in the tables above; the "
+    "increment is `dbregress ledger RUN`'s (docs/ledger.md), a verdict of that pair of "
+    "columns within this run."
 )
 
 
@@ -27,8 +30,19 @@ def _pct(cell: LedgerCellJson | None) -> str:
     return f"{100 * (cell['ratio'] - 1):+.1f}% {cell['class']}"
 
 
-def section(path: Path) -> list[str]:
-    """The ledger of the run folder `path` as Markdown lines."""
+def _reported(step: StepVerdictJson | None, lane: str) -> str:
+    """The report's cumulative change of a step in a lane (its class as the ledger
+    names it: a cost lane's small change is `small`)."""
+    figure = time_figure(step) if lane == "time" else cost_figure(step)
+    if figure is None or figure.ratio is None:
+        return "-"
+    word = "small" if figure.small else figure.verdict
+    return f"{100 * (figure.ratio - 1):+.1f}% {word}"
+
+
+def section(path: Path, steps: Mapping[Key, StepVerdictJson]) -> list[str]:
+    """The ledger of the run folder `path` as Markdown lines, each cumulative change
+    the report's (`steps`: verdicts.json's step verdicts)."""
     out = ["## Ledger", "", INTRO, ""]
     try:
         found = to_json(ledger.run_ledger(path))
@@ -43,8 +57,10 @@ def section(path: Path) -> list[str]:
         for r in rows:
             points = {p["column"]: p for p in r["points"][1:]}
             cells = [
-                f"{_pct(p['cumulative'])} / {_pct(p['increment'])}" if p else "-"
-                for p in (points.get(c) for c in columns)
+                f"{_reported(steps.get((comparison, c, r['step'])), lane)} / {_pct(p['increment'])}"
+                if p
+                else "-"
+                for c, p in ((c, points.get(c)) for c in columns)
             ]
             body.append([r["step"], *cells])
         out += [f"### {comparison}: {LANE_TITLES[lane]}", ""]

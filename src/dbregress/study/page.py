@@ -7,6 +7,7 @@ param's value stands as `{name}`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -17,12 +18,15 @@ from dbregress.shapes.run import HostFacts
 from dbregress.shapes.study import StudySizes
 from dbregress.shapes.verdicts import StepVerdictJson, Verdicts
 from dbregress.store.files import write_atomic
+from dbregress.store.replays import load_lane
 from dbregress.study import claims_table, ledger_table
 from dbregress.study.agreement import Key, cost_figure, index, time_figure
 from dbregress.study.file import Study
 from dbregress.study.record import RunView, machine_values, scrub, sizes_of
 from dbregress.study.render import column_builds
 
+# an absolute path in a build string: after its engine's @ or a src:/ prefix
+ABSOLUTE = re.compile(r"(?<=[@:])/[^#+\s`]*")
 COST_TABLES = (("estimated_cycles", "estimated cycles"), ("instructions", "instructions"))
 
 
@@ -48,8 +52,10 @@ def render(study: Study, run: RunView | None) -> str:
         steps = index(run.verdicts)
         for comp in study.lab.comparisons:
             parts += _comparison(study, run, comp, steps)
-        parts += ledger_table.section(run.path)
-        parts += claims_table.section(study, steps)
+        parts += ledger_table.section(run.path, steps)
+        policy = run.verdicts["policy"]
+        bands = {"time": policy["band"], "cost": policy.get("cost_band", 0.01)}
+        parts += claims_table.section(study, claimed(study, run), bands, unfinished(run))
     text = "\n".join(parts).rstrip("\n") + "\n"
     return scrub(text, machine_values(study, run))
 
@@ -65,6 +71,16 @@ def _head(study: Study, run: RunView | None) -> list[str]:
             f"{(study.needs or ', '.join(study.params) or 'what its lab names').rstrip('. ')}. "
             "This page says what it would run."
         )
+    why = unfinished(run) if run is not None else None
+    warning = (
+        []
+        if why is None
+        else [
+            f"**This run did not finish: {why}. Its tables hold what it measured; a step, "
+            "column or lane it did not reach shows `-` and its claims are not measured.**",
+            "",
+        ]
+    )
     return [
         f"# {study.title}",
         "",
@@ -72,7 +88,30 @@ def _head(study: Study, run: RunView | None) -> list[str]:
         "",
         f"{made} What a study is, its file and how agreement is judged: docs/studies.md.",
         "",
+        *warning,
     ]
+
+
+def unfinished(run: RunView) -> str | None:
+    """Why a run did not finish, or None: its time lane did not end `ok` (failed,
+    interrupted, or never recorded its end), or its cost lane, planned, has no record
+    of its end (cost/lane.json)."""
+    record = run.record
+    status = record.get("status", "?")
+    failures = len(record.get("failures") or [])
+    said = []
+    if status == "running":
+        said.append(
+            "its time lane never recorded its end (status running: still running, or killed)"
+        )
+    elif status != "ok":
+        said.append(f"its time lane ended {status}")
+    if failures:
+        said.append(f"{failures} failure(s) recorded in run.json")
+    lane = record.get("cost_lane")
+    if lane and lane.get("planned") and load_lane(run.path) is None:
+        said.append("its cost lane did not record its end (cost/lane.json)")
+    return "; ".join(said) or None
 
 
 def _facts(study: Study, run: RunView | None) -> list[str]:
@@ -83,8 +122,11 @@ def _facts(study: Study, run: RunView | None) -> list[str]:
     rec, record = run.study, run.record
     if rec is not None:
         wall = _duration(rec["wall_s"]) + " (both lanes and the report)" if rec["wall_s"] else "-"
+        ran = f"`{command(study, rec['scale'])}`"
+        if rec["study"] != study.name:  # its own command, not this study's
+            ran = f"`dbregress study run {rec['study']}` (another study), --scale {rec['scale']}"
         rows = [
-            ["command", f"`{command(study, rec['scale'])}`"],
+            ["command", ran],
             ["started", _when(rec["started_at"])],
             ["wall time", wall],
         ]
@@ -205,18 +247,32 @@ def _comparison_head(
 ) -> list[str]:
     builds = column_builds(study.lab_data)
     ran = {c["label"]: c for c in run.record.get("columns", [])} if run is not None else {}
+    hidden = machine_values(study, run) if run is not None else {}
     known = {c.label: c for c in comp.columns}
     rows = []
     for label in labels:
         col, other = known.get(label), ran.get(label)
-        build = builds.get(label) or (other["build"] if other else "?")
-        config = col.config if col else (other["config"] if other else "?")
-        settings = ", ".join(f"{k}={v}" for k, v in (col.settings if col else {}).items())
+        if other is not None:  # the column as the run ran it, not as the study writes it
+            build, config, set_ = (
+                _hide_paths(scrub(other["build"], hidden)),
+                other["config"],
+                other["settings"],
+            )
+        else:
+            build = builds.get(label, "?")
+            config, set_ = (col.config, col.settings) if col else ("?", {})
+        settings = ", ".join(f"{k}={v}" for k, v in set_.items())
         rows.append([label, f"`{build}`", config, settings or "-"])
     head = [f"## {comp.name}: {comp.benchmark}, base {labels[0] if labels else '?'}", ""]
     return head + table(
         ["column", "build", "config", "settings"], [[cell(c) for c in r] for r in rows]
     )
+
+
+def _hide_paths(build: str) -> str:
+    """A run's build string with any absolute path its params do not account for (a run
+    of another lab, or made elsewhere) shown as `{path}`."""
+    return ABSOLUTE.sub("{path}", build)
 
 
 def _comparison(
@@ -229,6 +285,7 @@ def _comparison(
     labels = entry["labels"]
     out = _comparison_head(study, comp, labels, run)
     names = _run_steps(run, comp)
+    out += _not_as_the_study(run, comp, labels, names)
     band = run.verdicts["policy"]["band"]
     rows = [
         [s, "1 (base)", *(_time(steps.get((comp.name, lb, s))) for lb in labels[1:])] for s in names
@@ -243,6 +300,37 @@ def _comparison(
         "",
     ]
     return out + _cost_tables(run, comp.name, labels, names, steps)
+
+
+def _not_as_the_study(
+    run: RunView, comp: Comparison, labels: list[str], names: list[str]
+) -> list[str]:
+    """What of the study's comparison the run did not have: another base (then no
+    claim of it is measured: ours are against the run's base), columns, steps."""
+    said = []
+    base = comp.columns[0].label
+    if labels and labels[0] != base:
+        said.append(
+            f"its base is {labels[0]}, not the study's {base}: the figures below are "
+            f"against {labels[0]}, and no claim of {comp.name} is measured"
+        )
+    columns = [c.label for c in comp.columns if c.label not in labels]
+    if columns:
+        said.append(f"it has no column {', '.join(columns)}")
+    missing = [s for s in _steps(comp) if s not in names]
+    if missing:
+        said.append(f"it reports no step {', '.join(missing)}")
+    if not said:
+        return []
+    return [f"Run `{run.record['run_id']}` is not the study's lab here: {'; '.join(said)}.", ""]
+
+
+def claimed(study: Study, run: RunView) -> dict[Key, StepVerdictJson]:
+    """The run's step verdicts a claim may be set against: those of each comparison
+    whose base is the study's (a claim's base is its comparison's first column)."""
+    own = {c.name: c.columns[0].label for c in study.lab.comparisons}
+    moved = {c["name"] for c in run.verdicts["comparisons"] if own.get(c["name"]) != c["base"]}
+    return {k: v for k, v in index(run.verdicts).items() if k[0] not in moved}
 
 
 def _run_steps(run: RunView, comp: Comparison) -> list[str]:

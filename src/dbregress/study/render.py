@@ -144,6 +144,20 @@ def scale_targets(data: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(k for bench, name, _ in _blocks(data) for k in (bench, name)))
 
 
+def ambiguous(data: dict[str, Any], key: str) -> str | None:
+    """The comparisons (named) a [scale.NAME] key would reach as a benchmark section,
+    when it also names a comparison that is not the only one of them (merge_scale would
+    merge it into every one, the comparison's own section included whatever its
+    benchmark); None when it reaches one comparison either way."""
+    blocks = _blocks(data)
+    if key not in {name for _, name, _ in blocks}:
+        return None
+    reached = [name for bench, name, _ in blocks if bench == key]
+    if not reached or reached == [key]:
+        return None
+    return ", ".join(reached)
+
+
 def merge_scale(data: Mapping[str, Any], scale: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The lab's tables with a scale merged: a benchmark's sizes over the section of each
     comparison of that benchmark, then a comparison's own over its section."""
