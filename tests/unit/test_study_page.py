@@ -538,7 +538,7 @@ def test_the_ledgers_cumulative_change_is_the_reports_verdict(
     assert fillseq["verdict"] == "undecided"  # 5 vs 5 repeats among 8 keys of the lab
     own = to_json(ledger.run_ledger(run, lanes=("time",)))["steps"]
     cell = next(r for r in own if (r["comparison"], r["step"]) == ("src", "fillseq"))
-    assert cell["points"][1]["cumulative"]["class"] == "faster"  # within src alone
+    assert cell["points"][1]["cumulative"]["class"] == "undecided"  # the report's, lab-wide
     assert row(page, "fillseq", "### src: time lane, relative QPS")[2] == "1.30 ?"
     ledger_cell = row(page, "fillseq", "### src: time lane, QPS (above 0: faster)")[1]
     assert ledger_cell.startswith("+30.0% undecided / "), ledger_cell

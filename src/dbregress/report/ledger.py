@@ -123,7 +123,8 @@ def _time_rows(
     points: list[Point],
     steps: list[str],
 ) -> list[Row]:
-    """The time lane's ledger within one run (repeats are only comparable within it)."""
+    """The time lane's ledger within one run (repeats are only comparable within it): the
+    cumulative changes are the report's verdicts; each increment is judged as a pair."""
     labels = comp["labels"]
 
     def verdicts(columns: Sequence[str]) -> dict[tuple[str, str], Cell]:
@@ -131,7 +132,11 @@ def _time_rows(
         found = compare_run(one, steps_by_job)
         return {(k[1], k[2]): Cell.of_time(v) for k, v in found.qps.items()}
 
-    cumulative = verdicts(labels)
+    # each column against the base as the report judged it: across the whole lab (one
+    # Benjamini-Hochberg family), not this comparison alone, so the ledger never says
+    # `faster` where the report said `undecided`
+    whole = compare_run(record, steps_by_job).qps
+    cumulative = {(k[1], k[2]): Cell.of_time(v) for k, v in whole.items() if k[0] == comp["name"]}
     increments: dict[tuple[str, str], Cell] = {}
     for before, label in itertools.pairwise(labels):
         increments |= {k: c for k, c in verdicts([before, label]).items() if k[0] == label}
