@@ -541,9 +541,16 @@ def drift(
     if judged["above"]:
         line = "; ".join(drift_line(d) for d in judged["above"])
         night.say(f"drift since {ref['run']} above {args.drift:.1%}: {line}")
-        if status == GREEN:
+        # a confirmed drift of tonight's run outranks a gate that did not judge every
+        # step (as dbregress's own gate puts a confirmed slower step before a gap): the
+        # step undecided against the last good night may be the very drift, after a
+        # night that could not be judged left the last good night further back
+        tonights = any(d.get("run") == rec["run"] for d in judged["above"])
+        if status == GREEN or (status == NOT_JUDGED and rec["gate"] == NOT_JUDGED and tonights):
             rec["outcome"] = "drift"
             rec["why"] = f"drift since the reference {ref['run']}: {line}"
+            if status == NOT_JUDGED:
+                rec["why"] += "; the gate against the last good night did not judge every step"
             return REGRESSION
     return status
 
@@ -573,7 +580,7 @@ def read_drift(
                 for c in contributors
                 if c["ratio"] > 1
             ][:3]
-            above.append({"comparison": d["comparison"], "step": d["step"],
+            above.append({"comparison": d["comparison"], "step": d["step"], "run": d.get("run"),
                           "ratio": d["ratio"], "ci": [lo, hi], "contributors": named})  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
         return {"judged": False, "why": f"the ledger's JSON could not be read ({e!r})"}

@@ -420,6 +420,45 @@ def test_drift_since_the_reference_fails_the_night_and_names_who(setup: Setup) -
     assert setup.state()["reference"]["nightly-postgres"] == ref  # fixed, not the last good
 
 
+def test_a_confirmed_drift_of_tonight_outranks_a_gate_that_did_not_judge(setup: Setup) -> None:
+    """bench/nightly_drift.py: night 3's +1.0% since the reference was undecided against
+    a 1% limit (not judged, so night 2 stayed the last good night); night 4 then moved
+    +1.0% from night 2 (undecided: the gate exits 2) and +1.5% from the reference, its
+    whole interval above: a confirmed drift, exit 1, as a confirmed slower step outranks
+    a gap in dbregress's own gate. Only tonight's run's drift does: when the ledger's
+    newest point is an older run's, the night stays not judged."""
+    same, both = _verdicts(("qp100", "same", 1.0, "same", 1.004)), ("qp100", "l.i0")
+    assert setup.night("HEAD~1", "--base", "HEAD~2", "--drift", "1%", verdicts=same,
+                       ledger_json=_ledger(0, sized=both)) == 0  # fmt: skip
+    first = setup.state()["nights"][-1]
+    head = _git(setup.tree, "rev-parse", "HEAD")
+    undecided = _verdicts(("qp100", "same", 1.0, "undecided", 1.010))
+
+    def drifted(tonight: int, run: int) -> Any:
+        found = _ledger(tonight, ("qp100", 1.015, [1.014, 1.016],
+                                  [("20260101-000001-nightly-postgres", head, 1.005)]),
+                        sized=both)  # fmt: skip
+        found["drift"]["beyond"][0]["run"] = f"20260101-00000{run}-nightly-postgres"
+        return found
+
+    argv = ("HEAD", "--drift", "1%")
+    assert setup.night(*argv, verdicts=undecided, report=2, ledger=1,
+                       ledger_json=drifted(1, 1)) == 1  # fmt: skip
+    night = setup.state()["nights"][-1]
+    assert (night["outcome"], night["gate"], night["status"]) == ("drift", 2, 1)
+    assert "qp100 +1.50% [+1.40, +1.60]" in night["why"]
+    assert "the gate against the last good night did not judge every step" in night["why"]
+    assert setup.state()["last_good"]["nightly-postgres"]["night"] == first["night"]
+    # the ledger's newest point is not tonight's run: not judged, as the gate said
+    assert setup.night(*argv, "--force", verdicts=undecided, report=2, ledger=1,
+                       ledger_json=drifted(2, 1)) == 2  # fmt: skip
+    assert setup.state()["nights"][-1]["outcome"] == "not judged"
+    # within the limit, the gate's 2 stands
+    assert setup.night(*argv, "--force", verdicts=undecided, report=2,
+                       ledger_json=_ledger(3, sized=both)) == 2  # fmt: skip
+    assert setup.state()["nights"][-1]["drift"]["judged"]
+
+
 def test_drift_that_cannot_be_judged_is_2_and_within_the_limit_is_0(setup: Setup) -> None:
     """Not judged is not green: the ledger failed, answered 1 with nothing beyond, gave
     no reference (it read no run), or did not size tonight's run on a step."""
