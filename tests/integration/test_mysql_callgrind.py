@@ -260,3 +260,31 @@ def test_a_read_view_that_cannot_open_says_why(tmp_path: Path) -> None:
     with pytest.raises(HoldError, match=r"read view: the client ended .*Can't connect"):
         hold.start()
     hold.release()  # nothing held: nothing to do
+
+
+def test_a_read_view_opens_on_a_client_that_requires_tls_by_default() -> None:
+    """MariaDB 11.4's client requires TLS unless told not to: every counting replay of
+    11.4.5 failed "SSL is required, but the server does not support it" before the
+    session said --skip-ssl."""
+    build = provision.fetch(BuildSpec.parse("mariadb@11.4.5"))
+    client = build.basedir / "bin" / "mariadb"
+    assert "--skip-ssl" in ReadViewHold(client, {"socket": "-", "database": "test"}).args
+    root = Path(tempfile.mkdtemp(prefix="dbr-rv-"))  # short: a socket's path is short
+    root.chmod(0o755)
+    options = EngineOptions(
+        workdir=root / "work",
+        log_path=root / "server.log",
+        config_name="ci",
+        sizes=Sizes(cache_mb=128, wal_mb=256),
+        start_timeout_s=120.0 * SLOW,
+        stop_timeout_s=60.0 * SLOW,
+    )
+    engine = MysqlEngine(build, options)
+    try:
+        engine.start()
+        hold = ReadViewHold(client, engine.connection())
+        hold.start()  # raised HoldError before
+        hold.release()
+    finally:
+        engine.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -129,6 +129,7 @@ class ReadViewHold:
             "--no-defaults",
             f"--socket={connection['socket']}",
             f"--user={connection.get('user', 'root')}",
+            *no_tls(client, env),
             "--batch",
             "--unbuffered",
             "--skip-column-names",
@@ -187,6 +188,31 @@ class ReadViewHold:
             proc.kill()
             _, err = proc.communicate()
         return err.strip()
+
+
+def no_tls(client: Path, env: dict[str, str] | None = None) -> list[str]:
+    """The client's option for a session without TLS over the server's socket (the
+    servers dbregress starts have none): MariaDB 11.4's client requires TLS by default
+    and ended "SSL is required, but the server does not support it", so no replay of
+    11.4 could hold its read view. `--skip-ssl` where the client has `--ssl` (MariaDB's,
+    MySQL 5.x's), `--ssl-mode=DISABLED` where it has that instead (MySQL 8's)."""
+    try:
+        done = subprocess.run(
+            [str(client), "--no-defaults", "--help"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=env,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []  # starting the session will say why the client cannot run
+    options = {ln.split()[0] for ln in done.stdout.splitlines() if ln.startswith("  --")}
+    if "--ssl" in options:
+        return ["--skip-ssl"]
+    if any(o.startswith("--ssl-mode") for o in options):
+        return ["--ssl-mode=DISABLED"]
+    return []
 
 
 def _read_line(stream: IO[str], timeout_s: float) -> str:
