@@ -634,3 +634,15 @@ def test_a_run_of_another_study_is_not_given_this_studys_command(
     page = target.read_text()
     assert "- command: `dbregress study run other` (another study), --scale full" in page
     assert "dbregress study run fixture" not in page
+
+
+def test_the_lanes_line_says_how_many_repeats_the_busy_host_left_out() -> None:
+    """A time lane whose repeats were all disturbed has no figure at all: its tables'
+    dashes are explained, not left to read as steps that never ran."""
+    from dbregress.study.page import _lanes
+
+    lanes = {"judged": ["cost"], "not_judged": {"time": "every step is undecided (40)"}}
+    disturbed = [{"column": "a", "repeat": 1, "step": "qp100", "why": "other CPU 35%"}] * 3
+    line = _lanes({"lanes": lanes, "disturbed": disturbed})  # type: ignore[typeddict-item]
+    assert "3 repeat(s) of steps left out of the time lane as disturbed" in line
+    assert "disturbed" not in _lanes({"lanes": lanes})  # type: ignore[typeddict-item]

@@ -190,7 +190,15 @@ def _lanes(verdicts: Verdicts) -> str:
         return "not recorded"
     why = "; ".join(f"{lane} lane not judged: {w}" for lane, w in lanes["not_judged"].items())
     judged = ", ".join(lanes["judged"]) or "none"
-    return f"judged: {judged}" + (f"; {why}" if why else "")
+    left_out = len(verdicts.get("disturbed") or [])
+    busy = (
+        f"; {left_out} repeat(s) of steps left out of the time lane as disturbed by other "
+        "work on the host (a - in its tables is a step with no undisturbed repeat; the "
+        "run's report.md lists them)"
+        if left_out
+        else ""
+    )
+    return f"judged: {judged}" + (f"; {why}" if why else "") + busy
 
 
 def _sizes(study: Study, run: RunView | None) -> list[str]:
