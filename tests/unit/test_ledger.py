@@ -144,6 +144,19 @@ def test_drift_is_judged_on_decided_figures_only_and_says_what_it_could_not_judg
         (Point("r", "a", "b"), point("x", "same", 1.0009, 1.0018)),
     )
     assert lg.drift(Ledger("r", None, (within,)), 0.0005) == []  # inside the floor
+    # ... so beyond a limit below the floor it is too close to call: a gap, never a pass
+    # (docs/ledger.md, "Gating on drift"; the report's gate says the same)
+    (close,) = lg.drift_gaps(Ledger("r", None, (within,)), limit=0.0005)
+    assert close.startswith("c/s x: beyond the drift limit but not a small change")
+    assert lg.drift_gaps(Ledger("r", None, (within,)), limit=0.005) == []
+    small = Row(
+        "c",
+        "s",
+        "cost",
+        "estimated_cycles",
+        (Point("r", "a", "b"), point("x", "small", 1.0045, 1.0055)),
+    )
+    assert lg.drift_gaps(Ledger("r", None, (small,)), limit=0.005) == []  # a small is judged
     assert lg.drift_gaps(Ledger("r", None, ())) != []  # no cost row: not judged
 
 

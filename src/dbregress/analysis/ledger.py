@@ -295,9 +295,12 @@ def drift(ledger: Ledger, limit: float, last_only: bool = False) -> list[Drift]:
     return out
 
 
-def drift_gaps(ledger: Ledger, last_only: bool = False) -> list[str]:
-    """What keeps a drift gate from judging: no cost row at all, or a judged point
-    whose cumulative figure is undecided (withheld, too few counts, another method)."""
+def drift_gaps(ledger: Ledger, last_only: bool = False, limit: float | None = None) -> list[str]:
+    """What keeps a drift gate from judging: no cost row at all, a judged point whose
+    cumulative figure is undecided (withheld, too few counts, another method), or (with
+    the gate's `limit`) a `same` that is not small whose interval lies beyond the limit:
+    it did not clear the small-change floor (or "no change" was not rejected after
+    BH), so it is too close to call for drift, never a pass (as the report's gate)."""
     rows = [r for r in ledger.rows if r.lane == "cost"]
     if not rows:
         return ["no step has a cost-lane figure (no counting replays, or none comparable)"]
@@ -308,7 +311,13 @@ def drift_gaps(ledger: Ledger, last_only: bool = False) -> list[str]:
             if last_only and i != len(points) - 1:
                 continue
             c = p.cumulative
+            where = f"{row.comparison}/{row.step} {p.column}"
             if c is None or c.word not in JUDGED:
                 why = c.reason if c is not None else "no figure"
-                out.append(f"{row.comparison}/{row.step} {p.column}: undecided ({why})")
+                out.append(f"{where}: undecided ({why})")
+            elif limit is not None and c.word == "same" and c.ci and c.ci[0] > 1 + limit:
+                out.append(
+                    f"{where}: beyond the drift limit but not a small change (inside the "
+                    "floor, or not rejected after BH): too close to call for drift"
+                )
     return out

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"drift: {ledger.drift_line(d, args.fail_on)}", file=sys.stderr)
         if found_drift:
             return EXIT_SLOWER
-        missing = ledger.gaps(found)
+        missing = ledger.gaps(found, args.fail_on)
         for line in missing:
             print(f"drift not judged: {line}", file=sys.stderr)
         return EXIT_UNJUDGED if missing else EXIT_OK

@@ -42,12 +42,14 @@ def beyond(ledger: Ledger, limit: float) -> list[lg.Drift]:
     return lg.drift(ledger, limit, last_only=ledger.reference is not None)
 
 
-def gaps(ledger: Ledger) -> list[str]:
+def gaps(ledger: Ledger, limit: float | None = None) -> list[str]:
     """What keeps the drift gate from judging: a lab's newest point, or any column of a
-    run, with no decided cumulative cost figure; no cost row at all; a lab's run after
-    the reference that could not be read (its newest point may be an older run's)."""
+    run, with no decided cumulative cost figure, or (with `limit`) a `same` beyond it
+    that is not small; no cost row at all; a lab's run after the reference that could
+    not be read (its newest point may be an older run's)."""
     unread = [n for n in ledger.notes if ": not read (" in n]
-    return [*unread, *lg.drift_gaps(ledger, last_only=ledger.reference is not None)]
+    last_only = ledger.reference is not None
+    return [*unread, *lg.drift_gaps(ledger, last_only=last_only, limit=limit)]
 
 
 def to_json(ledger: Ledger, limit: float | None = None) -> LedgerJson:
