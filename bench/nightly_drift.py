@@ -1,7 +1,7 @@
 """The nightly recipe's drift gate over four nights of a real PostgreSQL tree.
 
     nice -n 19 .venv/bin/python bench/nightly_drift.py [--target 0.005] [--iters N]
-        [--drift 1%] [--steps l.i0,l.x,qp100] [--nights 1,2,3,4]
+        [--drift 1%] [--steps l.i0,l.x,qp100] [--replays 2] [--nights 1,2,3,4]
         [--work /var/tmp/dbregress-nightly-drift]
 
 A history on top of Debian's PostgreSQL 15 source (`make sources` unpacks it), made with
@@ -21,26 +21,29 @@ LD_PRELOAD. The calibration prints every step's figure and what one change will 
 Then `examples/nightly.py` runs four nights, each with `--gate slower:cost` and
 `--drift 1%`, at `--ref` commit 1 (night 1, `--base` commit 0: its run is the drift's
 reference), 2, 4 and 6 (each night at the next change). `--steps` gives the recipe a
-lab template (`--lab`): the built-in lab with those steps; without it, the built-in lab
-itself. Per-query fixed work is a larger share of a cheaper query: qr100's is, so its
-increment is larger than qp100's (the calibration prints by how much); the default
-leaves it out so that every counted step's change is at most the target.
+lab template (`--lab`): the built-in lab with those steps (`builtin`: all four, and no
+template unless `--replays`); `--replays` sets its counting replays a column (the
+built-in lab's 2). Per-query fixed work is a larger share of a cheaper query: qr100's
+is, so its increment is larger than qp100's (the calibration prints by how much); the
+default leaves it out so that every counted step's change is at most the target.
 
 Checks: every night's gate passes against the last good night (exit 0) and, where
 that is the night before, qp100's cost verdict is `same` and `small`; the first night
 whose ledger puts a step's cumulative change since the reference above the limit with
 its whole interval (expected: night 4, about +1.5%) exits 1 with outcome `drift`, and
 its summary line names each night that added to it, its commit and its increment; the
-nights before it exit 0. One exception, said when it happens: a night whose cumulative
-change is undecided against the limit (its interval holds it; night 3's +1.0% may) is
-not judged (exit 2) by the recipe's rules (docs/nightly.md), so the last good night
-stays before it, and the next night's gate then judges two changes, whose +1.0% may in
-turn hold the cost band's edge: that gate may exit 2 (undecided) only after such a
-night. Prints per night its wall time, exit status, outcome, the gate's base and
-qp100 verdict, the cumulative drift with its interval and the increment; exits 1 when
-a check fails. The history in `--work` is kept and used again (its loop count read from
-a change's subject) unless `--new-history` or another `--iters`; `--nights 3,4` goes on
-from the results there, and `--check-only` checks them again without running a night.
+nights before it exit 0. Said when they happen, and allowed: a night whose cumulative
+change is undecided against the limit (its interval holds it) is not judged (exit 2)
+by the recipe's rules (docs/nightly.md), so the last good night stays before it, and
+the next night's gate judges two changes, whose +1.0% may hold the cost band's edge
+(gate exit 2); a night after the drift night exits 1 (the drift stays, and the last
+good night stays before it, so its gate judges two changes or more). Prints per night
+its wall time, exit status, outcome, the gate's base and qp100 verdict, the cumulative
+drift with its interval and the increment; exits 1 when a check fails.
+
+The history in `--work` is kept and used again (its loop count read from a change's
+subject) unless `--new-history` or another `--iters`; `--nights 3,4` goes on from the
+results there, and `--check-only` checks them again without running a night.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ PROBE_ITERS = 2000
 HEADS = {1: 1, 2: 2, 3: 4, 4: 6}  # night: its commit; 2, 4 and 6 are the changes
 CHANGES = (2, 4, 6)
 COMMITS = 7
+STEPS = "l.i0,l.x,qr100,qp100"  # the built-in lab's
 BAND = 0.01  # the cost lane's `same` band (lab file, cost_band)
 
 
@@ -176,14 +180,15 @@ def history(work: Path, target: float, iters: int, anew: bool) -> tuple[Path, li
     return repo, ids, iters
 
 
-def template(work: Path, steps: str) -> Path:
-    """The built-in lab with these steps, as a --lab template."""
+def template(work: Path, steps: str, replays: int) -> Path:
+    """The built-in lab with these steps and counting replays, as a --lab template."""
     nightly = recipe()
-    line = 'steps = ["l.i0", "l.x", "qr100", "qp100"]'
-    assert line in nightly.INSERT_LAB
+    line, count = 'steps = ["l.i0", "l.x", "qr100", "qp100"]', "count_replays = 2"
+    assert line in nightly.INSERT_LAB and count in nightly.INSERT_LAB
     wanted = ", ".join(f'"{s}"' for s in steps.split(","))
+    text = nightly.INSERT_LAB.replace(line, f"steps = [{wanted}]")
     path = work / "lab-template.toml"
-    path.write_text(nightly.INSERT_LAB.replace(line, f"steps = [{wanted}]"))
+    path.write_text(text.replace(count, f"count_replays = {replays}"))
     return path
 
 
@@ -267,6 +272,9 @@ def main() -> int:
         default="l.i0,l.x,qp100",
         help="the lab's steps ('builtin': the recipe's own lab, without --lab)",
     )
+    ap.add_argument(
+        "--replays", type=int, default=2, help="counting replays a column (the built-in lab's: 2)"
+    )
     ap.add_argument("--nights", default="1,2,3,4")
     ap.add_argument("--calibrate-only", action="store_true")
     ap.add_argument("--check-only", action="store_true", help="check the nights in --work")
@@ -291,7 +299,8 @@ def main() -> int:
         return check({}, results, ids, limit)
     if nights[0] == 1:
         shutil.rmtree(results, ignore_errors=True)
-    lab = None if args.steps == "builtin" else template(work, args.steps)
+    builtin = args.steps == "builtin" and args.replays == 2
+    lab = None if builtin else template(work, args.steps.replace("builtin", STEPS), args.replays)
     outcome = {n: night(n, repo, ids, results, args.drift, lab) for n in nights}
     print(f"\n=== nights (total {time.monotonic() - t0:.0f} s)")
     return check(outcome, results, ids, limit)
@@ -346,6 +355,15 @@ def check(
         if line:
             print(f"  {line}")
         two_back = base in commits and commits[base] < n - 1
+        if drift_night is not None:
+            # the drift stays until it is fixed; the last good night stays before the
+            # drift night, so tonight's gate judges two changes or more
+            print(
+                f"  after the drift night {drift_night}: the gate judges the changes since "
+                f"night {commits.get(base, '?')}, the last good night"
+            )
+            checks[f"night {n}: after the drift night, exit 1"] = code == 1
+            continue
         if rec.get("gate") == 2 and two_back and holds(qp, 1 + BAND):
             print(
                 f"  the gate is undecided: night {commits[base]} is still the last good "
@@ -366,29 +384,29 @@ def check(
             and c["ci"][0] > 1 + limit
             and c.get("class") in ("small", "slower")
         ]
-        if drift_night is None and above:
+        if above:
             drift_night = n
             checks[f"night {n} (drift {', '.join(above)}): exit 1, outcome drift"] = (
                 code == 1 and rec.get("outcome") == "drift"
             )
-            added = [k for k in (2, 3, 4) if k <= n]
-            named = all(ids[HEADS[k]][:12] in line for k in added)
-            checks[f"night {n}: the summary names nights {added}' commits"] = named
+            most = line.partition("most from ")[2]
+            for k in (k for k in (2, 3, 4) if k <= n):
+                checks[f"night {n}: the summary names night {k}'s commit"] = (
+                    f"({ids[HEADS[k]][:12]}, +" in most
+                )
             for d in (rec.get("drift") or {}).get("above", []):
                 for c in d["contributors"]:
                     print(
                         f"  contributor to {d['step']}: {c.get('night')} "
                         f"({(c.get('commit') or '?')[:12]}, {(c['ratio'] - 1) * 100:+.2f}%)"
                     )
-        elif drift_night is None and any(
-            holds(p.get("cumulative"), 1 + limit) for p in points.values()
-        ):
+        elif any(holds(p.get("cumulative"), 1 + limit) for p in points.values()):
             undecided_drift.append(n)
             print(f"  undecided drift: the interval holds the limit ({limit:.0%})")
             checks[f"night {n}: undecided drift, not judged (exit 2)"] = (
                 code == 2 and rec.get("outcome") == "not judged"
             )
-        elif drift_night is None:
+        else:
             checks[f"night {n}: exit 0 before the drift"] = code == 0
     checks["a night drifted beyond the limit"] = drift_night is not None
     for what, ok in checks.items():
