@@ -227,12 +227,14 @@ def test_the_bisection_takes_the_lab_s_sizes_config_and_own_flavor(tmp_path: Pat
     template = tmp_path / "lab.toml"
     args = nightly.parse_args(["--tree", str(tmp_path), "--flavor", "mine", "--lab", str(template)])
     lab = {"benchmark": "insert", "count_replays": 3, "column": [{"config": "ci"}] * 2}
-    lab |= {"insert": {"load_rows": 100, "steps": ["l.i0"]}, "flavors": {"postgres": {"mine": {}}}}
+    steps = ["l.i0", "l.x", "qp100"]
+    lab |= {"insert": {"load_rows": 100, "steps": steps}, "flavors": {"postgres": {"mine": {}}}}
     cmd = nightly.bisect_command(args, lab, "good", "bad", "qp100", "cost")
     assert cmd[:6] == ["dbregress", "bisect", "--src", str(tmp_path), "good", "bad"]
     text = " ".join(cmd)
     assert "--step qp100 --lane cost" in text and "--replays 3 --config ci" in text
-    assert "--size load_rows=100" in text and "steps" not in text
+    assert "--size load_rows=100" in text
+    assert "--size steps=l.i0,l.x,qp100" in text  # the night's steps, not the default ones
     assert f"--lab {template}" in text
 
 
@@ -508,3 +510,10 @@ def test_the_recipe_reads_what_dbregress_ledger_writes(
     assert drift["step"] == "qp100" and drift["ci"][0] > 1.2
     assert nightly.drift_line(drift).startswith("qp100 +25.00% [")
     assert "most from N5 (05cccccccccc, +25.00%)" in nightly.drift_line(drift)
+
+
+def test_a_bisection_takes_a_list_size_comma_separated() -> None:
+    from dbregress.cli.bisect import _sizes
+
+    sizes = _sizes(["steps=l.i0, l.x,qp100", "load_rows=100", "only=point-query"])
+    assert sizes == {"steps": ["l.i0", "l.x", "qp100"], "load_rows": 100, "only": ["point-query"]}

@@ -172,6 +172,10 @@ def _add_measure(p: argparse.ArgumentParser) -> None:
     add_tls(p)
 
 
+# The sizes a lab file gives as lists, given to --size comma-separated.
+LIST_SIZES = ("steps", "only")
+
+
 def _sizes(items: list[str]) -> dict[str, Size]:
     out: dict[str, Size] = {}
     for item in items:
@@ -179,6 +183,9 @@ def _sizes(items: list[str]) -> dict[str, Size]:
         if not sep or not key.strip():
             raise LabError(f"--size {item!r}: write KEY=VALUE, e.g. --size keys=50000")
         value: Size = text.strip()
+        if key.strip() in LIST_SIZES:  # steps=l.i0,l.x,qp100: the lab's list
+            out[key.strip()] = [name.strip() for name in text.split(",") if name.strip()]
+            continue
         for kind in (int, float):
             try:
                 value = kind(text.strip())
