@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,17 +154,22 @@ _SIGILL = "signal 4 (SIGILL)"
 _GIVING_UP = "Giving up"
 
 
-def gave_up(out: Path) -> str | None:
-    """Why valgrind itself gave up on a program whose logs are under `out`, in one
-    clause (its own "Valgrind:" lines, with the file they name), None when no log says
-    so."""
+def _logs_saying(out: Path, marker: str) -> Iterator[str]:
+    """The text of each valgrind log under `out` (valgrind.PID.log) that holds `marker`."""
     for log in sorted(out.rglob("valgrind.*.log")):
         try:
             text = log.read_text(errors="replace")
         except OSError:
             continue
-        if _GIVING_UP not in text:
-            continue
+        if marker in text:
+            yield text
+
+
+def gave_up(out: Path) -> str | None:
+    """Why valgrind itself gave up on a program whose logs are under `out`, in one
+    clause (its own "Valgrind:" lines, with the file they name), None when no log says
+    so."""
+    for text in _logs_saying(out, _GIVING_UP):
         said = [
             ln.split("Valgrind:", 1)[1].strip()
             for ln in text.splitlines()
@@ -179,13 +184,7 @@ def sigill(out: Path) -> str | None:
     was killed by SIGILL, in one clause: the instruction's first bytes and where it
     was, saying AVX-512 when it is an EVEX instruction (first byte 0x62); None when no
     log says SIGILL."""
-    for log in sorted(out.rglob("valgrind.*.log")):
-        try:
-            text = log.read_text(errors="replace")
-        except OSError:
-            continue
-        if _SIGILL not in text:
-            continue
+    for text in _logs_saying(out, _SIGILL):
         lines = text.splitlines()
         found = next((ln.split(_UNHANDLED, 1)[1].split() for ln in lines if _UNHANDLED in ln), [])
         where = next(

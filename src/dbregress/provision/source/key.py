@@ -146,14 +146,17 @@ _LOCAL_FILE = re.compile(r"^lib.*\.(?:so(?:\.[0-9.]+)?|a)$|\.pc$|\.cmake$")
 _LOCAL_SKIP = re.compile(r"^(?:python[0-9.]*|site-packages|node_modules|perl[0-9.]*)$")
 
 
-def _first_line(args: list[str]) -> str:
-    """The first line a tool prints, run where it can write nothing of ours."""
+def _first_line(args: list[str], ok_only: bool = False) -> str:
+    """The first line a tool prints, run where it can write nothing of ours; with
+    `ok_only`, "" unless it exited 0."""
     try:
         done = subprocess.run(
             args, capture_output=True, text=True, timeout=60, check=False, cwd="/"
         )
     except OSError as e:
         return f"cannot run: {e}"
+    if ok_only and done.returncode != 0:
+        return ""
     lines = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
     return lines[0] if lines else ""
 
@@ -161,16 +164,9 @@ def _first_line(args: list[str]) -> str:
 def _full_version(path: str) -> str:
     """gcc's -dumpfullversion (12.2.0 where -dumpversion may say 12); clang has no such
     option (it prints "no input files"), and its -dumpversion is already the full one."""
-    for option in ("-dumpfullversion", "-dumpversion"):
-        try:
-            done = subprocess.run(
-                [path, option], capture_output=True, text=True, timeout=60, check=False, cwd="/"
-            )
-        except OSError as e:
-            return f"cannot run: {e}"
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip().splitlines()[0]
-    return ""
+    return _first_line([path, "-dumpfullversion"], ok_only=True) or _first_line(
+        [path, "-dumpversion"]
+    )
 
 
 def find_compiler(named: str, variable: str, default: str) -> str:
