@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,6 +30,32 @@ vex amd64->IR:   REX=0 REX.W=0 REX.R=0 REX.X=0 REX.B=0
 ==4242== Process terminating with default action of signal 4 (SIGILL)
 ==4242==  Illegal opcode at address 0x5A1B2C3
 """
+
+
+def replays_of(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec_text: str, suffix: str = "{n}"
+) -> Callable[[int], Any]:
+    """Counting replay number n of one build (its counting patched by the test), in
+    tmp_path/work{n} with its folder out{n} (or work and out with suffix "")."""
+    monkeypatch.setattr(replay_module.method, "identity", lambda: {})
+    spec = BuildSpec.parse(spec_text)
+    build = Build(spec, tmp_path / "build", "10.2.1", {})
+    column = SimpleNamespace(label="a", build=spec, settings={}, config="default")
+    lab = SimpleNamespace(verdict=SimpleNamespace(cost_band=0.01))
+
+    def replay(n: int) -> Any:
+        tail = suffix.format(n=n)
+        return replay_module.count_replay(
+            lab,  # type: ignore[arg-type]
+            replay_module.Replay(SimpleNamespace(name="kv"), column, n),  # type: ignore[arg-type]
+            build,
+            {},
+            tmp_path / f"work{tail}",
+            tmp_path / f"out{tail}",
+            threading.Event(),
+        )
+
+    return replay
 
 
 def test_a_log_saying_sigill_is_read_as_one_clause(tmp_path: Path) -> None:
@@ -86,27 +113,9 @@ def test_a_build_killed_by_sigill_fails_every_replay_at_once(
         raise RuntimeError("the loadgen exited with signal 4")
 
     monkeypatch.setattr(replay_module.counting, "count", count)
-    monkeypatch.setattr(replay_module.method, "identity", lambda: {})
     monkeypatch.setattr(replay_module, "_SIGILL", {})
-    spec = BuildSpec.parse("rocksdb@src:/t+rel_native")
-    build = Build(spec, tmp_path / "build", "10.2.1", {})
-    column = SimpleNamespace(label="a", build=spec, settings={}, config="default")
-    comparison = SimpleNamespace(name="kv")
-    lab = SimpleNamespace(verdict=SimpleNamespace(cost_band=0.02))
-    records = []
-    for n in (1, 2, 3):
-        one = replay_module.Replay(comparison, column, n)  # type: ignore[arg-type]
-        records.append(
-            replay_module.count_replay(
-                lab,  # type: ignore[arg-type]
-                one,
-                build,
-                {},
-                tmp_path / f"work{n}",
-                tmp_path / f"out{n}",
-                threading.Event(),
-            )
-        )
+    replay = replays_of(tmp_path, monkeypatch, "rocksdb@src:/t+rel_native")
+    records = [replay(n) for n in (1, 2, 3)]
     assert len(calls) == 1  # the second and third never ran valgrind
     for record in records:
         assert record is not None and record["status"] == "failed"
@@ -146,21 +155,8 @@ def test_a_replay_valgrind_gave_up_on_says_so_and_keeps_the_log(
         raise RuntimeError("step fillseq: dbregress-loadgen exited with status 1")
 
     monkeypatch.setattr(replay_module.counting, "count", count)
-    monkeypatch.setattr(replay_module.method, "identity", lambda: {})
     monkeypatch.setattr(replay_module, "_SIGILL", {})
-    spec = BuildSpec.parse("rocksdb@src:/t+rel_clang_lto")
-    build = Build(spec, tmp_path / "build", "7.10.2", {})
-    column = SimpleNamespace(label="a", build=spec, settings={}, config="default")
-    lab = SimpleNamespace(verdict=SimpleNamespace(cost_band=0.01))
-    record = replay_module.count_replay(
-        lab,  # type: ignore[arg-type]
-        replay_module.Replay(SimpleNamespace(name="kv"), column, 1),  # type: ignore[arg-type]
-        build,
-        {},
-        tmp_path / "work",
-        tmp_path / "out",
-        threading.Event(),
-    )
+    record = replays_of(tmp_path, monkeypatch, "rocksdb@src:/t+rel_clang_lto", "")(1)
     assert record is not None and record["status"] == "failed"
     message = record["error"]["message"]
     assert message.startswith("rocksdb@src:/t+rel_clang_lto: valgrind")
