@@ -28,6 +28,7 @@ from dbregress.lab.sizes import (
     read_kv,
     read_micro,
 )
+from dbregress.model import tomlreader
 from dbregress.model.records import JobId
 from dbregress.model.tomlreader import MAX_SECONDS, TableReader, read_toml, short, value_name
 from dbregress.shapes import run as shapes
@@ -260,7 +261,7 @@ def load_lab(path: Path) -> Lab:
     return parse_lab(data, path, text)
 
 
-def parse_lab(data: dict[str, Any], path: Path, text: str) -> Lab:
+def parse_lab(data: tomlreader.TomlTable, path: Path, text: str) -> Lab:
     top = TableReader(path, text, "", data)
     if "name" in data:
         name = check_label(top, "name", top.get("name", str))
@@ -442,15 +443,12 @@ def _comparison_body(r: TableReader, parent: TableReader) -> Comparison:
         if other != benchmark and other in r.data:
             raise r.fail(other, f"a [{other}] table does not apply to benchmark {benchmark!r}")
     table = parent.child(benchmark, r.get(benchmark, dict, {}))
-    readers: dict[str, Callable[[TableReader], InsertSizes | KvSizes | MicroSizes]] = {
-        "insert": read_insert,
-        "kv": read_kv,
-        "micro": read_micro,
-    }
+    readers: dict[str, Callable[[TableReader], InsertSizes | KvSizes | MicroSizes]]
+    readers = {"insert": read_insert, "kv": read_kv, "micro": read_micro}
     return Comparison(name, benchmark, columns, readers[benchmark](table))
 
 
-def _placement(top: TableReader, value: str | dict[str, Any]) -> Placement:
+def _placement(top: TableReader, value: str | tomlreader.TomlTable) -> Placement:
     if isinstance(value, str):
         if value not in PLACEMENT_MODES:
             raise top.fail(

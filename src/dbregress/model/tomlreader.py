@@ -17,8 +17,13 @@ INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 # Durations longer than this are typos, and much longer ones overflow time.sleep().
 MAX_SECONDS = 1_000_000
 
+# A TOML table as tomllib returns it, before a TableReader has checked its keys and
+# types: the one place a record is untyped by nature (a parsed lab, study or flavor is
+# a dataclass).
+TomlTable = dict[str, Any]
 
-def read_toml(path: Path, what: str = "lab file") -> tuple[str, dict[str, Any]]:
+
+def read_toml(path: Path, what: str = "lab file") -> tuple[str, TomlTable]:
     """The text and the tables of a TOML file; LabError naming the file and the line
     for anything that is not UTF-8 TOML."""
     try:
@@ -55,14 +60,12 @@ def read_toml(path: Path, what: str = "lab file") -> tuple[str, dict[str, Any]]:
 class TableReader:
     """Typed access to one TOML table that reports file, line and key on error."""
 
-    def __init__(
-        self, path: Path, text: str, table: str, data: dict[str, Any], scope: str = ""
-    ) -> None:
+    def __init__(self, path: Path, text: str, table: str, data: TomlTable, scope: str = "") -> None:
         self.path, self.text, self.table, self.data = path, text, table, data
         self.scope = scope  # the [[comparison]] block this table sits in, e.g. "comparison[1]"
         self.used: set[str] = set()
 
-    def child(self, table: str, data: dict[str, Any]) -> TableReader:
+    def child(self, table: str, data: TomlTable) -> TableReader:
         name = f"{self.table}.{table}" if self.table else table
         return TableReader(self.path, self.text, name, data, self.scope or self.table)
 

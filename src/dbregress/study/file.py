@@ -18,7 +18,7 @@ from dbregress import benchmarks
 from dbregress.analysis.cost_methods import COST_METRICS
 from dbregress.lab.file import Comparison, Lab, parse_lab
 from dbregress.model.errors import LabError
-from dbregress.model.tomlreader import TableReader, read_toml, short, value_name
+from dbregress.model.tomlreader import TableReader, TomlTable, read_toml, short, value_name
 from dbregress.study import render
 
 STUDIES = Path("labs") / "studies"  # where `dbregress study` looks, from the working directory
@@ -87,10 +87,10 @@ class Study:
     needs: str | None  # what the user must supply when the study cannot run here
     differences: tuple[str, ...]
     params: dict[str, str]  # name -> what it is
-    scales: dict[str, dict[str, dict[str, Any]]]  # scale -> section or comparison -> sizes
+    scales: dict[str, dict[str, TomlTable]]  # scale -> section or comparison -> sizes
     claims: tuple[Claim, ...]
     lab_text: str
-    lab_data: dict[str, Any]
+    lab_data: TomlTable
     lab: Lab  # the lab as written, each placeholder standing in for its param
 
     def comparison(self, name: str) -> Comparison | None:
@@ -218,14 +218,14 @@ def _scales(
     top: TableReader,
     lab_path: Path,
     lab_text: str,
-    lab_data: dict[str, Any],
+    lab_data: TomlTable,
     params: dict[str, str],
-) -> dict[str, dict[str, dict[str, Any]]]:
+) -> dict[str, dict[str, TomlTable]]:
     """[scale.NAME] tables: per benchmark section (every comparison of that benchmark)
     or comparison name, the sizes merged over its section; each checked by loading the
     lab as merged."""
     raw = top.child("scale", top.get("scale", dict, {}))
-    scales: dict[str, dict[str, dict[str, Any]]] = {}
+    scales: dict[str, dict[str, TomlTable]] = {}
     for scale in raw.data:
         r = raw.child(scale, raw.get(scale, dict))
         known = render.scale_targets(lab_data)

@@ -18,7 +18,7 @@ from typing import Any
 
 from dbregress.lab.file import Lab, parse_lab
 from dbregress.model.errors import DbregressError, LabError
-from dbregress.model.tomlreader import TableReader
+from dbregress.model.tomlreader import TableReader, TomlTable
 
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -88,7 +88,7 @@ def check_placeholders(
             raise r.fail(key, "a {param} placeholder is allowed in build strings only")
 
 
-def _column_tables(value: Any) -> Iterator[dict[str, Any]]:
+def _column_tables(value: Any) -> Iterator[TomlTable]:
     if isinstance(value, dict):
         for k, v in value.items():
             if k == "column" and _tables(v):
@@ -109,7 +109,7 @@ def column_builds(data: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
-def substitute(data: Mapping[str, Any], values: Mapping[str, str]) -> dict[str, Any]:
+def substitute(data: Mapping[str, Any], values: Mapping[str, str]) -> TomlTable:
     """The lab's tables with each build string's placeholders replaced by `values`."""
     out = copy.deepcopy(dict(data))
     for column in _column_tables(out):
@@ -127,7 +127,7 @@ def template_lab(
     return parse_lab(substitute(data, {n: f"/{{{n}}}" for n in params}), lab_path, text)
 
 
-def _blocks(data: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+def _blocks(data: TomlTable) -> list[tuple[str, str, TomlTable]]:
     """(benchmark, comparison name, its table) of each comparison of a lab's tables."""
     if _tables(data.get("comparison")):
         out = []
@@ -139,12 +139,12 @@ def _blocks(data: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     return [(bench, bench, data)]
 
 
-def scale_targets(data: dict[str, Any]) -> list[str]:
+def scale_targets(data: TomlTable) -> list[str]:
     """What a [scale.NAME] table may name: a benchmark section, or a comparison."""
     return list(dict.fromkeys(k for bench, name, _ in _blocks(data) for k in (bench, name)))
 
 
-def ambiguous(data: dict[str, Any], key: str) -> str | None:
+def ambiguous(data: TomlTable, key: str) -> str | None:
     """The comparisons (named) a [scale.NAME] key would reach as a benchmark section,
     when it also names a comparison that is not the only one of them (merge_scale would
     merge it into every one, the comparison's own section included whatever its
@@ -158,7 +158,7 @@ def ambiguous(data: dict[str, Any], key: str) -> str | None:
     return ", ".join(reached)
 
 
-def merge_scale(data: Mapping[str, Any], scale: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def merge_scale(data: Mapping[str, Any], scale: Mapping[str, Mapping[str, Any]]) -> TomlTable:
     """The lab's tables with a scale merged: a benchmark's sizes over the section of each
     comparison of that benchmark, then a comparison's own over its section."""
     out = copy.deepcopy(dict(data))
