@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from dbregress.analysis.changepoints import RunChanges
@@ -231,21 +231,38 @@ def _samples(
     return out
 
 
-def _paired(keys: Iterable[Key], results: list[StepResultJson]) -> dict[Key, list[float | None]]:
+def _paired(
+    keys: Iterable[Key], results: list[StepResultJson], bases: Mapping[str, str]
+) -> dict[Key, list[float | None]]:
     """Interleaved runs: per key, the paired ratio of each repeat whose base and column
-    results are both usable (a disturbed side leaves its pair out)."""
+    results are both usable (a disturbed side leaves its pair out). A result is paired
+    at run time with its comparison's base (`paired.base`); where the key's comparison
+    has another base (`bases`: comparison -> its base label, as the ledger's increments
+    over the column before), the ratio is the column's over the base's, both paired with
+    the same job of the same repeat."""
     jobs = {(r["column"], r["repeat"], r["step"]) for r in results}
+    by_job = {(r["column"], r["repeat"], r["step"]): r for r in results}
     out: dict[Key, list[float | None]] = {}
     for key in keys:
-        _comp, label, step = key
+        comp, label, step = key
         ratios: list[float | None] = []
         for r in results:
             pair = r.get("paired")
             if r["column"] != label or r["step"] != step or not pair:
                 continue
             base = JobId.parse(pair["base"])
-            if (base.label, base.repeat, step) in jobs:
+            if (base.label, base.repeat, step) not in jobs:
+                continue
+            own = bases.get(comp, base.label)
+            if own == base.label:
                 ratios.append(pair.get("ratio"))
+                continue
+            other = by_job.get((own, r["repeat"], step))
+            via = other.get("paired") if other is not None else None
+            if via is None or via["base"] != pair["base"]:
+                continue  # the comparison's base was not paired with the same job
+            top, bottom = pair.get("ratio"), via.get("ratio")
+            ratios.append(None if top is None or not bottom else top / bottom)
         out[key] = ratios
     return out
 
@@ -276,7 +293,8 @@ def compare_run(
                 steps.append(r["step"])
     qps_samples = _samples(record, results, lambda r: r["q"]["value"], ran)
     if record.get("schedule") == "interleaved":
-        qps = paired_all(_paired(qps_samples, results), rule)
+        bases = {c["name"]: c["labels"][0] for c in record["comparisons"] if c["labels"]}
+        qps = paired_all(_paired(qps_samples, results, bases), rule)
     else:
         qps = compare_all(qps_samples, rule, "higher")
     metrics = {
