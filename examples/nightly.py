@@ -254,7 +254,8 @@ def bisect_command(
     benchmark = lab.get("benchmark", "insert")
     cmd = [*shlex.split(args.dbregress), "bisect", "--src", str(args.tree), good, bad]
     cmd += ["--engine", args.engine, "--flavor", args.flavor, "--step", step, "--lane", lane]
-    cmd += ["--benchmark", benchmark, "--results", str(args.results)]
+    # a night bisects a regression: a change the other way is never its answer
+    cmd += ["--direction", "slower", "--benchmark", benchmark, "--results", str(args.results)]
     cmd += ["--replays", str(min(20, max(2, int(lab.get("count_replays", 3)))))]
     configs = {c.get("config") for c in lab.get("column", []) if c.get("config")}
     if len(configs) == 1:

@@ -233,6 +233,7 @@ def test_the_bisection_takes_the_lab_s_sizes_config_and_own_flavor(tmp_path: Pat
     assert cmd[:6] == ["dbregress", "bisect", "--src", str(tmp_path), "good", "bad"]
     text = " ".join(cmd)
     assert "--step qp100 --lane cost" in text and "--replays 3 --config ci" in text
+    assert "--direction slower" in text  # a regression, never a change the other way
     assert "--size load_rows=100" in text
     assert "--size steps=l.i0,l.x,qp100" in text  # the night's steps, not the default ones
     assert f"--lab {template}" in text
