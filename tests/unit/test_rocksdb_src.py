@@ -304,3 +304,33 @@ def test_an_in_source_cmake_cache_is_neither_read_nor_rewritten(tmp_path: Path) 
     assert (tree / "CMakeCache.txt").read_text() == cache
     assert (build / "CMakeCache.txt").is_file()
     assert not (tree / "CMakeFiles").exists()
+
+
+def test_a_rocksdb_tree_whose_compression_headers_are_missing_is_refused_before_cmake(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user's RocksDB checkout on a machine without Snappy's headers stopped a minute
+    into cmake ("Could NOT find Snappy"): the RocksDB family's packages are checked
+    before configuring, in one line naming the header, its package and the make target."""
+    from types import SimpleNamespace
+
+    from dbregress.provision.source import build, needs
+
+    absent = ("dbregress-test/snappy.h", "libsnappy-dev")  # no compiler finds it
+    monkeypatch.setattr(needs, "ROCKSDB", (*needs.ROCKSDB, absent))
+    plan = SimpleNamespace(
+        family="rocksdb", spec="rocksdb@src:/t", cc=shutil.which("gcc"), cxx=shutil.which("g++")
+    )
+    with pytest.raises(BuildNotFound) as e:
+        build.check_packages(plan, make_tree(tmp_path / "t"))  # type: ignore[arg-type]
+    message = str(e.value)
+    assert "\n" not in message
+    assert "needs dbregress-test/snappy.h, which" in message
+    assert "apt-get install libsnappy-dev" in message and "`make rocksdb-source`" in message
+    # with the header where the compiler looks (CPATH), the check passes
+    include = tmp_path / "include/dbregress-test"
+    include.mkdir(parents=True)
+    (include / "snappy.h").write_text("")
+    monkeypatch.setenv("CPATH", str(tmp_path / "include"))
+    monkeypatch.setattr(needs, "ROCKSDB", (absent,))
+    build.check_packages(plan, make_tree(tmp_path / "t2"))  # type: ignore[arg-type]
