@@ -206,3 +206,26 @@ def test_an_interleaved_runs_time_increment_is_over_the_column_before_not_the_ru
     assert verdict.verdict == "slower"
     whole = cast(RunJson, {**record, "comparisons": [{**comp, "labels": ["a", "b", "c"]}]})
     assert abs(compare_run(whole, {"all": results}).qps[("c", "c", "qp100")].ratio - 0.81) < 0.01
+
+
+def test_an_increment_leaves_out_a_repeat_whose_column_before_has_no_usable_pairing() -> None:
+    """A repeat where the column before has no ratio (None, 0) or no pairing with the
+    same base job gives no pair: it is left out, never turned into a ratio."""
+    from dbregress.analysis.compare import _paired
+
+    def result(label: str, repeat: int, ratio: float | None, base: str) -> Any:
+        return {
+            "column": label,
+            "repeat": repeat,
+            "step": "s",
+            "paired": {"base": base, "ratio": ratio, "pairs": 10},
+        }
+
+    results = [{"column": "a", "repeat": k, "step": "s"} for k in (1, 2, 3, 4)]
+    results += [result("c", k, 0.81, f"a/r{k}") for k in (1, 2, 3, 4)]
+    results += [result("b", 1, 0.9, "a/r1"), result("b", 2, None, "a/r2")]
+    results += [result("b", 3, 0.0, "a/r3"), result("b", 4, 0.9, "a/r1")]  # another job
+    found = _paired([("x", "c", "s")], results, {"x": "b"})
+    assert found[("x", "c", "s")][0] == 0.81 / 0.9
+    assert found[("x", "c", "s")][1:] == [None, None]  # no ratio: left out downstream
+    assert _paired([("x", "c", "s")], results, {"x": "a"})[("x", "c", "s")] == [0.81] * 4
