@@ -70,13 +70,14 @@ def history(work: Path, commits: int, bad_at: int, fresh: bool) -> tuple[Path, l
 
 
 def night(
-    n: int, repo: Path, head: str, results: Path, first: str, gate: str
+    n: int, repo: Path, head: str, results: Path, first: str, gate: str, against: str = "last-good"
 ) -> tuple[int, float, str]:
-    """One night at `head`: (exit status, wall seconds, the recipe's summary line)."""
+    """One night at `head`: (exit status, wall seconds, the recipe's summary line); the
+    first night, and every night `against` the base, is judged against `first`."""
     git(repo, "checkout", "-q", "--detach", head)
     cmd = [sys.executable, str(RECIPE), "--tree", str(repo), "--results", str(results)]
-    cmd += ["--dbregress", dbregress_command(), "--gate", gate]
-    if n == 1:
+    cmd += ["--dbregress", dbregress_command(), "--gate", gate, "--against", against]
+    if n == 1 or against == "base":
         cmd += ["--base", first]
     print(f"\n=== night {n}: HEAD {head[:12]}\n$ {' '.join(cmd)}", flush=True)
     t0 = time.monotonic()

@@ -29,31 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 from bisect_src import git, make_history  # noqa: E402
-from nightly_demo import RECIPE, ROOT, dbregress_command  # noqa: E402
+from nightly_demo import night  # noqa: E402
 
 LAB = "nightly-postgres"
 RECOUNT_EVERY = 5  # cost/reuse.py RECOUNT_EVERY, the lab's default
-
-
-def night(n: int, repo: Path, head: str, first: str, results: Path) -> tuple[int, float]:
-    git(repo, "checkout", "-q", "--detach", head)
-    cmd = [sys.executable, str(RECIPE), "--tree", str(repo), "--results", str(results)]
-    cmd += ["--dbregress", dbregress_command(), "--gate", "slower:cost"]
-    cmd += ["--base", first, "--against", "base"]
-    print(f"\n=== night {n}: HEAD {head[:12]}\n$ {' '.join(cmd)}", flush=True)
-    t0 = time.monotonic()
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT)
-    print(done.stdout, end="", flush=True)
-    return done.returncode, time.monotonic() - t0
 
 
 def newest_run(results: Path, seen: set[str]) -> Path | None:
@@ -98,7 +84,7 @@ def main() -> int:
     checks: dict[str, bool] = {}
     rows = []
     for n in range(1, args.nights + 1):
-        code, wall = night(n, repo, ids[n], ids[0], results)
+        code, wall, _ = night(n, repo, ids[n], results, ids[0], "slower:cost", "base")
         run = newest_run(results, seen)
         if run is None:
             checks[f"night {n} wrote a run"] = False

@@ -25,22 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+from bisect_src import git
 from mariadb_src import ROOT, dbregress
 
 FLAVORS = ("rel", "rel_portable")
 STEPS = ("fillseq", "overwritesome", "overwriteandwait")
-
-
-def git(tree: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(tree), *args], text=True, capture_output=True)
-    if done.returncode != 0:
-        sys.exit(f"git {' '.join(args)} in {tree}: {done.stderr.strip()}")
-    return done.stdout.strip()
 
 
 def build(spec: str) -> float:

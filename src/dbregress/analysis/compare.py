@@ -240,7 +240,6 @@ def _paired(
     has another base (`bases`: comparison -> its base label, as the ledger's increments
     over the column before), the ratio is the column's over the base's, both paired with
     the same job of the same repeat."""
-    jobs = {(r["column"], r["repeat"], r["step"]) for r in results}
     by_job = {(r["column"], r["repeat"], r["step"]): r for r in results}
     out: dict[Key, list[float | None]] = {}
     for key in keys:
@@ -251,7 +250,7 @@ def _paired(
             if r["column"] != label or r["step"] != step or not pair:
                 continue
             base = JobId.parse(pair["base"])
-            if (base.label, base.repeat, step) not in jobs:
+            if (base.label, base.repeat, step) not in by_job:
                 continue
             own = bases.get(comp, base.label)
             if own == base.label:
