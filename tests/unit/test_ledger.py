@@ -195,6 +195,7 @@ def test_an_interleaved_runs_time_increment_is_over_the_column_before_not_the_ru
         for label, factor in level.items():
             ratio = factor * math.exp(rng.gauss(0, 0.002))
             r = step(label, "qp100", 1000.0 * ratio, "ops", 5.0, repeat=repeat)
+            r["slices"] = [[0.0, 1.0, 1000.0 * ratio, 1000.0 * ratio]]  # one whole turn
             if label != "a":
                 r["paired"] = {"base": f"a/r{repeat}", "ratio": ratio, "pairs": 10}
             results.append(native(r).to_json())
@@ -208,23 +209,23 @@ def test_an_interleaved_runs_time_increment_is_over_the_column_before_not_the_ru
     assert abs(compare_run(whole, {"all": results}).qps[("c", "c", "qp100")].ratio - 0.81) < 0.01
 
 
-def test_an_increment_leaves_out_a_repeat_whose_column_before_has_no_usable_pairing() -> None:
-    """A repeat where the column before has no ratio (None, 0) or no pairing with the
-    same base job gives no pair: it is left out, never turned into a ratio."""
+def test_an_increment_leaves_out_a_repeat_whose_column_before_measured_no_whole_turn() -> None:
+    """The column before is paired with the column slice by slice, as the run paired
+    each with its base: a repeat where it measured no whole turn (stalled, or its q
+    short of q_all) has no ratio, and one where it did not run in that round has no
+    pair; neither is turned into a ratio."""
     from dbregress.analysis.compare import _paired
 
-    def result(label: str, repeat: int, ratio: float | None, base: str) -> Any:
-        return {
-            "column": label,
-            "repeat": repeat,
-            "step": "s",
-            "paired": {"base": base, "ratio": ratio, "pairs": 10},
-        }
+    def result(label: str, repeat: int, q: float, q_all: float | None = None) -> Any:
+        r = {"column": label, "repeat": repeat, "step": "s", "slices": [[0.0, 1.0, q, q_all or q]]}
+        if label != "a":
+            r["paired"] = {"base": f"a/r{repeat}", "ratio": q, "pairs": 1}
+        return r
 
-    results = [{"column": "a", "repeat": k, "step": "s"} for k in (1, 2, 3, 4)]
-    results += [result("c", k, 0.81, f"a/r{k}") for k in (1, 2, 3, 4)]
-    results += [result("b", 1, 0.9, "a/r1"), result("b", 2, None, "a/r2")]
-    results += [result("b", 3, 0.0, "a/r3"), result("b", 4, 0.9, "a/r1")]  # another job
+    results = [result("a", k, 1.0) for k in (1, 2, 3, 4)]
+    results += [result("c", k, 0.81) for k in (1, 2, 3, 4)]
+    results += [result("b", 1, 0.9), result("b", 2, 0.45, 0.9)]  # r2: a turn not whole
+    results += [result("b", 3, 0.0)]  # r3 stalled; r4: b did not run in that round
     found = _paired([("x", "c", "s")], results, {"x": "b"})
     assert found[("x", "c", "s")][0] == 0.81 / 0.9
     assert found[("x", "c", "s")][1:] == [None, None]  # no ratio: left out downstream

@@ -17,7 +17,7 @@ from dbregress.analysis.changepoints import RunChanges
 from dbregress.analysis.cost import CostComparison, CostVerdicts
 from dbregress.analysis.io_efficiency import IoSection, sections
 from dbregress.analysis.metrics import PER_OP, Metric
-from dbregress.analysis.paired import paired_all
+from dbregress.analysis.paired import pair_slices, paired_all
 from dbregress.analysis.verdict import Policy, StepVerdict, compare_all
 from dbregress.lab.file import VerdictPolicy
 from dbregress.model.records import JobId
@@ -238,30 +238,26 @@ def _paired(
     results are both usable (a disturbed side leaves its pair out). A result is paired
     at run time with its comparison's base (`paired.base`); where the key's comparison
     has another base (`bases`: comparison -> its base label, as the ledger's increments
-    over the column before), the ratio is the column's over the base's, both paired with
-    the same job of the same repeat."""
+    over the column before), the two results of the same round are paired as the run
+    pairs them, slice by slice (analysis/paired.py pair_slices)."""
     by_job = {(r["column"], r["repeat"], r["step"]): r for r in results}
     out: dict[Key, list[float | None]] = {}
     for key in keys:
         comp, label, step = key
         ratios: list[float | None] = []
         for r in results:
+            if r["column"] != label or r["step"] != step:
+                continue
             pair = r.get("paired")
-            if r["column"] != label or r["step"] != step or not pair:
+            own = bases.get(comp)
+            if pair and own in (None, JobId.parse(pair["base"]).label):
+                base = JobId.parse(pair["base"])
+                if (base.label, base.repeat, step) in by_job:
+                    ratios.append(pair.get("ratio"))
                 continue
-            base = JobId.parse(pair["base"])
-            if (base.label, base.repeat, step) not in by_job:
-                continue
-            own = bases.get(comp, base.label)
-            if own == base.label:
-                ratios.append(pair.get("ratio"))
-                continue
-            other = by_job.get((own, r["repeat"], step))
-            via = other.get("paired") if other is not None else None
-            if via is None or via["base"] != pair["base"]:
-                continue  # the comparison's base was not paired with the same job
-            top, bottom = pair.get("ratio"), via.get("ratio")
-            ratios.append(None if top is None or not bottom else top / bottom)
+            other = by_job.get((own, r["repeat"], step)) if own else None
+            if other is not None and "slices" in other and "slices" in r:
+                ratios.append(pair_slices(other["slices"], r["slices"])["ratio"])
         out[key] = ratios
     return out
 
