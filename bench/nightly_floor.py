@@ -11,17 +11,17 @@ against the history's first commit (`--base FIRST --against base`, the way a use
 a release as the base) and with `--gate slower:cost`. No commit changes the code, so
 every cost verdict is an A/A of two builds of the same code.
 
-The base is counted on night 1 and taken from the count store after that, until the
-lab's `recount_every` (5) runs have taken it: the night after, it is counted anew. A
+The base is counted on night 1 and taken from the count store on the next
+`recount_every - 1` nights (4 with the default 5); the night after, it is counted anew. A
 reused base must not be floored by its own replays (docs/count-store.md), so each cost
 verdict's floor must come from counts independent of the ones it pools.
 
 Prints a table per night (exit, wall, fresh and taken replays per column) and per step
 (the cost verdict, its ratio and interval, the floor's sd and where it came from, and
-the runs the history floor read). Checks: every night exits 0; no cost verdict is
-`slower` or `faster`; the base is counted afresh on night 1 and again on the first night
-after `recount_every - 1` nights took it, and taken on the others; exits 1 when a check
-fails.
+the runs the history floor read). Checks: every night exits 0; every step has a cost
+verdict and none is `slower` or `faster`; the base is counted afresh (none taken) on
+night 1 and again on the first night after `recount_every - 1` nights took it, and taken
+(none counted) on the others; exits 1 when a check fails.
 """
 
 from __future__ import annotations
@@ -93,12 +93,17 @@ def main() -> int:
         store, steps = summary(run)
         rows.append((n, code, wall, run.name, store, steps))
         checks[f"night {n} exits 0"] = code == 0
+        words = [c.get("verdict") for _, c in steps]
+        checks[f"night {n}: every step has a cost verdict"] = bool(words) and None not in words
         moved = [s for s, c in steps if c.get("verdict") in ("slower", "faster")]
         checks[f"night {n}: no cost verdict slower or faster (A/A)"] = not moved
         fresh = (store.get("fresh") or {}).get("base", 0)
+        taken = (store.get("taken") or {}).get("base", 0)
         due = n == 1 or (n - 1) % RECOUNT_EVERY == 0
-        want = "counted afresh" if due else "taken from the store"
-        checks[f"night {n}: the base is {want}"] = bool(fresh) == due
+        want = "counted afresh, none taken" if due else "taken from the store, none counted"
+        checks[f"night {n}: the base is {want}"] = (
+            (fresh > 0 and taken == 0) if due else (taken > 0 and fresh == 0)
+        )
     git(repo, "checkout", "-q", "main")
     print("\n=== nights (base: the history's first commit; HEAD one commit further each night)")
     for n, code, wall, name, store, steps in rows:
