@@ -19,6 +19,9 @@
 //! - InnoDB: `Innodb_buffer_pool_read_requests` (pages asked of the pool) and
 //!   `Innodb_buffer_pool_reads` (pages it had to read in), global, by SHOW GLOBAL
 //!   STATUS on a connection of its own.
+//! - MyRocks: `Rocksdb_block_cache_data_hit` and `Rocksdb_block_cache_data_miss`, the
+//!   tickers of the RocksDB inside the server (counted at MyRocks' default
+//!   `rocksdb_stats_level`), read the same way.
 
 use anyhow::{anyhow, Result};
 use std::collections::BTreeMap;
@@ -53,14 +56,25 @@ pub const INNODB_STATUS: [(&str, &str); 2] = [
     ("Innodb_buffer_pool_reads", INNODB_READS),
 ];
 
+/// MyRocks: its RocksDB's block-cache data hits and misses (SHOW GLOBAL STATUS).
+pub const MYROCKS_DATA_HIT: &str = "myrocks.block_cache_data_hit";
+pub const MYROCKS_DATA_MISS: &str = "myrocks.block_cache_data_miss";
+/// The status variables behind them.
+pub const MYROCKS_STATUS: [(&str, &str); 2] = [
+    ("Rocksdb_block_cache_data_hit", MYROCKS_DATA_HIT),
+    ("Rocksdb_block_cache_data_miss", MYROCKS_DATA_MISS),
+];
+
 /// The counters that say how warm the engine's cache was: kept in the deltas when 0.
-pub const STATE_KEYS: [&str; 6] = [
+pub const STATE_KEYS: [&str; 8] = [
     BLOCK_CACHE_DATA_HIT,
     BLOCK_CACHE_DATA_MISS,
     PG_READ_BYTES,
     PG_READ_CALLS,
     INNODB_READ_REQUESTS,
     INNODB_READS,
+    MYROCKS_DATA_HIT,
+    MYROCKS_DATA_MISS,
 ];
 
 /// (rchar, syscr) of a /proc/PID/io file's text.
@@ -141,6 +155,17 @@ mod tests {
             counters: pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
             lsm_bytes: lsm,
         }
+    }
+
+    #[test]
+    fn a_myrocks_window_without_a_miss_keeps_its_zero() {
+        let before = snap(&[(MYROCKS_DATA_HIT, 10.0), (MYROCKS_DATA_MISS, 3.0)], None);
+        let after = snap(&[(MYROCKS_DATA_HIT, 510.0), (MYROCKS_DATA_MISS, 3.0)], None);
+        let s = EngineStats::between(&before, &after, 1.0);
+        assert_eq!(s.statistics.get(MYROCKS_DATA_HIT), Some(&500.0));
+        // "no miss" is a state: the zero stays for the caller's check
+        assert_eq!(s.statistics.get(MYROCKS_DATA_MISS), Some(&0.0));
+        assert!(MYROCKS_STATUS.iter().all(|(_, k)| STATE_KEYS.contains(k)));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 """MyRocks through the command line, with Debian's MariaDB and its MyRocks plugin
 (mariadb-plugin-rocksdb): the microbenchmarks' post-write cleanup uses the variables
-MariaDB's MyRocks has, and the steps after it run."""
+MariaDB's MyRocks has, the steps after it run, and the loadgen reads its block cache's
+state."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dbregress.analysis import state
 from dbregress.benchmarks.micro import plan
 from dbregress.lab.file import MicroSizes
 from tests.e2e.conftest import dbregress, run_record, step_results
@@ -45,5 +47,12 @@ def test_mariadb_myrocks_micro(tmp_path: Path, workdir: Path) -> None:
         assert r["status"] == "ok", (name, r.get("error"))
     for name in after:
         assert by_step[name]["q"]["value"] > 0, name
+    # the state of its block cache, by its RocksDB's tickers (SHOW GLOBAL STATUS): after
+    # the cleanup's flush, every point query looks up a data block, and the table fits
+    stats = by_step["point-query"]["engine_stats"]["statistics"]
+    hits, misses = stats[state.MYROCKS_HITS], stats[state.MYROCKS_MISSES]
+    assert hits >= by_step["point-query"]["q"]["count"] * 0.9 and misses <= hits, stats
+    found = state.of_stats(by_step["point-query"]["engine_stats"], 1)
+    assert found is not None and found.kind == state.MYROCKS
     # MariaDB's MyRocks logs its combined memtable flush and L0 compaction
     assert "RocksDB: Manual memtable and L0 flush." in (run / "myr/r1/server.log").read_text()

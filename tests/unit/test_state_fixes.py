@@ -1,5 +1,5 @@
 """The state check judges exactly the replays a verdict pools, withholds a verdict whose
-engine should have reported its state but did not (and every MyRocks one), and the
+engine should have reported its state but did not (MyRocks' too), and the
 cost series pool what the cost verdicts pool (analysis/state.py, cost.py, series.py)."""
 
 from __future__ import annotations
@@ -111,20 +111,50 @@ def test_an_engine_that_should_report_its_state_but_did_not_is_withheld() -> Non
     assert c.state[0] is not None and c.state[0].mismatch is None  # the base's: puts
 
 
-def test_myrocks_is_never_judged_without_counters_and_innodb_is() -> None:
-    def rows(columns: str) -> list[dict[str, Any]]:
-        return [replay(c, n, None, 300_000.0 + n) for c in columns for n in (1, 2, 3)]
+def myrocks_replay(column: str, n: int, misses: float | None, cycles: float) -> dict[str, Any]:
+    """A settled MyRocks replay of qp100 over 500 calls (None: no counters, as runs
+    counted before the loadgen read them), against a timed window that hit 9,000 times
+    and missed twice in 10,000 calls."""
+    per_op = {"estimated_cycles": cycles, "instructions": cycles * 0.6}
+    figures: dict[str, Any] = {"divisor": 500.0, "per_op": per_op, "scope": "sessions"}
+    if misses is not None:
+        stats = {"statistics": {state.MYROCKS_HITS: 450.0, state.MYROCKS_MISSES: misses}}
+        timed = state.CacheState(9_000.0, 2.0, 10_000, state.MYROCKS)
+        figures |= state.judged(stats, 500, timed)  # type: ignore[arg-type]
+    state.settle(figures, 0.01)  # type: ignore[arg-type]
+    return {"column": column, "replay": n, "status": "ok", "steps": {"qp100": figures}}
 
+
+def test_myrocks_is_judged_by_its_block_cache_and_withheld_without_it() -> None:
     myrocks = record({"a": "mysql@8.0.32", "b": "mysql@8.4.0"}, config="myrocks")
-    c = cost_verdicts(myrocks, rows("ab")).headline()[KEY]  # type: ignore[union-attr]
+    assert state.engine_kind(myrocks, "a") == state.MYROCKS
+    # counted windows that missed as the timed one did (0.0002 per call): judged
+    rows = [myrocks_replay("a", n, 0.1, 300_000.0 + n) for n in (1, 2, 3)]
+    rows += [myrocks_replay("b", n, 0.1, 330_000.0 + n) for n in (1, 2, 3)]
+    c = cost_verdicts(myrocks, rows).headline()[KEY]  # type: ignore[union-attr]
+    assert c.verdict == "slower", c
+    assert c.state[0] is not None and c.state[0].kind == state.MYROCKS
+    assert c.state[0].counted_misses == pytest.approx(0.0002)
+    # a colder counted window (a block-cache miss every call) is withheld, with why
+    tol = state.tolerance(state.MYROCKS, PER_OP, 0.01)
+    assert tol is not None and tol < 1.0
+    cold = rows[:3] + [myrocks_replay("b", n, 500.0, 330_000.0 + n) for n in (1, 2, 3)]
+    c = cost_verdicts(myrocks, cold).headline()[KEY]  # type: ignore[union-attr]
+    assert c.verdict == "undecided" and "MyRocks block-cache data blocks" in c.reason, c
+    # replays without its counters (counted before the loadgen read them): withheld
+    bare = [myrocks_replay(col, n, None, 300_000.0 + n) for col in "ab" for n in (1, 2, 3)]
+    c = cost_verdicts(myrocks, bare).headline()[KEY]  # type: ignore[union-attr]
     assert c.verdict == "undecided"
-    assert c.reason.startswith("the base's engine state was not measured: dbregress reads no ")
-    assert "MyRocks" in c.reason
+    assert c.reason.startswith("the base's engine state was not measured: 3 of 3"), c.reason
+    assert "MyRocks block-cache data blocks" in c.reason
+
+
+def test_the_kind_of_state_each_engine_reports() -> None:
     # MyRocks by the settings the engine applied (another profile, RocksDB by default)
     jobs = {f"{c}/r1": {"settings": {"default-storage-engine": "RocksDB"}} for c in "ab"}
     by_settings = record({"a": "mariadb@10.11", "b": "mariadb@11.4"}, jobs=jobs)
     assert state.engine_kind(by_settings, "b") == state.MYROCKS
-    # InnoDB, PostgreSQL and RocksDB should report theirs; the null engine has none
+    # InnoDB, PostgreSQL and RocksDB report theirs too; the null engine has none
     innodb = record({"a": "mariadb@10.11", "b": "mysql@8.0.32"})
     assert [state.engine_kind(innodb, c) for c in "ab"] == ["innodb", "innodb"]
     assert state.engine_kind(PG2, "a") == "postgres"
@@ -132,7 +162,8 @@ def test_myrocks_is_never_judged_without_counters_and_innodb_is() -> None:
     null = record({"a": "null@1", "b": "null@2"})
     assert state.engine_kind(null, "a") is None
     assert state.engine_kind(PG2, "nobody") is None
-    c = cost_verdicts(null, rows("ab")).headline()[KEY]  # type: ignore[union-attr]
+    bare = [replay(col, n, None, 300_000.0 + n) for col in "ab" for n in (1, 2, 3)]
+    c = cost_verdicts(null, bare).headline()[KEY]  # type: ignore[union-attr]
     assert c.verdict == "same" and c.state == (None, None)
 
 

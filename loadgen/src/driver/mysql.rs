@@ -8,7 +8,7 @@ use super::micro::{LoadCache, MicroConn, StmtCache};
 use super::mywire::{MyClient, MyError, Prepared};
 use super::sql::{self, StmtKey, TableStmts};
 use super::{Conn, DbError, DbResult, Driver, InsertRow, Inserted, RangeIndex, Table};
-use crate::engine_stats::INNODB_STATUS;
+use crate::engine_stats::{INNODB_STATUS, MYROCKS_STATUS};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -64,7 +64,7 @@ pub struct MysqlDriver {
     database: String,
     storage_engine: String,
     database_ready: AtomicBool,
-    /// The connection that reads InnoDB's buffer counters (buffer_counters), opened at
+    /// The connection that reads the cache counters (buffer_counters), opened at
     /// the first read: not one of the step's sessions.
     counters: Mutex<Option<MyClient>>,
 }
@@ -81,16 +81,20 @@ impl MysqlDriver {
         }
     }
 
-    /// InnoDB's buffer counters, by SHOW GLOBAL STATUS on `client`.
-    fn innodb_counters(client: &mut MyClient) -> Result<BTreeMap<String, f64>, MyError> {
-        let names = INNODB_STATUS.map(|(v, _)| format!("'{v}'")).join(", ");
+    /// The status variables `wanted` (SHOW GLOBAL STATUS name, counter key) on `client`.
+    fn status_counters(
+        client: &mut MyClient,
+        wanted: &[(&str, &str)],
+    ) -> Result<BTreeMap<String, f64>, MyError> {
+        let names: Vec<String> = wanted.iter().map(|(v, _)| format!("'{v}'")).collect();
         let rows = client.query_rows(&format!(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ({names})"
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ({})",
+            names.join(", ")
         ))?;
         let mut out = BTreeMap::new();
         for row in rows {
             if let [Some(name), Some(value)] = &row[..] {
-                let key = INNODB_STATUS
+                let key = wanted
                     .iter()
                     .find(|(v, _)| v.eq_ignore_ascii_case(name))
                     .map(|&(_, k)| k);
@@ -119,27 +123,34 @@ impl Driver for MysqlDriver {
         "mysql"
     }
 
-    /// InnoDB's buffer-pool counters (engine_stats.rs); None on MyRocks.
+    /// The cache counters of the tables' engine (engine_stats.rs): InnoDB's buffer
+    /// pool, or on MyRocks its RocksDB's block cache.
     fn buffer_counters(&self, _sessions: &[u32]) -> DbResult<Option<BTreeMap<String, f64>>> {
-        if self.storage_engine.eq_ignore_ascii_case("rocksdb") {
-            return Ok(None);
-        }
+        let (wanted, engine): (&[(&str, &str)], &str) =
+            if self.storage_engine.eq_ignore_ascii_case("rocksdb") {
+                (&MYROCKS_STATUS, "MyRocks")
+            } else {
+                (&INNODB_STATUS, "InnoDB")
+            };
         let mut held = self.counters.lock().unwrap_or_else(|e| e.into_inner());
         if held.is_none() {
             let client =
                 MyClient::connect(&self.socket, &self.user, CONNECT_TIMEOUT).map_err(|e| {
-                    DbError::fatal(format!("connect to read InnoDB's counters: {}", e.message))
+                    DbError::fatal(format!(
+                        "connect to read {engine}'s counters: {}",
+                        e.message
+                    ))
                 })?;
             *held = Some(client);
         }
         let client = held.as_mut().expect("connected above");
-        let found = Self::innodb_counters(client).map_err(|e| {
-            DbError::fatal(format!("read InnoDB's buffer-pool counters: {}", e.message))
+        let found = Self::status_counters(client, wanted).map_err(|e| {
+            DbError::fatal(format!("read {engine}'s cache counters: {}", e.message))
         })?;
-        if found.len() != INNODB_STATUS.len() {
-            let names: Vec<_> = INNODB_STATUS.iter().map(|(v, _)| *v).collect();
+        if found.len() != wanted.len() {
+            let names: Vec<_> = wanted.iter().map(|(v, _)| *v).collect();
             return Err(DbError::fatal(format!(
-                "SHOW GLOBAL STATUS has not all of {}: the server is not using InnoDB",
+                "SHOW GLOBAL STATUS has not all of {}: the server is not using {engine}",
                 names.join(", ")
             )));
         }

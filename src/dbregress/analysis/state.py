@@ -22,10 +22,11 @@ step's count by a quarter of the cost band, at the engine's cost per miss
 counted windows' misses per operation (mean over its replays) lie further than that
 from its timed window's gets no cost verdict (`withheld`: undecided, with the reason);
 a counted window without a timed state to check against is withheld too, and so is a
-side of an engine that should report its state (PostgreSQL, InnoDB, RocksDB) whose
-counted windows recorded none, and every MyRocks side (no counters read: `engine_kind`).
+side of an engine that should report its state (PostgreSQL, InnoDB, MyRocks, RocksDB)
+whose counted windows recorded none (`engine_kind`; MyRocks runs counted before its
+counters were read).
 A side is judged over the replays its verdict pools, never over others (`sides`' `keep`).
-RocksDB's and InnoDB's counters are global (their background work's lookups count too): a
+RocksDB's, InnoDB's and MyRocks' counters are global (their background work's lookups count too): a
 counted window that asked the cache nothing (RocksDB's puts) is not judged (`looked_up`).
 
 A side within its tolerance may still count up to a quarter of the band more or less
@@ -58,6 +59,10 @@ PG_READ_BYTES = "postgres.backend.read_bytes"
 PG_READ_CALLS = "postgres.backend.read_calls"
 INNODB_REQUESTS = "innodb.buffer_pool_read_requests"
 INNODB_READS = "innodb.buffer_pool_reads"
+# The MySQL family's MyRocks: its RocksDB's block-cache data tickers (SHOW GLOBAL STATUS)
+MYROCKS = "myrocks"
+MYROCKS_HITS = "myrocks.block_cache_data_hit"
+MYROCKS_MISSES = "myrocks.block_cache_data_miss"
 # PostgreSQL's block size (BLCKSZ) in the builds dbregress makes and fetches: a miss
 # reads this many bytes (PostgreSQL 17 may read neighbours in one call: bytes count
 # them all).
@@ -68,7 +73,7 @@ COUNTED = {
     "rocksdb": "RocksDB block-cache data blocks",
     "postgres": "PostgreSQL 8 KB blocks read by the sessions' backends",
     "innodb": "InnoDB buffer-pool pages",
-    "myrocks": "MyRocks block cache (no counters read)",
+    "myrocks": "MyRocks block-cache data blocks",
 }
 # A miss's cost in the lane's count, per kind and metric: the extra work one more miss
 # adds to a replay's count, measured as the slope between counting replays of the same
@@ -79,11 +84,13 @@ COUNTED = {
 # labs, the commands and every slope. RocksDB 7.10.2 and 10.2.1 `byrx` readrandom (cache
 # 1 MB): 18,439-19,227 est. cycles, 11,824-12,155 instructions; PostgreSQL 12.20 and
 # 17.2 `ci` q-steps (shared_buffers 1MB): 1,960-3,303 and 1,266-2,053; MariaDB 10.11
-# `ci` point and range selects (buffer pool 6 MB): 8,758-9,041 and 3,695-3,750.
+# `ci` point and range selects (buffer pool 6 MB): 8,758-9,041 and 3,695-3,750; its
+# MyRocks, `myrocks` (rocksdb_block_cache_size 1M): 10,015-10,757 and 4,857-5,026.
 COST_PER_MISS: dict[str, dict[str, float]] = {
     "rocksdb": {"estimated_cycles": 19_300.0, "instructions": 12_200.0},
     "postgres": {"estimated_cycles": 3_300.0, "instructions": 2_100.0},
     "innodb": {"estimated_cycles": 9_100.0, "instructions": 3_800.0},
+    "myrocks": {"estimated_cycles": 10_800.0, "instructions": 5_100.0},
 }
 # The share of the cost band the state may move the count by.
 BAND_SHARE = 0.25
@@ -177,6 +184,9 @@ def of_stats(engine_stats: EngineStats | None, ops: float) -> CacheState | None:
     if INNODB_REQUESTS in statistics and INNODB_READS in statistics:
         reads = float(statistics[INNODB_READS])
         return CacheState(float(statistics[INNODB_REQUESTS]) - reads, reads, ops, "innodb")
+    if MYROCKS_HITS in statistics and MYROCKS_MISSES in statistics:
+        hits, misses = float(statistics[MYROCKS_HITS]), float(statistics[MYROCKS_MISSES])
+        return CacheState(hits, misses, ops, MYROCKS)
     if not any(k.startswith("rocksdb.") for k in statistics):
         return None
     return CacheState(float(statistics.get(HITS, 0)), float(statistics.get(MISSES, 0)), ops)
@@ -309,8 +319,6 @@ Key = tuple[str, str, str]  # (comparison, column, step)
 # `keeps`: the one counting method and scope the verdict keeps)
 Keep = Callable[[Key, ReplayRecord], bool]
 _C = TypeVar("_C")
-# The MySQL family's MyRocks: the loadgen reads no counters of its block cache
-MYROCKS = "myrocks"
 
 
 @dataclass(frozen=True)
@@ -341,8 +349,8 @@ def _mean(values: list[float]) -> float | None:
 
 def engine_kind(record: RunJson, column: str) -> str | None:
     """The state a column's engine reports (a COUNTED kind), MYROCKS for a MySQL-family
-    column whose tables are MyRocks (its profile `myrocks`, or settings that need it:
-    none read), None for an engine that has no cache to report (the null engine) or a
+    column whose tables are MyRocks (its profile `myrocks`, or settings that need it),
+    None for an engine that has no cache to report (the null engine) or a
     column the record does not name."""
     entry = next((c for c in record.get("columns", []) if c["label"] == column), None)
     if entry is None:
@@ -361,11 +369,6 @@ def engine_kind(record: RunJson, column: str) -> str | None:
 
 
 def _unmeasured(kind: str, missing: int, n: int) -> str:
-    if kind == MYROCKS:
-        return (
-            "engine state was not measured: dbregress reads no MyRocks block-cache "
-            "counters, so its counted windows are not checked against the timed window"
-        )
     return (
         f"engine state was not measured: {missing} of {n} counted window(s) recorded no "
         f"{COUNTED[kind]} (replays counted before dbregress read them, or counters the "
@@ -378,8 +381,8 @@ def side_state(
 ) -> SideState | None:
     """A column's state at a step over `replays` (those its verdict pools; the ok ones
     are read): None where its engine reports no state and none was recorded. An engine
-    that should report one (engine_kind) but whose windows recorded none, and MyRocks,
-    get a SideState whose mismatch says the state was not measured."""
+    that should report one (engine_kind) but whose windows recorded none gets a
+    SideState whose mismatch says the state was not measured."""
     kind = engine_kind(record, column)
     counted: list[CacheState] = []
     per_op: dict[str, list[float]] = {}
@@ -399,7 +402,7 @@ def side_state(
             per_op.setdefault(metric, []).append(value)
         t = state.get("timed")
         timed_states.append(CacheState.from_json(t) if t is not None else None)
-    if n and kind is not None and (kind == MYROCKS or len(counted) < n):
+    if n and kind is not None and len(counted) < n:
         return SideState(None, None, _unmeasured(kind, n - len(counted), n), n, kind)
     if not counted:
         return None

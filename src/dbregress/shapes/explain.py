@@ -33,8 +33,9 @@ class CacheStateJson(TypedDict):
     `ops` of the step's Q units (calls, or rows where the step counts rows)."""
 
     # what was counted: "rocksdb" (block-cache data blocks), "postgres" (8 KB blocks
-    # the sessions' backends read: misses only), "innodb" (buffer-pool pages); absent in
-    # records made before PostgreSQL and InnoDB were: RocksDB's
+    # the sessions' backends read: misses only), "innodb" (buffer-pool pages), "myrocks"
+    # (its RocksDB's block-cache data blocks); absent in records made before PostgreSQL
+    # and InnoDB were: RocksDB's
     kind: NotRequired[str]
     hits: NotRequired[float | None]  # None: the engine does not count its hits
     misses: NotRequired[float]
