@@ -149,6 +149,30 @@ def test_myrocks_is_judged_by_its_block_cache_and_withheld_without_it() -> None:
     assert "MyRocks block-cache data blocks" in c.reason
 
 
+def test_counters_of_another_engine_than_the_columns_tables_judge_nothing() -> None:
+    """A profile that says MyRocks over windows that read InnoDB's buffer pool (or the
+    reverse) is withheld: the state read is not the tables'."""
+    innodb_stats = {"statistics": {state.INNODB_REQUESTS: 1_000.0, state.INNODB_READS: 0.0}}
+    rows = []
+    for column in "ab":
+        for n in (1, 2, 3):
+            per_op = {"estimated_cycles": 300_000.0 + n, "instructions": 180_000.0}
+            figures: dict[str, Any] = {"divisor": 500.0, "per_op": per_op}
+            timed = state.CacheState(9_000.0, 0.0, 10_000, "innodb")
+            figures |= state.judged(innodb_stats, 500, timed)  # type: ignore[arg-type]
+            state.settle(figures, 0.01)  # type: ignore[arg-type]
+            rows.append(
+                {"column": column, "replay": n, "status": "ok", "steps": {"qp100": figures}}
+            )
+    myrocks = record({"a": "mariadb@10.11", "b": "mariadb@11.4"}, config="myrocks")
+    c = cost_verdicts(myrocks, rows).headline()[KEY]  # type: ignore[union-attr]
+    assert c.verdict == "undecided", c
+    assert "read InnoDB buffer-pool pages, where the column's tables keep MyRocks" in c.reason
+    innodb = record({"a": "mariadb@10.11", "b": "mariadb@11.4"})
+    c = cost_verdicts(innodb, rows).headline()[KEY]  # type: ignore[union-attr]
+    assert c.verdict == "same", c
+
+
 def test_the_kind_of_state_each_engine_reports() -> None:
     # MyRocks by the settings the engine applied (another profile, RocksDB by default)
     jobs = {f"{c}/r1": {"settings": {"default-storage-engine": "RocksDB"}} for c in "ab"}

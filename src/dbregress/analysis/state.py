@@ -14,26 +14,19 @@ operation of the step's Q unit:
 - PostgreSQL: the 8 KB blocks the sessions' backends read (/proc/PID/io), each a
   shared-buffer miss; its hits make no system call and its own statistics are flushed
   too lazily to read at a window's edge, so it has misses only (no hit rate);
-- InnoDB: buffer-pool page requests and the pages read in (SHOW GLOBAL STATUS).
+- InnoDB: buffer-pool page requests and the pages read in (SHOW GLOBAL STATUS);
+- MyRocks: its RocksDB's block-cache data hits and misses (SHOW GLOBAL STATUS).
 
 The tolerance is derived, not fixed: the misses per operation that would move the
-step's count by a quarter of the cost band, at the engine's cost per miss
-(COST_PER_MISS, measured) against the replay's own count per operation. A side whose
-counted windows' misses per operation (mean over its replays) lie further than that
-from its timed window's gets no cost verdict (`withheld`: undecided, with the reason);
-a counted window without a timed state to check against is withheld too, and so is a
-side of an engine that should report its state (PostgreSQL, InnoDB, MyRocks, RocksDB)
-whose counted windows recorded none (`engine_kind`; MyRocks runs counted before its
-counters were read).
-A side is judged over the replays its verdict pools, never over others (`sides`' `keep`).
-RocksDB's, InnoDB's and MyRocks' counters are global (their background work's lookups count too): a
-counted window that asked the cache nothing (RocksDB's puts) is not judged (`looked_up`).
-
-A side within its tolerance may still count up to a quarter of the band more or less
-than its timed state would, and two sides off in opposite directions bias their ratio by
-up to half the band. Each side's possible bias (`SideState.bias`: its measured
-difference in misses at the cost per miss) is kept, and state_bias.py gives the ratio's,
-so a verdict's interval can be widened by it.
+step's count by a quarter of the cost band, at the engine's measured cost per miss
+(COST_PER_MISS). A side whose counted windows lie further than that from its timed
+window's, or that has no timed state, or whose windows recorded no state or another
+engine's than its tables' (`engine_kind`), is withheld: undecided, with the reason. A
+side is judged over the replays its verdict pools only (`sides`' `keep`). Counters are
+global (background lookups count too): a counted window that asked the cache nothing
+(RocksDB's puts) is not judged (`looked_up`). A side within its tolerance may still be
+biased by up to a quarter of the band: `SideState.bias` keeps it, and state_bias.py
+widens a ratio's interval by it (docs/verdicts.md, "The engine's state").
 """
 
 from __future__ import annotations
@@ -76,16 +69,10 @@ COUNTED = {
     "myrocks": "MyRocks block-cache data blocks",
 }
 # A miss's cost in the lane's count, per kind and metric: the extra work one more miss
-# adds to a replay's count, measured as the slope between counting replays of the same
-# steps and builds with the lab's cache and with a tiny one (the cost lane's test hook,
-# DBREGRESS_TEST_REPLAY_SETTINGS): (mean count per op, mean misses per op) of each. The
-# largest slope measured over the steps and builds is kept, so the tolerance is the
-# strictest the measurements support; docs/verdicts.md ("The engine's state") has the
-# labs, the commands and every slope. RocksDB 7.10.2 and 10.2.1 `byrx` readrandom (cache
-# 1 MB): 18,439-19,227 est. cycles, 11,824-12,155 instructions; PostgreSQL 12.20 and
-# 17.2 `ci` q-steps (shared_buffers 1MB): 1,960-3,303 and 1,266-2,053; MariaDB 10.11
-# `ci` point and range selects (buffer pool 6 MB): 8,758-9,041 and 3,695-3,750; its
-# MyRocks, `myrocks` (rocksdb_block_cache_size 1M): 10,015-10,757 and 4,857-5,026.
+# adds, measured as the slope between counting replays with the lab's cache and with a
+# tiny one (the test hook DBREGRESS_TEST_REPLAY_SETTINGS); the largest slope measured
+# is kept, so the tolerance is the strictest the measurements support. The labs, the
+# commands and every slope: docs/verdicts.md, "The engine's state".
 COST_PER_MISS: dict[str, dict[str, float]] = {
     "rocksdb": {"estimated_cycles": 19_300.0, "instructions": 12_200.0},
     "postgres": {"estimated_cycles": 3_300.0, "instructions": 2_100.0},
@@ -146,9 +133,10 @@ class CacheState:
     @property
     def looked_up(self) -> bool:
         """Whether the window asked anything of the cache (unknown without hits). An
-        engine whose counters are global (RocksDB's statistics, InnoDB's status) counts
-        its background work's lookups too: a window of puts asks none, and the misses
-        of the timed window's flushes and compactions are none of its count's."""
+        engine whose counters are global (RocksDB's statistics, InnoDB's and MyRocks'
+        status) counts its background work's lookups too: a window of puts asks none,
+        and the misses of the timed window's flushes and compactions are none of its
+        count's (the count is of the calls' own threads)."""
         return self.hits is None or self.hits + self.misses > 0
 
     def per(self, ops: float) -> CacheState:
@@ -376,6 +364,22 @@ def _unmeasured(kind: str, missing: int, n: int) -> str:
     )
 
 
+def _another_engine(
+    kind: str, counted: list[CacheState], timed: list[CacheState | None]
+) -> str | None:
+    """Why windows that read another engine's counters than the column's tables keep
+    (InnoDB's where the profile says MyRocks, or the reverse) judge nothing; None when
+    they read the tables' own."""
+    kinds = {c.kind for c in counted} | {t.kind for t in timed if t is not None}
+    if kinds == {kind}:
+        return None
+    read = ", ".join(COUNTED.get(k, k) for k in sorted(kinds))
+    return (
+        f"engine state was not measured: its windows read {read}, where the column's "
+        f"tables keep {COUNTED.get(kind, kind)} (its profile and settings)"
+    )
+
+
 def side_state(
     record: RunJson, replays: Iterable[ReplayRecord], column: str, step: str, band: float
 ) -> SideState | None:
@@ -406,6 +410,8 @@ def side_state(
         return SideState(None, None, _unmeasured(kind, n - len(counted), n), n, kind)
     if not counted:
         return None
+    if kind is not None and (other := _another_engine(kind, counted, timed_states)):
+        return SideState(None, None, other, n, kind)
     kind = counted[0].kind
     # every window is checked against a timed state: one without leaves none to use
     timed_state = None if None in timed_states else timed_states[-1]
