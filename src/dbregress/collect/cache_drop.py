@@ -1,5 +1,6 @@
-"""Dropping the kernel's page cache between jobs, for workloads that read from storage,
-so every job starts equally cold rather than with what the previous job left behind."""
+"""Dropping the kernel's page cache before each job and each of its later steps, for
+workloads that read from storage, so every job and step starts equally cold rather than
+with what the previous job or the load left behind."""
 
 from __future__ import annotations
 

@@ -220,6 +220,14 @@ class LocalExecutor:
         for job in jobs:
             self.writer.end_job(job, status[job.name])
 
+    def drop_before_step(self, jobs: list[Job], index: int) -> None:
+        """Before each step after the first of a storage-bound job, the page cache is
+        dropped again: the steps before it (a load) leave the files they wrote cached,
+        and a read step would read the OS's memory, not the device, however the host's
+        reclaim happens to run; fio's baseline starts cold too (--invalidate=1)."""
+        if index > 1 and any(self._drop_caches(j) for j in jobs):
+            self.writer.note_cache_drop(drop_page_cache())
+
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
             return self.lab.drop_caches
@@ -256,6 +264,7 @@ class LocalExecutor:
             self._start(session, engine, job, sizes)
             for index, plan in enumerate(plans, start=1):
                 report = self._reporter(job, job_index + 1, jobs, plan, index, len(plans))
+                self.drop_before_step([job], index)
                 if not self._run_step(session, engine, job, index, plan, report):
                     return False
         return True
@@ -400,6 +409,7 @@ class _InterleavedRound:
                     for index, plan in enumerate(plans, start=1):
                         if not live:
                             break
+                        executor.drop_before_step(live, index)
                         live = self.step(live, index, plan, len(plans))
                     for job in live:
                         status[job.name] = "ok"
