@@ -250,8 +250,8 @@ def _paired(
                 continue
             pair = r.get("paired")
             own = bases.get(comp)
-            if pair and own in (None, JobId.parse(pair["base"]).label):
-                base = JobId.parse(pair["base"])
+            base = JobId.parse(pair["base"]) if pair else None
+            if pair and base and own in (None, base.label):
                 if (base.label, base.repeat, step) in by_job:
                     ratios.append(pair.get("ratio"))
                 continue
