@@ -225,8 +225,15 @@ class LocalExecutor:
         dropped again: the steps before it (a load) leave the files they wrote cached,
         and a read step would read the OS's memory, not the device, however the host's
         reclaim happens to run; fio's baseline starts cold too (--invalidate=1)."""
-        if index > 1 and any(self._drop_caches(j) for j in jobs):
+        # decided per comparison, as in an interleaved round: every column of a
+        # comparison starts its step in the same page-cache state
+        if index > 1 and any(self._comparison_drops(j) for j in jobs):
             self.writer.note_cache_drop(drop_page_cache())
+
+    def _comparison_drops(self, job: Job) -> bool:
+        if self.lab.drop_caches is not None:
+            return self.lab.drop_caches
+        return any(c.config in STORAGE_BOUND_CONFIGS for c in job.comparison.columns)
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:

@@ -133,9 +133,9 @@ def markdown(ledger: Ledger, limit: float | None = None) -> str:
         out += [f"Reference (pinned): {_what(ledger.reference)}.", ""]
     out += [
         "Each point's cumulative change from the first and its increment over the point "
-        "before, with intervals; class: slower/faster (a change confirmed and not shown to "
-        "lie inside the band: it may be near its edge), small (inside the band, beyond "
-        "the small-change floor), same, undecided "
+        "before, with intervals; class: slower/faster (a change confirmed whose interval "
+        "is not shown to lie inside the band: the change itself may lie inside it), small "
+        "(inside the band, beyond the small-change floor), same, undecided "
         "(docs/ledger.md).",
         "",
     ]
