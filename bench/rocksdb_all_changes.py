@@ -1,0 +1,116 @@
+"""Every change in a real commit history: `bisect --all-changes` over RocksDB's git history.
+
+    uv run python bench/rocksdb_all_changes.py --tree ~/rocksdb
+        [--good MERGE_BASE] [--bad v8.1.1] [--step revrange] [--min 0.25]
+        [--flavor rel] [--replays 2] [--results /var/tmp/dbregress-rocksdb-all-changes]
+        [--dry-run]
+
+TREE is a git checkout of RocksDB with its tags (`git clone` of the project; dbregress
+never ships its code). GOOD defaults to the merge base of v7.10.2 and BAD: the registry's
+releases put revrange's first rise at 8.1.1 (docs/bisect.md), and from that merge base to
+v8.1.1 the first-parent line is 122 commits. Runs
+
+    dbregress bisect --src TREE GOOD BAD --engine rocksdb --flavor rel --step revrange
+        --all-changes --min 0.25% --replays 2 (the ledger lab's kv sizes)
+
+in the cost lane, each commit built once in `rel` (`make DEBUG_LEVEL=0`'s flags, ccache)
+and counted once (the count store). A stopped run is resumed by running the same command
+again: the bench passes `--resume` when its results folder holds a bisection of the same
+range, so no build or count is repeated. Prints the table of changes by commit (id,
+subject, increment, share), the ranges left below --min, the skipped commits, the points,
+the builds with each one's build time, and the wall time; exits as the bisection exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path("/var/cache/dbregress")
+# the ledger lab's kv sizes (labs/ledger-rocksdb.toml): what the releases' ledger counted
+SIZES = ["keys=200000", "seconds=1", "short_seconds=1", "warmup_s=0.5"]
+
+
+def git(tree: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(tree), *args], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def earlier(results: Path, good: str, bad: str) -> Path | None:
+    """The newest bisection in `results` of the same range, to resume."""
+    for folder in sorted(results.glob("bisect-*"), reverse=True):
+        state_file = folder / "bisect.json"
+        if not state_file.is_file():
+            continue
+        state = json.loads(state_file.read_text())
+        text = json.dumps(state.get("builds", state))
+        if good in text and bad in text:
+            return folder
+    return None
+
+
+def build_times(tree: Path) -> list[str]:
+    lines = []
+    for spec_file in sorted((CACHE / "rocksdb").glob("src-*/dbregress-build.json")):
+        spec = json.loads(spec_file.read_text())
+        if spec.get("spec", "").startswith(f"rocksdb@src:{tree}#"):
+            lines.append(f"  {spec['spec'].split('#', 1)[1]}: {spec.get('build_s')} s")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--tree", type=Path, required=True, help="RocksDB git checkout with tags")
+    ap.add_argument("--good", help="default: the merge base of v7.10.2 and --bad")
+    ap.add_argument("--bad", default="v8.1.1")
+    ap.add_argument("--step", default="revrange")
+    ap.add_argument("--min", type=float, default=0.25, help="percent")
+    ap.add_argument("--flavor", default="rel")
+    ap.add_argument("--replays", type=int, default=2)
+    ap.add_argument("--results", type=Path, default=Path("/var/tmp/dbregress-rocksdb-all-changes"))
+    ap.add_argument("--dry-run", action="store_true")
+    args = ap.parse_args()
+    tree = args.tree.resolve()
+    bad = git(tree, "rev-parse", f"{args.bad}^{{commit}}")
+    good = git(tree, "rev-parse", args.good) if args.good else git(tree, "merge-base", "v7.10.2", bad)
+    n = int(git(tree, "rev-list", "--count", "--first-parent", f"{good}..{bad}"))
+    print(f"{tree}: {good[:12]}..{bad[:12]} ({args.bad}), {n} first-parent commits")
+    args.results.mkdir(parents=True, exist_ok=True)
+    previous = earlier(args.results, good[:12], bad[:12])
+    cmd = ["uv", "run", "dbregress", "bisect"]
+    if previous:
+        cmd += ["--resume", str(previous)]
+    else:
+        cmd += ["--src", str(tree), good, bad, "--engine", "rocksdb", "--flavor", args.flavor]
+        cmd += ["--step", args.step, "--all-changes", "--min", f"{args.min}%"]
+        cmd += ["--replays", str(args.replays), "--results", str(args.results)]
+        for size in SIZES:
+            cmd += ["--size", size]
+    print("$ " + " ".join(cmd), flush=True)
+    if args.dry_run:
+        return 0
+    t0 = time.monotonic()
+    code = subprocess.run(cmd, cwd=ROOT).returncode
+    print(f"exit {code}, wall time of this invocation {time.monotonic() - t0:.0f} s")
+    print("builds of this tree in the build cache (build time):")
+    print("\n".join(build_times(tree)))
+    folder = previous or earlier(args.results, good[:12], bad[:12])
+    if folder and (folder / "bisect.json").is_file():
+        state = json.loads((folder / "bisect.json").read_text())
+        print(
+            f"points (builds counted): {state.get('counted')}; runs: {len(state.get('points', []))}; "
+            f"skipped: {len(state.get('skipped', []))}; explained: {state.get('explained')}"
+        )
+        for change in state.get("changes", []):
+            print(f"  {json.dumps(change)}")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
