@@ -78,7 +78,10 @@ def main() -> int:
     args = ap.parse_args()
     tree = args.tree.resolve()
     bad = git(tree, "rev-parse", f"{args.bad}^{{commit}}")
-    good = git(tree, "rev-parse", args.good) if args.good else git(tree, "merge-base", "v7.10.2", bad)
+    if args.good:
+        good = git(tree, "rev-parse", args.good)
+    else:
+        good = git(tree, "merge-base", "v7.10.2", bad)
     n = int(git(tree, "rev-list", "--count", "--first-parent", f"{good}..{bad}"))
     print(f"{tree}: {good[:12]}..{bad[:12]} ({args.bad}), {n} first-parent commits")
     args.results.mkdir(parents=True, exist_ok=True)
@@ -104,7 +107,8 @@ def main() -> int:
     if folder and (folder / "bisect.json").is_file():
         state = json.loads((folder / "bisect.json").read_text())
         print(
-            f"points (builds counted): {state.get('counted')}; runs: {len(state.get('points', []))}; "
+            f"points (builds counted): {state.get('counted')}; "
+            f"runs: {len(state.get('points', []))}; "
             f"skipped: {len(state.get('skipped', []))}; explained: {state.get('explained')}"
         )
         for change in state.get("changes", []):
