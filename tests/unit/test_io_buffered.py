@@ -274,3 +274,21 @@ def test_device_reads_mostly_of_another_process_give_no_efficiency() -> None:
     (section,) = io.sections(_record(_baseline()), _steps(result))
     row = section.row("a", "readrandom")
     assert row is not None and row.own_share is None and row.efficiency is not None
+
+
+def test_a_run_that_could_not_drop_the_page_cache_gives_a_buffered_step_no_efficiency() -> None:
+    # the same figures as the same-state case, but the run could not drop the page cache
+    # (not root): its step may have found its files cached where fio started cold
+    record = _record(_buffered())
+    record["page_cache"] = {"dropped": 0, "failed": "cannot drop the page cache; run as root"}
+    (section,) = io.sections(record, _steps(_engine(7600, 8000)))
+    row = section.row("a", "readrandom")
+    assert row is not None and row.efficiency is None
+    assert row.no_efficiency is not None and "run as root" in row.no_efficiency
+    assert row.page_cache_hit_rate == pytest.approx(0.05)  # measured, still shown
+    # an O_DIRECT column reads the device whatever the page cache holds: judged as before
+    record = _record(_baseline(direct=True))
+    record["page_cache"] = {"dropped": 0, "failed": "cannot drop the page cache; run as root"}
+    (section,) = io.sections(record, _steps(_result("readrandom", "get", 8000, count=8000)))
+    row = section.row("a", "readrandom")
+    assert row is not None and row.no_efficiency is None and row.efficiency is not None

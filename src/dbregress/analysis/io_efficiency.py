@@ -295,9 +295,17 @@ def same_state(file_reads_per_op: float | None, reads_per_op: float, base: Basel
 
 
 def _row(
-    label: str, step: str, reps: list[_Repeat], base: Baseline, direct: bool | None
+    label: str,
+    step: str,
+    reps: list[_Repeat],
+    base: Baseline,
+    direct: bool | None,
+    warm: str | None = None,
 ) -> IoRow | str:
-    """The row of a column that reads with O_DIRECT or not (`direct`; None: unknown)."""
+    """The row of a column that reads with O_DIRECT or not (`direct`; None: unknown).
+    `warm`: why the run could not drop the page cache before its jobs and steps (the
+    run's `page_cache.failed`), so a buffered column's step may have started with its
+    files cached while fio started cold: no efficiency then."""
     clients = reps[0].clients
     if base.numjobs != clients:
         return f"fio ran {base.numjobs} job(s), the step {clients} client(s): not comparable"
@@ -311,8 +319,10 @@ def _row(
     assert read_iops is not None and measured is not None
     device = base.device_us
     files, own = m["file_reads_per_op"], m["own_share"]
-    why = base.mismatch(direct) or others(own) or same_state(files, reads, base)
     buffered = not base.direct if direct is None else not direct
+    why = base.mismatch(direct) or others(own) or same_state(files, reads, base)
+    if why is None and warm and buffered:
+        why = f"the page cache was not dropped before the step ({warm}): it may have started warm"
     return IoRow(
         label=label,
         step=step,
@@ -345,6 +355,7 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
     """The IO-efficiency section of every comparison that has a device baseline (an
     IO-bound one: io_baseline.py), in the run's order."""
     found = baselines(record)
+    warm = (record.get("page_cache") or {}).get("failed")
     from_jobs = column_modes(record.get("jobs") or {})
     by_cell: dict[tuple[str, str], list[StepResultJson]] = {}
     order: list[str] = []
@@ -376,7 +387,7 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
                     section.absent.append(Absent(step, label, "its run has no device baseline"))
                 elif cell and own is not None:
                     direct = column_direct(record, label, own, from_jobs)
-                    _add(section, label, step, cell, own, direct)
+                    _add(section, label, step, cell, own, direct, warm)
         out.append(_collapse(section))
     return out
 
@@ -388,6 +399,7 @@ def _add(
     results: list[StepResultJson],
     base: Baseline,
     direct: bool | None,
+    warm: str | None = None,
 ) -> None:
     reps: list[_Repeat] = []
     whys: list[str] = []
@@ -403,7 +415,7 @@ def _add(
     if base.absent is not None:
         section.absent.append(Absent(step, label, base.absent))
         return
-    row = _row(label, step, reps, base, direct)
+    row = _row(label, step, reps, base, direct, warm)
     if isinstance(row, str):
         section.absent.append(Absent(step, label, row))
     else:
