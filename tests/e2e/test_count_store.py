@@ -1,6 +1,7 @@
 """The count store with real builds: a second run of a lab counts nothing and gives the
-same cost ratios; an A/A run whose base is taken from the store and whose column is
-counted anew finds no slower/faster; --recount counts everything again."""
+same cost ratios; a reused build is counted anew every n runs; an A/A run whose base is
+taken from the store and whose column is counted anew finds no slower/faster; --recount
+counts everything again."""
 
 from __future__ import annotations
 
@@ -57,31 +58,6 @@ def _runs(tmp_path: Path) -> list[Path]:
     return sorted(p for p in (tmp_path / "results").iterdir() if (p / "run.json").is_file())
 
 
-def test_a_second_run_counts_nothing_and_gives_the_same_ratios(
-    tmp_path: Path, workdir: Path
-) -> None:
-    lab = _lab(tmp_path, "ab", [("old", "rocksdb@7.10.2"), ("new", "rocksdb@10.2.1")])
-    first = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
-    assert first.returncode == 0, first.stderr
-    assert "counting replay(s) of 2 column(s)" in first.stderr
-    second = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
-    assert second.returncode == 0, second.stderr
-    assert "under valgrind" not in second.stderr  # nothing counted
-    for label in ("old", "new"):
-        assert f"cost lane: {label}: 2 replay(s) taken from the count store" in second.stderr
-    one, two = _runs(tmp_path)
-    assert _costs(tmp_path, workdir, one) == _costs(tmp_path, workdir, two)
-    for path in (two / "cost").glob("*/r*.json"):
-        assert json.loads(path.read_text())["reused"]["run"] == one.name
-    lane = json.loads((two / "cost" / "lane.json").read_text())
-    assert lane["store"]["adopted"] == {"kv": 4} and not lane["store"]["recount"]
-
-    third = dbregress("run", str(lab), "--recount", cwd=tmp_path, workdir=workdir)
-    assert third.returncode == 0, third.stderr
-    assert "taken from the count store" not in third.stderr
-    assert "counting replay(s) of 2 column(s)" in third.stderr
-
-
 def test_aa_with_the_base_taken_from_the_store_finds_no_change(
     tmp_path: Path, workdir: Path
 ) -> None:
@@ -109,26 +85,41 @@ def test_aa_with_the_base_taken_from_the_store_finds_no_change(
     assert "slower" not in verdicts and "faster" not in verdicts, verdicts
 
 
-def test_a_reused_build_is_counted_anew_every_n_runs(tmp_path: Path, workdir: Path) -> None:
-    """Issue 51 item 9: a reused base froze one draw for every later run. With
-    recount_every = 2 the second run takes the first's replays and the third counts
-    anew; each says how many of each side's replays it counted itself."""
+def test_the_store_serves_a_second_run_and_counts_anew_every_n_runs_and_on_recount(
+    tmp_path: Path, workdir: Path
+) -> None:
+    """A second run counts nothing and gives the same ratios. Issue 51 item 9: a reused
+    base froze one draw for every later run, so with recount_every = 2 the third run
+    counts anew, and each run says how many of each side's replays it counted itself.
+    --recount counts everything again where the store would have served."""
     lab = _lab(
         tmp_path,
         "nightly",
         [("base", "rocksdb@7.10.2"), ("head", "rocksdb@10.2.1")],
         top="recount_every = 2\n",
     )
-    for _ in range(3):
-        out = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
-        assert out.returncode == 0, out.stderr
-    _, two, three = _runs(tmp_path)
+    first = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert first.returncode == 0, first.stderr
+    assert "counting replay(s) of 2 column(s)" in first.stderr
+    second = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert second.returncode == 0, second.stderr
+    assert "under valgrind" not in second.stderr  # nothing counted
+    for label in ("base", "head"):
+        assert f"cost lane: {label}: 2 replay(s) taken from the count store" in second.stderr
+    one, two = _runs(tmp_path)
+    assert _costs(tmp_path, workdir, one) == _costs(tmp_path, workdir, two)
+    for path in (two / "cost").glob("*/r*.json"):
+        assert json.loads(path.read_text())["reused"]["run"] == one.name
+    third = dbregress("run", str(lab), cwd=tmp_path, workdir=workdir)
+    assert third.returncode == 0, third.stderr
+    three = _runs(tmp_path)[2]
     stores = [json.loads((r / "cost" / "lane.json").read_text())["store"] for r in _runs(tmp_path)]
     assert [s["fresh"] for s in stores] == [
         {"base": 2, "head": 2},
         {"base": 0, "head": 0},
         {"base": 2, "head": 2},
     ]
+    assert stores[1]["adopted"] == {"kv": 4} and not stores[1]["recount"]
     assert stores[1]["taken"] == {"base": 2, "head": 2} and stores[1]["recount_every"] == 2
     assert "recount_every = 2" in stores[2]["refused"]["base"]
     assert "(fresh 0/0)" in (two / "report.md").read_text()
@@ -138,3 +129,8 @@ def test_a_reused_build_is_counted_anew_every_n_runs(tmp_path: Path, workdir: Pa
     assert head["steps"] and all(
         s["cost"]["fresh"] == {"base": 0, "column": 0} for s in head["steps"]
     )
+    # the fourth run would take the third's replays (one run since they were counted)
+    fourth = dbregress("run", str(lab), "--recount", cwd=tmp_path, workdir=workdir)
+    assert fourth.returncode == 0, fourth.stderr
+    assert "taken from the count store" not in fourth.stderr
+    assert "counting replay(s) of 2 column(s)" in fourth.stderr
