@@ -28,9 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shutil
+import statistics
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -38,6 +41,7 @@ sys.path.insert(0, str(BENCH))
 
 from bisect_src import (  # noqa: E402
     BROKEN,
+    CACHE,
     HARMLESS,
     HOT,
     HOT_ANCHOR,
@@ -151,6 +155,61 @@ def checks(state: dict[str, object], ids: list[str], minimum: float) -> dict[str
     return out
 
 
+def _seconds(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def point_times(root: Path, engine: str = "postgres") -> list[str]:
+    """Where each point's time went: the build of the commit it measured (from the build
+    cache; a build reused from an earlier bisection shows its first build's time), the
+    timed run (whose windows the counted replays reproduce), and the cost lane; a
+    replay's time split into its counted step (its warm-up operations, then the counted
+    window) and the rest (initdb or the engine's files, start, the steps before it, stop).
+    Ends with the medians and each part's share of a point."""
+    builds: dict[str, float] = {}
+    for spec_file in (CACHE / engine).glob("src-*/dbregress-build.json"):
+        spec = json.loads(spec_file.read_text())
+        found = re.search(r"#([0-9a-f]{40})", spec.get("spec", ""))
+        if found and spec.get("build_s"):
+            builds[found.group(1)] = float(spec["build_s"])
+    state = json.loads((root / "bisect.json").read_text())
+    lines = [
+        "point | commit | build s | timed run s | cost lane s | replays | counted step s | rest s"
+    ]
+    parts: dict[str, list[float]] = {"build": [], "timed": [], "cost": []}
+    for point in state.get("points", []):
+        run = root / "runs" / point["run"]
+        commit = re.search(r"#([0-9a-f]{40})", point["mid"])
+        sha = commit.group(1) if commit else ""
+        record = json.loads((run / "run.json").read_text())
+        timed = _seconds(record["finished_at"]) - _seconds(record["started_at"])
+        lane_file = run / "cost" / "lane.json"
+        lane = json.loads(lane_file.read_text()) if lane_file.is_file() else {}
+        replays = [json.loads(f.read_text()) for f in run.glob("cost/*/r*.json")]
+        fresh = [r for r in replays if "reused" not in r and r.get("took_s")]
+        step = [sum(float(v.get("wall_s", 0)) for v in r["steps"].values()) for r in fresh]
+        rest = [float(r["took_s"]) - w for r, w in zip(fresh, step, strict=True)]
+        build = builds.get(sha)
+        lines.append(
+            f"{point['run']} | {sha[:12]} | {build if build is not None else '-'} | {timed:.0f} | "
+            f"{lane.get('took_s', 0):.0f} | {len(fresh)} | "
+            f"{statistics.mean(step) if step else 0:.1f} | "
+            f"{statistics.mean(rest) if rest else 0:.1f}"
+        )
+        if build is not None:
+            parts["build"].append(build)
+        parts["timed"].append(timed)
+        parts["cost"].append(float(lane.get("took_s", 0)))
+    medians = {k: statistics.median(v) for k, v in parts.items() if v}
+    total = sum(medians.values()) or 1.0
+    lines.append(
+        "median point: "
+        + ", ".join(f"{k} {v:.0f} s ({v / total:.0%})" for k, v in medians.items())
+        + f"; {total:.0f} s in all"
+    )
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--commits", type=int, default=41)
@@ -179,6 +238,8 @@ def main() -> int:
         f"points (builds counted): {state['counted']}; runs: {len(state['points'])}; "
         f"builds skipped: {len(state['skipped'])}"
     )
+    print("where each point's time went:")
+    print("\n".join(f"  {line}" for line in point_times(root)))
     found = checks(state, ids, args.min) if code == 0 else {"exit 0": False}
     for what, ok in found.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")

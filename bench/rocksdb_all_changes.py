@@ -18,7 +18,8 @@ and counted once (the count store). A stopped run is resumed by running the same
 again: the bench passes `--resume` when its results folder holds a bisection of the same
 range, so no build or count is repeated. Prints the table of changes by commit (id,
 subject, increment, share), the ranges left below --min, the skipped commits, the points,
-the builds with each one's build time, and the wall time; exits as the bisection exits.
+the builds with each one's build time, where each point's time went, and the wall time;
+exits as the bisection exits.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from all_changes import point_times  # noqa: E402
+
 CACHE = Path("/var/cache/dbregress")
 # the ledger lab's kv sizes (labs/ledger-rocksdb.toml): what the releases' ledger counted
 SIZES = ["keys=200000", "seconds=1", "short_seconds=1", "warmup_s=0.5"]
@@ -113,6 +118,8 @@ def main() -> int:
         )
         for change in state.get("changes", []):
             print(f"  {json.dumps(change)}")
+        print("where each point's time went:")
+        print("\n".join(f"  {line}" for line in point_times(folder, "rocksdb")))
     return code
 
 
