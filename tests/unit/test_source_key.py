@@ -73,7 +73,13 @@ def test_an_environment_variable_the_build_reads_is_part_of_the_key(
     other = inputs(spec)
     assert other["key"] != first["key"]
     assert other["inputs"]["environment"] == {"PKG_CONFIG_PATH": str(tmp_path / "pc")}
-    assert other["inputs"]["fixed_options"] == ["--without-icu", "--disable-nls"]
+    # one prefix for every build, programs finding libpq beside them (build.PG_PREFIX)
+    assert other["inputs"]["fixed_options"] == [
+        "--without-icu",
+        "--disable-nls",
+        "--prefix=/opt/dbregress-postgres",
+        "make rpathdir=$$ORIGIN/../lib",
+    ]
 
 
 def test_native_flavors_name_the_cpu_and_portable_ones_do_not(tmp_path: Path) -> None:

@@ -37,6 +37,18 @@ from dbregress.shapes.source_build import BuildInputs, BuildWhy, TreeInputs
 # PostgreSQL's configure options every flavor gets: no ICU and no NLS (fewer build
 # dependencies, neither on a benchmark's path).
 CONFIGURE_FIXED = ("--without-icu", "--disable-nls")
+# Every PostgreSQL build is configured for this one prefix and installed (DESTDIR) into
+# its own cache directory, its programs finding libpq beside them ($ORIGIN: PostgreSQL's
+# programs find share/ and lib/ relative to their own path, so the install moves). Why:
+# configure writes its arguments, the prefix among them, into pg_config.h, which nearly
+# every file includes, so a prefix per build (the cache directory, named by its key)
+# changed that header in every build, and ccache's direct mode, which hashes the headers
+# a file includes, never hit: every file of every build ran the preprocessor (99% of
+# ccache's hits were preprocessed ones). "postgres" in the prefix keeps the layout the
+# cache directories had (share/ and lib/ without a postgresql/ subdirectory).
+PG_PREFIX = Path("/opt/dbregress-postgres")
+# make's $$ is a $, and the rpath's quotes keep it from the shell: -rpath,'$ORIGIN/../lib'
+PG_RPATH = "rpathdir=$$ORIGIN/../lib"
 # What a build step's environment keeps besides key.BUILD_ENV: where programs, the home
 # directory and temporary files are, and the locale of messages (none of them changes
 # what is built; the tools PATH finds are in the key by their versions).
@@ -75,7 +87,7 @@ class Plan:
 def fixed_options(family: str) -> list[str]:
     """The options every flavor of the family gets (part of the key)."""
     if family == "postgres":
-        return list(CONFIGURE_FIXED)
+        return [*CONFIGURE_FIXED, f"--prefix={PG_PREFIX}", f"make {PG_RPATH}"]
     if family == "rocksdb":
         return list(rocksdb_build.FIXED_OPTIONS)
     tables: dict[str, Mapping[cmake.Kind, tuple[str, ...]]] = {
@@ -272,11 +284,12 @@ def _build(p: Plan, tmp: Path) -> dict[str, str]:
         version = tree_version(p.spec.engine, src)
         check_packages(p, src)
         _compile(p, ccache, src, work, tmp, log)
-        staged = tmp / str(final).lstrip("/")
+        prefix = PG_PREFIX if p.family == "postgres" else final
+        staged = tmp / str(prefix).lstrip("/")
         if staged.is_dir():  # make install with DESTDIR: the prefix's path under tmp
             for entry in staged.iterdir():
                 entry.rename(tmp / entry.name)
-            shutil.rmtree(tmp / str(final).lstrip("/").split("/")[0])
+            shutil.rmtree(tmp / str(prefix).lstrip("/").split("/")[0])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     (tmp / key.INPUTS_FILE).write_text(json.dumps(p.inputs, indent=2, sort_keys=True) + "\n")
@@ -368,11 +381,11 @@ def _compile(p: Plan, ccache: str | None, src: Path, work: Path, tmp: Path, log:
         env["CFLAGS"] = p.how["cflags"]
         if p.how["ldflags"]:
             env["LDFLAGS"] = p.how["ldflags"]
-        configure = [str(src / "configure"), f"--prefix={p.final}", *CONFIGURE_FIXED]
+        configure = [str(src / "configure"), f"--prefix={PG_PREFIX}", *CONFIGURE_FIXED]
         steps = [
             ("configure", [*configure, *p.how.get("configure", [])], build),
-            ("make", ["make", f"-j{jobs}"], build),
-            ("make install", ["make", "install", f"DESTDIR={tmp}"], build),
+            ("make", ["make", f"-j{jobs}", PG_RPATH], build),
+            ("make install", ["make", "install", f"DESTDIR={tmp}", PG_RPATH], build),
         ]
     with open(log, "a") as out:
         out.write(f"# {p.spec}\n# key {p.key}\n")
