@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from dbregress.execution.prepare import drops_page_cache
 from dbregress.lab.file import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, Lab, load_lab
 from dbregress.model.errors import LabError
 
@@ -253,3 +254,29 @@ def test_schedule_keys(tmp_path: Path) -> None:
     assert lab.schedule == "jobs" and lab.slice_ms == 100
     lab = load_lab(write(tmp_path, 'schedule = "interleaved"\nslice_ms = 40\n' + GOOD))
     assert lab.schedule == "interleaved" and lab.slice_ms == 40
+
+
+def test_a_comparison_with_a_storage_bound_column_drops_the_page_cache_unless_told(
+    tmp_path: Path,
+) -> None:
+    # the timed run and explain's profiling replay decide it alike (prepare.drops_page_cache)
+    kv = """name = "kv"
+benchmark = "kv"
+[[column]]
+label = "a"
+build = "rocksdb@7.10.2"
+config = "byrx"
+[[column]]
+label = "b"
+build = "rocksdb@10.2.1"
+config = "byrx"
+"""
+    lab = load_lab(write(tmp_path, kv))
+    assert not drops_page_cache(lab, lab.comparisons[0])
+    iobuf = kv.replace('config = "byrx"\n', 'config = "iobuf"\n', 1)
+    lab = load_lab(write(tmp_path, iobuf))
+    assert drops_page_cache(lab, lab.comparisons[0])  # for the byrx column beside it too
+    lab = load_lab(write(tmp_path, "drop_caches = false\n" + iobuf))
+    assert not drops_page_cache(lab, lab.comparisons[0])
+    lab = load_lab(write(tmp_path, "drop_caches = true\n" + kv))
+    assert drops_page_cache(lab, lab.comparisons[0])

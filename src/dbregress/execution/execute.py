@@ -231,9 +231,7 @@ class LocalExecutor:
             self.writer.note_cache_drop(drop_page_cache())
 
     def _comparison_drops(self, job: Job) -> bool:
-        if self.lab.drop_caches is not None:
-            return self.lab.drop_caches
-        return any(c.config in STORAGE_BOUND_CONFIGS for c in job.comparison.columns)
+        return prepare.drops_page_cache(self.lab, job.comparison)
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:

@@ -26,7 +26,7 @@ from dbregress.analysis.state import PROBE_EVERY
 from dbregress.benchmarks import insert, kv
 from dbregress.benchmarks.plan import StepPlan
 from dbregress.engines.base import Engine, EngineOptions, Sizes
-from dbregress.lab.file import Column, Comparison, Lab
+from dbregress.lab.file import STORAGE_BOUND_CONFIGS, Column, Comparison, Lab
 from dbregress.lab.micro_names import WRITES
 from dbregress.shapes.spec import EngineSpec, Slices, StepSpec, WindowSpec
 
@@ -192,3 +192,13 @@ def step_timeout(lab: Lab, plan: StepPlan, spec: StepSpec, slow: float = 1.0) ->
     length plus two minutes; times `slow` for a step run under valgrind."""
     plain = lab.step_timeout_s or (plan.expected_s() + spec.get("warmup_s", 0.0)) * 10 + 120
     return plain * slow
+
+
+def drops_page_cache(lab: Lab, comparison: Comparison) -> bool:
+    """Whether each job of the comparison, and each of its steps after the first,
+    starts with the page cache dropped (`drop_caches`; by default when a column of it is
+    storage-bound, so every column starts its steps in the same state): the timed run
+    and explain's profiling replay decide it alike."""
+    if lab.drop_caches is not None:
+        return lab.drop_caches
+    return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)

@@ -25,6 +25,7 @@ from pathlib import Path
 from dbregress import benchmarks
 from dbregress.analysis.state import CacheState
 from dbregress.benchmarks.plan import StepPlan
+from dbregress.collect.cache_drop import drop_page_cache
 from dbregress.engines.base import Engine
 from dbregress.engines.registry import engine_class
 from dbregress.execution import prepare
@@ -138,6 +139,7 @@ def replay(
     stop it and remove its data whatever happens (session.py, as a run's job does)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
+    drops = name == "profile" and prepare.drops_page_cache(job.lab, job.comparison)
     # not shielded, as before: the cost lane runs replays in worker threads (session.py)
     with EngineSession([engine], [job.work / name], shield=False) as session:
         session.start(engine)
@@ -147,6 +149,13 @@ def replay(
             choice = job.choices.get(plan.name)
             spec = _step_spec(job, engine, name, index, plan, choice)
             stem = job.work / f"{name}-steps" / f"{index:02d}-{plan.name}"
+            if drops and index > 1:
+                # as the timed run started the step (execute.drop_before_step): a perf
+                # profile of a storage-bound read step sees the device, not the files
+                # the load left cached (the counts are user space: no drop there)
+                failed = drop_page_cache()
+                if failed:
+                    notify(f"{job.column.label}: {failed}")
             t0 = time.monotonic()
             if choice is not None:
                 measure(choice, spec, stem)
