@@ -18,8 +18,10 @@ as costly at these sizes), so the sizes are planned, not exact. Then runs
 and checks: every planted change of at least --min is named at its commit and no other
 commit is; the named changes explain at least 90% of the total; the builds counted stay
 within k·ceil(log2(N/k)) + 2k; each change's size agrees within ±0.1 points with the
-size a single cost per iteration (fitted over the named changes) predicts. Prints the
-table, points, builds, wall time and each build's time; exits 1 when a check fails.
+size a single cost per iteration (fitted over the named changes) predicts; a median
+point (its build, timed run and counts) takes at most 4 minutes. Prints the table,
+points, builds, wall time, each build's time and where each point's time went; exits 1
+when a check fails.
 `--dry-run` makes the history and prints the command only.
 """
 
@@ -159,13 +161,14 @@ def _seconds(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
-def point_times(root: Path, engine: str = "postgres") -> list[str]:
+def point_times(root: Path, engine: str = "postgres") -> tuple[list[str], float]:
     """Where each point's time went: the build of the commit it measured (from the build
     cache; a build reused from an earlier bisection shows its first build's time), the
     timed run (whose windows the counted replays reproduce), and the cost lane; a
     replay's time split into its counted step (its warm-up operations, then the counted
     window) and the rest (initdb or the engine's files, start, the steps before it, stop).
-    Ends with the medians and each part's share of a point."""
+    Ends with the medians and each part's share of a point; returns the lines and the
+    median point's seconds (the medians' sum)."""
     builds: dict[str, float] = {}
     for spec_file in (CACHE / engine).glob("src-*/dbregress-build.json"):
         spec = json.loads(spec_file.read_text())
@@ -207,7 +210,7 @@ def point_times(root: Path, engine: str = "postgres") -> list[str]:
         + ", ".join(f"{k} {v:.0f} s ({v / total:.0%})" for k, v in medians.items())
         + f"; {total:.0f} s in all"
     )
-    return lines
+    return lines, total
 
 
 def main() -> int:
@@ -239,8 +242,11 @@ def main() -> int:
         f"builds skipped: {len(state['skipped'])}"
     )
     print("where each point's time went:")
-    print("\n".join(f"  {line}" for line in point_times(root)))
+    lines, point_s = point_times(root)
+    print("\n".join(f"  {line}" for line in lines))
     found = checks(state, ids, args.min) if code == 0 else {"exit 0": False}
+    # a point (a ccache build and its counts) in at most 4 minutes on 2 vCPUs
+    found[f"a median point in {point_s:.0f} s <= 240 s"] = point_s <= 240
     for what, ok in found.items():
         print(f"  {'ok  ' if ok else 'FAIL'} {what}")
     return 0 if all(found.values()) else 1

@@ -119,7 +119,8 @@ def main() -> int:
         for change in state.get("changes", []):
             print(f"  {json.dumps(change)}")
         print("where each point's time went:")
-        print("\n".join(f"  {line}" for line in point_times(folder, "rocksdb")))
+        lines, _ = point_times(folder, "rocksdb")
+        print("\n".join(f"  {line}" for line in lines))
     return code
 
 
