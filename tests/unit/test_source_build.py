@@ -364,6 +364,11 @@ def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Pa
             "is not a bound",
         ),
         ('[flavors.postgres.x]\ncflag = "-O3"\n', "x", "unknown key 'cflag'"),
+        (
+            '[flavors.postgres.x]\nconfigure = ["--with-lz4", "--prefix=/usr"]\n',
+            "x",
+            "'--prefix=/usr': dbregress chooses where a build installs",
+        ),
     ],
 )
 def test_a_lab_flavor_mistake_names_the_key(

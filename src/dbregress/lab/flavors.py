@@ -53,6 +53,11 @@ def read_flavors(top: TableReader) -> Flavors:
     return out
 
 
+# Where a build installs is dbregress's (its cache directory; PostgreSQL's one fixed
+# prefix, provision/source/build.py): a flavor that moved it would install elsewhere.
+PLACED_BY_DBREGRESS = ("--prefix", "--exec-prefix", "-DCMAKE_INSTALL_PREFIX")
+
+
 def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
     """The table's recipe, each key of its family type-checked (a key of the other
     family, or a misspelt one, is an unknown key), its defaults written by
@@ -68,6 +73,9 @@ def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
             options = r.get(key, list)
             if not all(isinstance(o, str) for o in options):
                 raise r.fail(key, "must be a list of strings")
+            placed = [o for o in options if o.split("=")[0] in PLACED_BY_DBREGRESS]
+            if placed:
+                raise r.fail(key, f"{placed[0]!r}: dbregress chooses where a build installs")
             raw[key] = options
         else:
             raw[key] = r.get(key, str)
