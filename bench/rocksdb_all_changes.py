@@ -16,10 +16,11 @@ v8.1.1 the first-parent line is 122 commits. Runs
 in the cost lane, each commit built once in `rel` (`make DEBUG_LEVEL=0`'s flags, ccache)
 and counted once (the count store). A stopped run is resumed by running the same command
 again: the bench passes `--resume` when its results folder holds a bisection of the same
-range, so no build or count is repeated. Prints the table of changes by commit (id,
-subject, increment, share), the ranges left below --min, the skipped commits, the points,
-the builds with each one's build time, where each point's time went, and the wall time;
-exits as the bisection exits.
+request (ends, flavor, step, minimum, replays, sizes), so no build or count is repeated;
+the progress of every invocation goes to RESULTS/stderr.log too. Prints the table of
+changes by commit (id, subject, increment, share), the points, where each point's time
+went (its build, timed run and cost lane) and the wall time; exits as the bisection
+exits.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from all_changes import point_times  # noqa: E402
 
-CACHE = Path("/var/cache/dbregress")
 # the ledger lab's kv sizes (labs/ledger-rocksdb.toml): what the releases' ledger counted
 SIZES = ["keys=200000", "seconds=1", "short_seconds=1", "warmup_s=0.5"]
 
@@ -47,26 +47,27 @@ def git(tree: Path, *args: str) -> str:
     ).stdout.strip()
 
 
-def earlier(results: Path, good: str, bad: str) -> Path | None:
-    """The newest bisection in `results` of the same range, to resume."""
+def earlier(results: Path, builds: list[str], args: argparse.Namespace) -> Path | None:
+    """The newest bisection in `results` of exactly this request (the same first and
+    last build with their flavor, step, minimum, replays and sizes), to resume."""
+    sizes = dict(size.split("=", 1) for size in SIZES)
     for folder in sorted(results.glob("bisect-*"), reverse=True):
         state_file = folder / "bisect.json"
         if not state_file.is_file():
             continue
-        state = json.loads(state_file.read_text())
-        text = json.dumps(state.get("builds", state))
-        if good in text and bad in text:
+        request = json.loads(state_file.read_text()).get("request", {})
+        same = (
+            request.get("builds", [None])[0] == builds[0]
+            and request.get("builds", [None])[-1] == builds[-1]
+            and request.get("step") == args.step
+            and request.get("all_changes") is True
+            and abs(float(request.get("minimum") or 0) - args.min / 100) < 1e-9
+            and request.get("replays") == args.replays
+            and {k: str(v) for k, v in (request.get("sizes") or {}).items()} == sizes
+        )
+        if same:
             return folder
     return None
-
-
-def build_times(tree: Path) -> list[str]:
-    lines = []
-    for spec_file in sorted((CACHE / "rocksdb").glob("src-*/dbregress-build.json")):
-        spec = json.loads(spec_file.read_text())
-        if spec.get("spec", "").startswith(f"rocksdb@src:{tree}#"):
-            lines.append(f"  {spec['spec'].split('#', 1)[1]}: {spec.get('build_s')} s")
-    return lines
 
 
 def main() -> int:
@@ -90,7 +91,8 @@ def main() -> int:
     n = int(git(tree, "rev-list", "--count", "--first-parent", f"{good}..{bad}"))
     print(f"{tree}: {good[:12]}..{bad[:12]} ({args.bad}), {n} first-parent commits")
     args.results.mkdir(parents=True, exist_ok=True)
-    previous = earlier(args.results, good[:12], bad[:12])
+    ends = [f"rocksdb@src:{tree}#{good}+{args.flavor}", f"rocksdb@src:{tree}#{bad}+{args.flavor}"]
+    previous = earlier(args.results, ends, args)
     cmd = ["uv", "run", "dbregress", "bisect"]
     if previous:
         cmd += ["--resume", str(previous)]
@@ -104,11 +106,17 @@ def main() -> int:
     if args.dry_run:
         return 0
     t0 = time.monotonic()
-    code = subprocess.run(cmd, cwd=ROOT).returncode
+    log = args.results / "stderr.log"  # every invocation's progress, resumed ones too
+    with open(log, "a") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            sys.stderr.write(line)
+            out.write(line)
+            out.flush()
+        code = proc.wait()
     print(f"exit {code}, wall time of this invocation {time.monotonic() - t0:.0f} s")
-    print("builds of this tree in the build cache (build time):")
-    print("\n".join(build_times(tree)))
-    folder = previous or earlier(args.results, good[:12], bad[:12])
+    folder = previous or earlier(args.results, ends, args)
     if folder and (folder / "bisect.json").is_file():
         state = json.loads((folder / "bisect.json").read_text())
         print(
@@ -119,7 +127,7 @@ def main() -> int:
         for change in state.get("changes", []):
             print(f"  {json.dumps(change)}")
         print("where each point's time went:")
-        lines, _ = point_times(folder, "rocksdb")
+        lines, _ = point_times(folder, log)
         print("\n".join(f"  {line}" for line in lines))
     return code
 

@@ -369,6 +369,17 @@ def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Pa
             "x",
             "'--prefix=/usr': dbregress chooses where a build installs",
         ),
+        (  # configure takes abbreviations, and a directory alone moves files too
+            '[flavors.postgres.x]\nconfigure = ["--pre=/usr"]\n',
+            "x",
+            "'--pre=/usr': dbregress chooses",
+        ),
+        ('[flavors.postgres.x]\nconfigure = ["--datadir=/d"]\n', "x", "'--datadir=/d'"),
+        (
+            '[flavors.mysql.x]\ncmake = ["-DCMAKE_INSTALL_PREFIX:PATH=/x"]\n',
+            "rel",
+            "'-DCMAKE_INSTALL_PREFIX:PATH=/x': dbregress chooses",
+        ),
     ],
 )
 def test_a_lab_flavor_mistake_names_the_key(

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dbregress.analysis.fio_baseline import (
     Baseline,
@@ -165,6 +165,8 @@ class IoSection:
     rows: list[IoRow] = field(default_factory=list)
     absent: list[Absent] = field(default_factory=list)
     why_not: str | None = None  # why the whole section has no table
+    # why the run could not drop the page cache (run.json's page_cache.failed)
+    cache_not_dropped: str | None = None
 
     def row(self, label: str, step: str) -> IoRow | None:
         return next((r for r in self.rows if r.label == label and r.step == step), None)
@@ -295,17 +297,9 @@ def same_state(file_reads_per_op: float | None, reads_per_op: float, base: Basel
 
 
 def _row(
-    label: str,
-    step: str,
-    reps: list[_Repeat],
-    base: Baseline,
-    direct: bool | None,
-    warm: str | None = None,
+    label: str, step: str, reps: list[_Repeat], base: Baseline, direct: bool | None
 ) -> IoRow | str:
-    """The row of a column that reads with O_DIRECT or not (`direct`; None: unknown).
-    `warm`: why the run could not drop the page cache before its jobs and steps (the
-    run's `page_cache.failed`), so a buffered column's step may have started with its
-    files cached while fio started cold: no efficiency then."""
+    """The row of a column that reads with O_DIRECT or not (`direct`; None: unknown)."""
     clients = reps[0].clients
     if base.numjobs != clients:
         return f"fio ran {base.numjobs} job(s), the step {clients} client(s): not comparable"
@@ -321,8 +315,6 @@ def _row(
     files, own = m["file_reads_per_op"], m["own_share"]
     buffered = not base.direct if direct is None else not direct
     why = base.mismatch(direct) or others(own) or same_state(files, reads, base)
-    if why is None and warm and buffered:
-        why = f"the page cache was not dropped before the step ({warm}): it may have started warm"
     return IoRow(
         label=label,
         step=step,
@@ -355,7 +347,6 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
     """The IO-efficiency section of every comparison that has a device baseline (an
     IO-bound one: io_baseline.py), in the run's order."""
     found = baselines(record)
-    warm = (record.get("page_cache") or {}).get("failed")
     from_jobs = column_modes(record.get("jobs") or {})
     by_cell: dict[tuple[str, str], list[StepResultJson]] = {}
     order: list[str] = []
@@ -378,7 +369,9 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
         if base.absent is not None:
             out.append(IoSection(comp["name"], labels, base, why_not=base.absent))
             continue
-        section = IoSection(comp["name"], labels, base)
+        # a failed drop: the rows are still judged by their measured state (same_state)
+        warm = (record.get("page_cache") or {}).get("failed")
+        section = IoSection(comp["name"], labels, base, cache_not_dropped=warm)
         for step in order:
             for label in labels:
                 cell = by_cell.get((label, step))
@@ -387,7 +380,7 @@ def sections(record: RunJson, steps: Mapping[str, list[StepResultJson]]) -> list
                     section.absent.append(Absent(step, label, "its run has no device baseline"))
                 elif cell and own is not None:
                     direct = column_direct(record, label, own, from_jobs)
-                    _add(section, label, step, cell, own, direct, warm)
+                    _add(section, label, step, cell, own, direct)
         out.append(_collapse(section))
     return out
 
@@ -399,7 +392,6 @@ def _add(
     results: list[StepResultJson],
     base: Baseline,
     direct: bool | None,
-    warm: str | None = None,
 ) -> None:
     reps: list[_Repeat] = []
     whys: list[str] = []
@@ -415,7 +407,7 @@ def _add(
     if base.absent is not None:
         section.absent.append(Absent(step, label, base.absent))
         return
-    row = _row(label, step, reps, base, direct, warm)
+    row = _row(label, step, reps, base, direct)
     if isinstance(row, str):
         section.absent.append(Absent(step, label, row))
     else:
@@ -438,6 +430,4 @@ def _collapse(section: IoSection) -> IoSection:
     why_not = None
     if not section.rows:
         why_not = "no step read from the device" if absent else "no step has finished yet"
-    return IoSection(
-        section.comparison, section.labels, section.baseline, section.rows, absent, why_not
-    )
+    return replace(section, absent=absent, why_not=why_not)

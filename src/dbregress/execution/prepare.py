@@ -195,10 +195,10 @@ def step_timeout(lab: Lab, plan: StepPlan, spec: StepSpec, slow: float = 1.0) ->
 
 
 def drops_page_cache(lab: Lab, comparison: Comparison) -> bool:
-    """Whether each job of the comparison, and each of its steps after the first,
-    starts with the page cache dropped (`drop_caches`; by default when a column of it is
-    storage-bound, so every column starts its steps in the same state): the timed run
-    and explain's profiling replay decide it alike."""
+    """Whether each step after the first of the comparison's jobs starts with the page
+    cache dropped (`drop_caches`; by default when a column of it is storage-bound, so
+    every column starts its steps in the same state; a job's own start is decided per
+    column): the timed run and explain's profiling replay decide it alike."""
     if lab.drop_caches is not None:
         return lab.drop_caches
     return any(c.config in STORAGE_BOUND_CONFIGS for c in comparison.columns)

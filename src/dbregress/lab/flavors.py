@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,18 @@ def read_flavors(top: TableReader) -> Flavors:
 
 
 # Where a build installs is dbregress's (its cache directory; PostgreSQL's one fixed
-# prefix, provision/source/build.py): a flavor that moved it would install elsewhere.
-PLACED_BY_DBREGRESS = ("--prefix", "--exec-prefix", "-DCMAKE_INSTALL_PREFIX")
+# prefix, provision/source/build.py): a flavor that moved it, or one of its directories,
+# would install elsewhere. configure takes any unambiguous abbreviation of an option
+# (--pre=) and variables as NAME=VALUE; cmake takes -DNAME[:TYPE]=VALUE and -D NAME=...
+_CONFIGURE_PLACES = re.compile(
+    r"^(--?(pre(f(ix?)?)?|exec[-_]\w*|\w*dir)|prefix|exec_prefix|\w*dir|DESTDIR)(=|$)"
+)
+_CMAKE_PLACES = re.compile(r"^(-D\s*)?(CMAKE_INSTALL_\w+|INSTALL_\w+|CMAKE_STAGING_PREFIX)(:\w+)?=")
+
+
+def places_install(option: str) -> bool:
+    """Whether a configure or cmake option would move where the build installs."""
+    return bool(_CONFIGURE_PLACES.match(option) or _CMAKE_PLACES.match(option))
 
 
 def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
@@ -73,7 +84,7 @@ def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
             options = r.get(key, list)
             if not all(isinstance(o, str) for o in options):
                 raise r.fail(key, "must be a list of strings")
-            placed = [o for o in options if o.split("=")[0] in PLACED_BY_DBREGRESS]
+            placed = [o for o in options if places_install(o)]
             if placed:
                 raise r.fail(key, f"{placed[0]!r}: dbregress chooses where a build installs")
             raw[key] = options

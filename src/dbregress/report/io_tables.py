@@ -175,6 +175,12 @@ def _notes(section: IoSection) -> list[str]:
     ]
     flags = {r.device_flag for r in section.rows if r.device_flag is not None}
     out += [f"- the model's figures are left out: {flag}" for flag in sorted(flags)]
+    if section.cache_not_dropped and any(r.buffered for r in section.rows):
+        out.append(
+            f"- the page cache was not dropped before each job and step "
+            f"({section.cache_not_dropped}): a buffered step may have started warm; "
+            "each buffered row is judged by its own page-cache hit rate against fio's"
+        )
     return out
 
 
