@@ -234,3 +234,24 @@ def test_a_resumed_all_changes_builds_a_skipped_build_again_only_when_tried(
     o = tried.run()
     assert (o.changes[0].build, o.changes[0].candidates) == (fake.builds[5], [])
     assert fake.builds[5] not in o.skipped
+
+
+def test_a_range_whose_interval_holds_1_but_reaches_the_minimum_is_said_undecided() -> None:
+    """bench/all_changes.py with two replays a build: +0.5% and -0.8% in one half net
+    -0.3%, and counts 0.06% apart gave that half 0.9975 [0.9941, 1.0009]. The split
+    stopped there and said nothing of it; a change of 0.25% (or two that cancel) could
+    hide in it, so it is listed as undecided against the minimum."""
+    wide = Verdict("same", 0.9975, (0.9941, 1.0009), "")
+    assert not reaches(wide, MIN)
+    levels = history(41, {6: 1.005, 14: 0.992, 22: 1.012})
+
+    def noisy(lo: int, i: int, hi: int) -> dict[int, Counts] | None:
+        # two replays a build, 0.3% apart: every interval is wide
+        return {j: [levels[j] * 0.9985, levels[j] * 1.0015] for j in (lo, i, hi)}
+
+    found = split(41, noisy, compare, MIN)
+    assert not any(c.lo < 14 <= c.hi for c in found.changes)  # not shown: -0.8% hides
+    assert any(r.lo < 14 <= r.hi for r in found.undecided)  # and said to be possible
+    for r in found.undecided:
+        assert r.verdict.ci is not None
+        assert max(1 / r.verdict.ci[0], r.verdict.ci[1]) - 1 >= MIN

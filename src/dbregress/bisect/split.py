@@ -10,7 +10,9 @@ against git bisect's one change in log2(N).
 A change is named only when the interval of its build against its neighbour excludes
 1 ± the minimum; a range whose ends' interval lies inside it is left whole ("below the
 minimum", with its total when that is beyond the noise); neighbours whose interval
-straddles the minimum are said to be undecided against it. A build that cannot be
+straddles the minimum, and a range whose ends' interval holds 1 but reaches the minimum
+(a change that large, or two that cancel, could hide in it), are said to be undecided
+against it. A build that cannot be
 measured is skipped as the bisection skips it (the next build of probe_order), and a
 change whose range holds only skipped builds is "one of" them and its end.
 
@@ -100,6 +102,14 @@ def is_change(v: Verdict, minimum: float) -> bool:
     return math.log(v.ci[0]) >= m or math.log(v.ci[1]) <= -m
 
 
+def too_wide(v: Verdict, minimum: float) -> bool:
+    """The interval holds 1 and reaches the minimum on a side: no change is shown, and
+    none that large is ruled out."""
+    if v.ci is None:
+        return False
+    return max(-math.log(v.ci[0]), math.log(v.ci[1])) >= math.log1p(minimum)
+
+
 def beyond_noise(v: Verdict) -> bool:
     return v.ci is not None and (v.ci[0] > 1 or v.ci[1] < 1)
 
@@ -147,6 +157,9 @@ def split(n: int, measure: Measure, compare: Compare, minimum: float) -> Split:
         if not reaches(v, minimum):
             if beyond_noise(v):
                 out.below.append(Range(lo, hi, v))
+            elif too_wide(v, minimum):  # no change shown, yet one that large (or two
+                # that cancel) could hide here: said, not dropped
+                out.undecided.append(Range(lo, hi, v))
             return
         m = pick(lo, hi)
         if m is not None:

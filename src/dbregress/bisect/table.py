@@ -63,6 +63,13 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
                 f"| {shown(r.first)} | {shown(r.last)} | {why} | {_size(r.ratio, r.ci)} | "
                 f"{_share(r.share)} |"
             )
+        if any(r.kind != "below" for r in o.ranges):
+            lines += [
+                "",
+                f"an undecided range's interval is wider than ±{request.minimum * 100:g}%: a "
+                "change that large (or two that cancel) may lie in it; more counting "
+                f"replays a build (--replays, {request.replays} now) narrow it",
+            ]
     if o.skipped:
         lines.append("")
     for build, why in o.skipped.items():
