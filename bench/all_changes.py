@@ -1,6 +1,6 @@
 """Every change in a synthetic history: `bisect --all-changes` on a real PostgreSQL tree.
 
-    uv run python bench/all_changes.py [--commits 41] [--min 0.25] [--replays 2]
+    uv run python bench/all_changes.py [--commits 41] [--min 0.25] [--replays 4]
                                        [--work /var/tmp/dbregress-all-changes] [--dry-run]
 
 Makes a git history on top of Debian's PostgreSQL 15 source (`make sources` unpacks it):
@@ -221,7 +221,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--commits", type=int, default=41)
     ap.add_argument("--min", type=float, default=0.25, help="percent")
-    ap.add_argument("--replays", type=int, default=2)
+    # two replays a build left the first half (+0.5%, -0.8%: net -0.3%) at 0.9975
+    # [0.9941, 1.0009], undecided, so its changes went unnamed (docs/ledger.md)
+    ap.add_argument("--replays", type=int, default=4)
     ap.add_argument("--work", type=Path, default=Path("/var/tmp/dbregress-all-changes"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
