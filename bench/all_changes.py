@@ -165,7 +165,12 @@ def built_in(log: Path) -> dict[str, float]:
     N s"): a commit's short id to its build time. A build the cache already held has no
     such line (the bisection took it, built by something else)."""
     text = log.read_text(errors="replace") if log.is_file() else ""
-    return {m[0]: float(m[1]) for m in re.findall(r"built ([0-9a-f]{12})\S* in (\d+) s", text)}
+    found: dict[str, float] = {}
+    for sha, seconds in re.findall(r"built ([0-9a-f]{12})\S* in (\d+) s", text):
+        # a resumed bisection finds its builds in the cache ("built ... in 1 s"): the
+        # log of every invocation keeps the build's own line too, the longest
+        found[sha] = max(found.get(sha, 0.0), float(seconds))
+    return found
 
 
 def point_times(root: Path, log: Path) -> tuple[list[str], float | None]:
