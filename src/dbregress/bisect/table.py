@@ -25,6 +25,29 @@ def _share(share: float | None) -> str:
     return "-" if share is None else f"{share:.0%}"
 
 
+def _ranges(o: Outcome, request: BisectRequest) -> list[str]:
+    """The ranges left whole, and what narrows an undecided one."""
+    if not o.ranges:
+        return []
+    minimum = f"{request.minimum * 100:g}%"
+    lines = ["", "ranges left whole:", ""]
+    lines += ["| from | to | why | total [CI] | share |", "|---|---|---|---|---|"]
+    for r in o.ranges:
+        why = f"below {minimum}" if r.kind == "below" else f"undecided against {minimum}"
+        lines.append(
+            f"| {shown(r.first)} | {shown(r.last)} | {why} | {_size(r.ratio, r.ci)} | "
+            f"{_share(r.share)} |"
+        )
+    if any(r.kind != "below" for r in o.ranges):
+        lines += [
+            "",
+            f"an undecided range's interval is wider than ±{minimum}: a change that large "
+            "(or two that cancel) may lie in it; more counting replays a build "
+            f"(--replays, {request.replays} now) narrow it",
+        ]
+    return lines
+
+
 def render_changes(o: Outcome, request: BisectRequest) -> str:
     n, k = len(o.builds), len(o.changes)
     lines = [
@@ -50,26 +73,7 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
             )
     if not o.changes:
         lines.append("| none |  |  |  |  |")
-    if o.ranges:
-        lines += ["", "ranges left whole:", ""]
-        lines += ["| from | to | why | total [CI] | share |", "|---|---|---|---|---|"]
-        for r in o.ranges:
-            why = (
-                f"below {request.minimum * 100:g}%"
-                if r.kind == "below"
-                else f"undecided against {request.minimum * 100:g}%"
-            )
-            lines.append(
-                f"| {shown(r.first)} | {shown(r.last)} | {why} | {_size(r.ratio, r.ci)} | "
-                f"{_share(r.share)} |"
-            )
-        if any(r.kind != "below" for r in o.ranges):
-            lines += [
-                "",
-                f"an undecided range's interval is wider than ±{request.minimum * 100:g}%: a "
-                "change that large (or two that cancel) may lie in it; more counting "
-                f"replays a build (--replays, {request.replays} now) narrow it",
-            ]
+    lines += _ranges(o, request)
     if o.skipped:
         lines.append("")
     for build, why in o.skipped.items():
