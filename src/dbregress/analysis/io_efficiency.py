@@ -313,8 +313,8 @@ def _row(
     assert read_iops is not None and measured is not None
     device = base.device_us
     files, own = m["file_reads_per_op"], m["own_share"]
-    buffered = not base.direct if direct is None else not direct
     why = base.mismatch(direct) or others(own) or same_state(files, reads, base)
+    buffered = not base.direct if direct is None else not direct
     return IoRow(
         label=label,
         step=step,

@@ -227,11 +227,8 @@ class LocalExecutor:
         reclaim happens to run; fio's baseline starts cold too (--invalidate=1)."""
         # decided per comparison, as in an interleaved round: every column of a
         # comparison starts its step in the same page-cache state
-        if index > 1 and any(self._comparison_drops(j) for j in jobs):
+        if index > 1 and any(prepare.drops_page_cache(self.lab, j.comparison) for j in jobs):
             self.writer.note_cache_drop(drop_page_cache())
-
-    def _comparison_drops(self, job: Job) -> bool:
-        return prepare.drops_page_cache(self.lab, job.comparison)
 
     def _drop_caches(self, job: Job) -> bool:
         if self.lab.drop_caches is not None:
