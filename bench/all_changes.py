@@ -167,9 +167,10 @@ def built_in(log: Path) -> dict[str, float]:
     text = log.read_text(errors="replace") if log.is_file() else ""
     found: dict[str, float] = {}
     for sha, seconds in re.findall(r"built ([0-9a-f]{12})\S* in (\d+) s", text):
-        # a resumed bisection finds its builds in the cache ("built ... in 1 s"): the
-        # log of every invocation keeps the build's own line too, the longest
-        found[sha] = max(found.get(sha, 0.0), float(seconds))
+        # a cache hit prints "built ... in 0 s" (or 1 s): not a build; a resumed
+        # bisection's log keeps the build's own line too, the longest
+        if float(seconds) > 2:
+            found[sha] = max(found.get(sha, 0.0), float(seconds))
     return found
 
 

@@ -255,3 +255,10 @@ def test_a_range_whose_interval_holds_1_but_reaches_the_minimum_is_said_undecide
     for r in found.undecided:
         assert r.verdict.ci is not None
         assert max(1 / r.verdict.ci[0], r.verdict.ci[1]) - 1 >= MIN
+
+
+def test_two_changes_that_cancel_over_the_range_are_found_through_the_measured_middle() -> None:
+    """+0.6% at build 2 and -0.6% at build 6: the ends agree, but the middle build,
+    measured first, differs from both; its halves are split, not dropped."""
+    found, _ = run_split(history(9, {2: 1.006, 6: 1 / 1.006}))
+    assert [(c.lo, c.hi) for c in found.changes] == [(1, 2), (5, 6)]

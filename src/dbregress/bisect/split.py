@@ -154,14 +154,13 @@ def split(n: int, measure: Measure, compare: Compare, minimum: float) -> Split:
         if v.ci is None:  # no interval (a build without two ok replays): no claim
             out.undecided.append(Range(lo, hi, v))
             return
-        if not reaches(v, minimum):
-            if beyond_noise(v):
-                out.below.append(Range(lo, hi, v))
-            elif too_wide(v, minimum):  # no change shown, yet one that large (or two
-                # that cancel) could hide here: said, not dropped
-                out.undecided.append(Range(lo, hi, v))
+        # a build inside measured already is evidence too: two changes that cancel over
+        # the range show in its halves
+        inside = next((i for i in probe_order(lo, hi) if i in counts), None)
+        if not reaches(v, minimum) and inside is None:
+            _leave(out, Range(lo, hi, v), minimum)
             return
-        m = pick(lo, hi)
+        m = inside if inside is not None else pick(lo, hi)
         if m is not None:
             visit(lo, m)
             visit(m, hi)
@@ -174,6 +173,16 @@ def split(n: int, measure: Measure, compare: Compare, minimum: float) -> Split:
     visit(0, n - 1)
     out.measured, out.skipped = order, skipped
     return out
+
+
+def _leave(out: Split, r: Range, minimum: float) -> None:
+    """A range left whole: below the minimum when beyond the noise; undecided when its
+    interval holds 1 yet reaches the minimum (a change that large, or two that cancel,
+    could hide in it: said, not dropped); else nothing to say."""
+    if beyond_noise(r.verdict):
+        out.below.append(r)
+    elif too_wide(r.verdict, minimum):
+        out.undecided.append(r)
 
 
 def point_bound(k: int, n: int) -> float:

@@ -41,9 +41,9 @@ def _ranges(o: Outcome, request: BisectRequest) -> list[str]:
     if any(r.kind != "below" for r in o.ranges):
         lines += [
             "",
-            f"an undecided range's interval is wider than ±{minimum}: a change that large "
-            "(or two that cancel) may lie in it; more counting replays a build "
-            f"(--replays, {request.replays} now) narrow it",
+            f"an undecided range's interval reaches ±{minimum} (or it has none): a change "
+            "that large may lie in it; more counting replays a build "
+            f"(--replays, {request.replays} now) narrow its interval",
         ]
     return lines
 
