@@ -16,8 +16,10 @@ import pytest
 
 from dbregress.analysis.cost_methods import Group
 from dbregress.bisect import Bisection, BisectPoint, BisectRequest, Verdict
+from dbregress.bisect.builds import label_of
 from dbregress.bisect.every import AllChanges, compare
 from dbregress.bisect.split import Counts, is_change, point_bound, reaches, split
+from dbregress.bisect.state import Keys
 from dbregress.bisect.table import render_changes
 from dbregress.cli.main import main
 from dbregress.model.errors import ProvisionError
@@ -197,6 +199,35 @@ def test_a_resumed_all_changes_reads_its_runs_again(
     assert [c.commit for c in again.changes] == [c.commit for c in first.changes]
     assert [c.commit for c in first.changes] == [fake.builds[5], fake.builds[12]]
     assert [p.run for p in again.points] == [p.run for p in first.points]
+
+
+def test_a_resume_measures_again_a_point_whose_build_builds_under_another_key(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A point measured before a resume is another build's when dbregress now builds its
+    commit under another cache key (its fixed options moved): it is counted again, never
+    compared with the new builds; the points whose keys held are reused."""
+    fake = Fake(history(17, {5: 1.01, 12: 1.02}))
+    fake.install(monkeypatch)
+    request = BisectRequest(builds=fake.builds, benchmark="kv", step="x", all_changes=True)
+    first = AllChanges(request, tmp_path, print).run()
+    moved = fake.builds[8]
+    assert moved in {p.mid for p in first.points}
+    for p in first.points:  # each run records the keys it built, as a real run.json does
+        keys = {b: f"key-{b}" for b in (p.lo, p.mid, p.hi)}
+        run = tmp_path / "runs" / p.run
+        run.mkdir(parents=True, exist_ok=True)
+        builds = {label_of(fake.builds.index(b), b): {"cache_key": k} for b, k in keys.items()}
+        (run / "run.json").write_text(json.dumps({"builds": builds}))
+    monkeypatch.setattr(Keys, "now", lambda self, b: f"key-{b}" + ("-new" if b == moved else ""))
+    lines: list[str] = []
+    again = AllChanges.resume(tmp_path, lines.append).run()
+    said = [line for line in lines if "measuring its point again" in line]
+    stale = [p for p in first.points if moved in (p.lo, p.mid, p.hi)]
+    assert len(said) == len(stale) >= 1
+    assert f"built as key-{moved}; it builds as key-{moved}-new now" in said[0]
+    assert sum("reusing run" in line for line in lines) == len(first.points) - len(stale)
+    assert [c.commit for c in again.changes] == [c.commit for c in first.changes]
 
 
 @pytest.mark.parametrize(

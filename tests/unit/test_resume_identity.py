@@ -88,3 +88,21 @@ def test_the_cli_refuses_with_one_line_and_exit_2(
     assert len(err) == 1 and err[0].startswith("Error: cannot resume")
     assert "loadgen binary 0123456789abcdef ->" in err[0]
     assert f"dbregress run {run / 'lab.toml'}" in err[0]
+
+
+def test_a_resumed_run_refuses_another_build_under_a_column(tmp_path: Path) -> None:
+    """A build that became another since the run began (a new cache key: dbregress's
+    fixed options, the compiler or the commit moved) is refused when the resumed run
+    records it; the same build fetched again (other path, cache hit, build time) is not."""
+    run = interrupted(tmp_path)
+    built = {"source": "src", "commit": "c0ffee", "cache_key": "src-c0ffee-rel-aaa", "spec": "x"}
+    record = read_record(run)
+    record["builds"]["a"] = built
+    write_json(run / "run.json", record)
+    writer = RunWriter.reopen(run, load_lab(run / "lab.toml"))
+    writer.set_build("a", {**built, "path": "/elsewhere", "cache_hit": "yes", "build_s": "3"})
+    with pytest.raises(StoreError) as e:
+        writer.set_build("a", {**built, "cache_key": "src-c0ffee-rel-bbb"})
+    text = str(e.value)
+    assert "\n" not in text and "then src-c0ffee-rel-aaa, now src-c0ffee-rel-bbb" in text
+    assert read_record(run)["builds"]["a"]["cache_key"] == "src-c0ffee-rel-aaa"

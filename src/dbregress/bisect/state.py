@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from pathlib import Path
 
-from dbregress.bisect.builds import shown
-from dbregress.bisect.model import BisectError, BisectRequest, CurrentPoint, Outcome
+from dbregress.bisect.builds import shown, spec_of
+from dbregress.bisect.model import BisectError, BisectPoint, BisectRequest, CurrentPoint, Outcome
+from dbregress.provision import source
+from dbregress.shapes.flavor_table import FlavorTables
 from dbregress.store.files import write_atomic
 
 
@@ -58,3 +60,71 @@ def _commit_is(build: str, text: str) -> bool:
     if "#" not in build or len(text) < 4 or not re.fullmatch(r"[0-9a-fA-F]+", text):
         return False
     return build.split("#", 1)[1].lower().startswith(text.lower())
+
+
+def recorded_keys(run: Path) -> dict[str, str]:
+    """The cache key each source build of a point's run was built under, by its label
+    (run.json's builds); empty when the run has no run.json or records none."""
+    try:
+        builds = json.loads((run / "run.json").read_text()).get("builds", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    if not isinstance(builds, dict):
+        return {}
+    return {
+        label: str(ident["cache_key"])
+        for label, ident in builds.items()
+        if isinstance(ident, dict) and ident.get("cache_key")
+    }
+
+
+class Keys:
+    """The cache key each build of a bisection builds as now, against those its runs
+    recorded: a source build that now builds under another key (a new recipe or fixed
+    option, another compiler or package) is another build under the same name, whose
+    points and interrupted runs are not carried into a resumed bisection."""
+
+    def __init__(self, flavors: FlavorTables, labels: dict[str, str], runs: Path) -> None:
+        self.flavors, self.labels, self.runs = flavors, labels, runs
+        self.keys: dict[str, str | None] = {}
+
+    def now(self, build: str) -> str | None:
+        """`build`'s cache key now: a source build's; None for a release."""
+        if build not in self.keys:
+            spec = spec_of(build, self.flavors)
+            self.keys[build] = source.plan(spec).key if spec.is_source else None
+        return self.keys[build]
+
+    def rebuilt(self, run: Path, builds: Iterable[str]) -> str | None:
+        """Which of `builds` the run measured under another key than now (None: none)."""
+        was = recorded_keys(run)
+        for b in dict.fromkeys(builds):
+            before = was.get(self.labels[b])
+            now = self.now(b) if before is not None else None
+            if before is not None and now is not None and before != now:
+                return (
+                    f"run {run.name} measured {shown(b)} built as {before}; it builds as {now} now"
+                )
+        return None
+
+    def reusable(self, point: BisectPoint | None, say: Callable[[str], None]) -> BisectPoint | None:
+        """`point`, measured before a resume, if it measured the builds of now; else None
+        (said): it is measured again, never compared with the new builds."""
+        if point is None:
+            return None
+        moved = self.rebuilt(self.runs / point.run, (point.lo, point.mid, point.hi))
+        if moved is not None:
+            say(f"{moved}: measuring its point again")
+            return None
+        return point
+
+    def resumable(
+        self, run: Path | None, builds: tuple[str, ...], say: Callable[[str], None]
+    ) -> Path | None:
+        """The interrupted run to resume, unless its finished jobs measured another build
+        (then None, said: the point is measured in a new run)."""
+        moved = self.rebuilt(run, builds) if run is not None else None
+        if moved is not None:
+            say(f"{moved}: measuring the point in a new run")
+            return None
+        return run

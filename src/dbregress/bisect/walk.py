@@ -24,7 +24,7 @@ from dbregress.bisect.model import (
     load_state,
 )
 from dbregress.bisect.points import check_step, failures_only_of, point_lab, point_of
-from dbregress.bisect.state import interrupted_run, save_state, tried_build
+from dbregress.bisect.state import Keys, interrupted_run, save_state, tried_build
 from dbregress.model import interrupts
 from dbregress.model.errors import DbregressError, InternalError, Interrupted, StoreError
 from dbregress.workflow.lab_run import run_lab, runner_for
@@ -53,6 +53,7 @@ class Bisection:
         self.outcome = Outcome(builds=list(self.builds))
         self.done: dict[tuple[str, str, str, int], BisectPoint] = {}  # measured before a resume
         self.current: CurrentPoint | None = None  # the point being measured
+        self.keys = Keys(request.flavors, self.labels, root / "runs")  # builds' cache keys
         self.started = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         # builds and skips; _fetch looked up at each call (tests replace it)
@@ -96,6 +97,7 @@ class Bisection:
         lab = point_lab(self.request, self.labels, self.root / "labs", lo, mid, hi, attempt)
         t0 = time.monotonic()
         again = interrupted_run(self.root, self.current, lo, mid, hi, attempt)
+        again = self.keys.resumable(again, (lo, mid, hi), self._say)
         # A point's run is part of the bisection (bisect.json), not of a lab's history:
         # it is indexed in the bisection's own (runs/history.sqlite), whose counts of the
         # builds a later point shares give it a measured noise floor (points.verdict_of).
@@ -127,7 +129,7 @@ class Bisection:
         n = len(self.outcome.points) + 1
         between = f"{shown(b_mid)} against {shown(b_lo)} and {shown(b_hi)}"
         for attempt in range(1, self.request.attempts + 1):
-            point = self.done.get((b_lo, b_mid, b_hi, attempt))
+            point = self.keys.reusable(self.done.get((b_lo, b_mid, b_hi, attempt)), self._say)
             if point is not None and point.mid_vs_good is None and b_lo != self.builds[0]:
                 point = None  # measured by a dbregress that judged it against lo only
             if point is not None:  # measured before the bisection was resumed

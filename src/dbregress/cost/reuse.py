@@ -50,6 +50,7 @@ from dbregress.model.errors import DbregressError
 from dbregress.shapes.count_store import StoredWindow, StoreOrigin
 from dbregress.shapes.replay import ReplayRecord, StoreUse
 from dbregress.store import counted
+from dbregress.store.build_names import build_key as build_key
 from dbregress.store.counted import CountKey, CountStore, Stored
 
 Notify = Callable[[str], None]
@@ -72,21 +73,9 @@ PACE = 1.000001
 PACED = ("insert_rate", "writer_mb_per_s")
 
 
-# What a build's identity records that does not pin its code: when and where it was
-# fetched or built, how long it took, whether the cache had it, the name the lab gave
-# it. A key with them would change with every fetch, checkout folder or cache hit.
-VOLATILE = ("fetched_at", "cache_hit", "build_s", "ccache", "path", "tree", "ref", "spec")
 # How far the hit rate a stored window waited for may be from this run's (analysis/
 # state.py until_rate): the state check judges what the window met in the end.
 UNTIL = 0.02
-
-
-def build_key(identity: Mapping[str, object] | None) -> str | None:
-    """The store's name of a build: its identity but for what does not pin its code
-    (VOLATILE); None for a build whose identity does not pin it (method.build_key)."""
-    if identity is None or method.build_key(identity) is None:
-        return None
-    return counted.digest({k: v for k, v in identity.items() if k not in VOLATILE})
 
 
 def window_of(choice: Choice) -> StoredWindow:

@@ -37,6 +37,7 @@ from dbregress.shapes.run import (
     RunJson,
 )
 from dbregress.shapes.step_result import StepResultJson
+from dbregress.store.build_names import build_key
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -175,6 +176,19 @@ class RunWriter:
         return d
 
     def set_build(self, label: str, identity: BuildIdentity) -> None:
+        """The build of column `label`. A resumed run refuses another build under the
+        label than the one its finished jobs measured (a new cache key, commit, recipe
+        or file digest since the run began): two builds' figures are never pooled."""
+        before = self.record["builds"].get(label)
+        was, now = build_key(before), build_key(identity)
+        if before and was != now:
+            said = before.get("cache_key") or before.get("spec") or was
+            is_now = identity.get("cache_key") or identity.get("spec") or now
+            raise StoreError(
+                f"{self.path}: {label} is another build than when the run began (then "
+                f"{said}, now {is_now}): its finished jobs measured the other one; start a "
+                "new run"
+            )
         self.record["builds"][label] = identity
         self._save()
 
