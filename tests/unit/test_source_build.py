@@ -17,6 +17,7 @@ import pytest
 
 from dbregress import bisect
 from dbregress.lab.file import load_lab
+from dbregress.lab.flavors import places_install
 from dbregress.model.errors import BuildNotFound, LabError, ProvisionError
 from dbregress.provision import BuildSpec, fetch, source
 from dbregress.provision.source import cmake
@@ -349,6 +350,22 @@ def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Pa
     assert build.identity["patches"] == "new.patch" and build.identity["flavor"] == "mine"
     assert source.in_range((8, 0, 19), ">=8.0, <8.0.20")
     assert not source.in_range((8, 0, 20), ">=8.0, <8.0.20")
+
+
+@pytest.mark.parametrize(
+    ("option", "moves"),
+    [  # autoconf's configure takes every cut of an option down to its own shortest
+        *[(o, True) for o in ("--pr=/x", "--p", "-prefix=/x", "--ex=/x", "--exec_prefix=/x")],
+        *[(o, True) for o in ("--bin=/x", "--datad=/d", "--libd=/x", "--o=/x", "--m=/x")],
+        *[(o, True) for o in ("--program-prefix=pg", "bindir=/x", "DESTDIR=/x")],
+        *[(o, True) for o in ("-DCMAKE_INSTALL_PREFIX:PATH=/x", "-DINSTALL_LIBDIR=lib")],
+        # ambiguous or not a place: configure's own business
+        *[(o, False) for o in ("--lib=/x", "--data=/x", "--e", "--pre-release", "CFLAGS=-O2")],
+        *[(o, False) for o in ("--with-lz4", "--srcdir=/x", "--exec-prefix-x", "-DWITH_SSL=x")],
+    ],
+)
+def test_options_that_move_the_install_are_told_apart(option: str, moves: bool) -> None:
+    assert places_install(option) is moves
 
 
 @pytest.mark.parametrize(

@@ -55,18 +55,62 @@ def read_flavors(top: TableReader) -> Flavors:
 
 
 # Where a build installs is dbregress's (its cache directory; PostgreSQL's one fixed
-# prefix, provision/source/build.py): a flavor that moved it, or one of its directories,
-# would install elsewhere. configure takes any unambiguous abbreviation of an option
-# (--pre=) and variables as NAME=VALUE; cmake takes -DNAME[:TYPE]=VALUE and -D NAME=...
-_CONFIGURE_PLACES = re.compile(
-    r"^(--?(pre(f(ix?)?)?|exec[-_]\w*|\w*dir)|prefix|exec_prefix|\w*dir|DESTDIR)(=|$)"
-)
+# prefix, provision/source/build.py): a flavor that moved it, one of its directories or
+# its programs' names would install elsewhere. configure (autoconf) takes each of these
+# options as -NAME, or as --NAME cut to any length down to the shortest its own parser
+# lists (--p is --prefix, --ex --exec-prefix, --bi --bindir), each with =VALUE or the
+# value as the next word; and variables as NAME=VALUE. cmake takes -DNAME[:TYPE]=VALUE.
+_AUTOCONF_PLACES = {  # option: its shortest abbreviation (autoconf 2.69's configure)
+    "prefix": "p",
+    "exec-prefix": "ex",
+    "exec_prefix": "exec_",
+    "bindir": "bi",
+    "sbindir": "sb",
+    "libexecdir": "libe",
+    "datarootdir": "datar",
+    "datadir": "datad",
+    "sysconfdir": "sy",
+    "sharedstatedir": "sh",
+    "localstatedir": "locals",
+    "runstatedir": "runs",
+    "includedir": "inc",
+    "oldincludedir": "o",
+    "docdir": "do",
+    "infodir": "inf",
+    "htmldir": "ht",
+    "dvidir": "dv",
+    "pdfdir": "pd",
+    "psdir": "ps",
+    "libdir": "libd",
+    "localedir": "locale",
+    "mandir": "m",
+    "program-prefix": "program-p",
+    "program-suffix": "program-s",
+    "program-transform-name": "program-t",
+}
+_CONFIGURE_VARIABLE = re.compile(r"^(prefix|exec_prefix|\w*dir|DESTDIR)=")
 _CMAKE_PLACES = re.compile(r"^(-D\s*)?(CMAKE_INSTALL_\w+|INSTALL_\w+|CMAKE_STAGING_PREFIX)(:\w+)?=")
 
 
+def _configure_places(option: str) -> bool:
+    name = option.split("=", 1)[0]
+    if name.startswith("--"):
+        cut = name[2:]
+        return any(
+            full.startswith(cut) and len(cut) >= len(least)
+            for full, least in _AUTOCONF_PLACES.items()
+        )
+    return name.startswith("-") and name[1:] in _AUTOCONF_PLACES
+
+
 def places_install(option: str) -> bool:
-    """Whether a configure or cmake option would move where the build installs."""
-    return bool(_CONFIGURE_PLACES.match(option) or _CMAKE_PLACES.match(option))
+    """Whether a configure or cmake option would move where the build installs, or
+    rename what it installs."""
+    return bool(
+        _configure_places(option)
+        or _CONFIGURE_VARIABLE.match(option)
+        or _CMAKE_PLACES.match(option)
+    )
 
 
 def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
