@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from dbregress.analysis.cost_methods import Group
-from dbregress.bisect import Bisection, BisectPoint, BisectRequest, Verdict
+from dbregress.bisect import Bisection, BisectPoint, BisectRequest, Outcome, Verdict
 from dbregress.bisect.builds import label_of
 from dbregress.bisect.every import AllChanges, compare
+from dbregress.bisect.model import RangeRow
 from dbregress.bisect.split import Counts, is_change, point_bound, reaches, split
 from dbregress.bisect.state import Keys
 from dbregress.bisect.table import render_changes
@@ -293,3 +294,19 @@ def test_two_changes_that_cancel_over_the_range_are_found_through_the_measured_m
     measured first, differs from both; its halves are split, not dropped."""
     found, _ = run_split(history(9, {2: 1.006, 6: 1 / 1.006}))
     assert [(c.lo, c.hi) for c in found.changes] == [(1, 2), (5, 6)]
+
+
+def test_the_point_bound_says_the_undecided_ranges_may_hold_more() -> None:
+    """The bound printed is for the named changes; with ranges left undecided the count
+    of builds may pass it, and the line says why rather than look like a failure."""
+    builds = tuple(f"rocksdb@1.{i}.0" for i in range(9))
+    request = BisectRequest(builds=builds, benchmark="kv", step="x", all_changes=True)
+    o = Outcome(builds=list(builds))
+    o.counted = 5
+    o.ranges = [RangeRow(builds[0], builds[4], "undecided", 1.002, (0.999, 1.005), None)]
+    text = render_changes(o, request)
+    assert (
+        "(at most 3 for 0 change(s) among 8 increments, or more with 1 range(s) undecided)" in text
+    )
+    o.ranges = []
+    assert "among 8 increments), " in render_changes(o, request)

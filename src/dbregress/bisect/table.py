@@ -86,10 +86,13 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
             f"{_share(o.explained)} of it"
         )
     tried = o.counted + len(o.skipped)
+    # the bound is for the named changes: a range left undecided may hold one more each
+    open_ranges = sum(1 for r in o.ranges if r.kind == "undecided")
+    more = f", or more with {open_ranges} range(s) undecided" if open_ranges else ""
     lines.append(
         f"points: {o.counted} build(s) counted (at most {point_bound(k, n):g} for {k} "
-        f"change(s) among {n - 1} increments), {tried} build(s) tried, {len(o.points)} "
-        f"run(s), {o.took_s:.0f} s"
+        f"change(s) among {n - 1} increments{more}), {tried} build(s) tried, "
+        f"{len(o.points)} run(s), {o.took_s:.0f} s"
     )
     return "\n".join(lines)
 
