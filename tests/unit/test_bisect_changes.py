@@ -310,3 +310,10 @@ def test_the_point_bound_says_the_undecided_ranges_may_hold_more() -> None:
     )
     o.ranges = []
     assert "among 8 increments), " in render_changes(o, request)
+    # smaller changes that add up to the minimum are split too: beyond the bound, said
+    o.ranges = [RangeRow(builds[0], builds[4], "below", 1.002, (1.001, 1.003), None)]
+    assert "among 8 increments, or more with 1 range(s) of smaller changes)" in render_changes(
+        o, request
+    )
+    o.counted = 3
+    assert "among 8 increments), " in render_changes(o, request)

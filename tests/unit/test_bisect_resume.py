@@ -21,6 +21,7 @@ from dbregress.bisect import (
     load_state,
     walk,
 )
+from dbregress.bisect.state import Keys, recorded_keys
 from dbregress.cli.main import main
 from dbregress.model.errors import BuildNotFound, ProvisionError, StoreError
 from tests.unit.test_bisect_rule import Fake, build_error, name, step_at
@@ -288,3 +289,37 @@ def test_an_interrupted_run_that_cannot_be_resumed_is_measured_anew_not_skipped(
     assert started == [tmp_path / "runs" / "r-old", None]
     assert point.run == "r-new" and b.current is not None and b.current["run"] == "r-new"
     assert any("measuring the point in a new run" in ln for ln in lines)
+
+
+def test_keys_compare_the_good_end_and_skip_what_they_cannot_know(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A reused point is checked for every build its run measured, the good end it was
+    judged against included; a fleet's run (its workers' own keys) and a build whose key
+    cannot be found now (its commit gone: building it will say) are not refused."""
+    builds = [name(i) for i in range(4)]
+    labels = {b: f"b{i}" for i, b in enumerate(builds)}
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    record: dict[str, Any] = {"builds": {f"b{i}": {"cache_key": f"k{i}"} for i in range(4)}}
+    (run / "run.json").write_text(json.dumps(record))
+    now = {b: f"k{i}" for i, b in enumerate(builds)}
+    monkeypatch.setattr(Keys, "now", lambda self, b: now[b])
+    keys = Keys({}, labels, tmp_path / "runs")
+    v = Verdict("same", 1.0, None, "")
+    point = BisectPoint(builds[1], builds[2], builds[3], "r1", 1, v, v, v, 1.0)
+    said: list[str] = []
+    assert keys.reusable(point, said.append, builds[0]) is point and not said
+    now[builds[0]] = "k0-new"  # the good end, a column of the point's run
+    assert keys.reusable(point, said.append, builds[0]) is None
+    moved = f"run r1 measured {builds[0]} built as k0; it builds as k0-new now"
+    assert said == [f"{moved}: measuring its point again"]
+    record["hosts"] = {"w1": {}}
+    (run / "run.json").write_text(json.dumps(record))
+    assert recorded_keys(run) == {}
+    assert keys.reusable(point, said.append, builds[0]) is point
+
+
+def test_a_build_whose_key_cannot_be_found_is_not_refused(tmp_path: Path) -> None:
+    gone = f"postgres@src:{tmp_path / 'no-tree'}#abc123"
+    assert Keys({}, {gone: "b0"}, tmp_path).now(gone) is None

@@ -92,17 +92,29 @@ def test_the_cli_refuses_with_one_line_and_exit_2(
 
 def test_a_resumed_run_refuses_another_build_under_a_column(tmp_path: Path) -> None:
     """A build that became another since the run began (a new cache key: dbregress's
-    fixed options, the compiler or the commit moved) is refused when the resumed run
-    records it; the same build fetched again (other path, cache hit, build time) is not."""
+    fixed options, the compiler or the commit moved) is refused for a column whose jobs
+    finished, naming what differs; the same build fetched again (other path, cache hit,
+    build time) is not, nor a column none of whose jobs finished, nor a fleet's."""
     run = interrupted(tmp_path)
     built = {"source": "src", "commit": "c0ffee", "cache_key": "src-c0ffee-rel-aaa", "spec": "x"}
+    moved = {**built, "cache_key": "src-c0ffee-rel-bbb"}
     record = read_record(run)
-    record["builds"]["a"] = built
+    record["builds"] = {"a": built, "b": built}
+    record["jobs"]["a/r1"] = {"status": "ok"}
     write_json(run / "run.json", record)
     writer = RunWriter.reopen(run, load_lab(run / "lab.toml"))
     writer.set_build("a", {**built, "path": "/elsewhere", "cache_hit": "yes", "build_s": "3"})
+    writer.set_build("b", moved)  # nothing of b measured yet
     with pytest.raises(StoreError) as e:
-        writer.set_build("a", {**built, "cache_key": "src-c0ffee-rel-bbb"})
+        writer.set_build("a", moved)
     text = str(e.value)
-    assert "\n" not in text and "then src-c0ffee-rel-aaa, now src-c0ffee-rel-bbb" in text
+    assert "\n" not in text and "cache_key 'src-c0ffee-rel-aaa' -> 'src-c0ffee-rel-bbb'" in text
     assert read_record(run)["builds"]["a"]["cache_key"] == "src-c0ffee-rel-aaa"
+    # a new run's writer, and a fleet's (each host builds with its own compiler), take any
+    fresh = RunWriter(tmp_path / "results", load_lab(run / "lab.toml"), {"hostname": "here"})
+    fresh.set_build("a", built)
+    fresh.set_build("a", moved)
+    record = read_record(run)
+    record["hosts"] = {"w1": {}}  # type: ignore[typeddict-item]
+    write_json(run / "run.json", record)
+    RunWriter.reopen(run, load_lab(run / "lab.toml")).set_build("a", moved)

@@ -359,6 +359,7 @@ def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Pa
         *[(o, True) for o in ("--bin=/x", "--datad=/d", "--libd=/x", "--o=/x", "--m=/x")],
         *[(o, True) for o in ("--program-prefix=pg", "bindir=/x", "DESTDIR=/x")],
         *[(o, True) for o in ("-DCMAKE_INSTALL_PREFIX:PATH=/x", "-DINSTALL_LIBDIR=lib")],
+        *[(o, True) for o in ("--install-prefix=/x", "program_prefix=pg", "CONFIG_SITE=/x")],
         # ambiguous or not a place: configure's own business
         *[(o, False) for o in ("--lib=/x", "--data=/x", "--e", "--pre-release", "CFLAGS=-O2")],
         *[(o, False) for o in ("--with-lz4", "--srcdir=/x", "--exec-prefix-x", "-DWITH_SSL=x")],

@@ -60,7 +60,7 @@ class AllChanges(Bisection):
         """Count build i in a run with the ends lo and hi (a run measured before a
         resume is read again); None when build i cannot be built or run (skipped)."""
         b_lo, b_mid, b_hi = self.builds[lo], self.builds[i], self.builds[hi]
-        point = self.keys.reusable(self.done.get((b_lo, b_mid, b_hi, 1)), self._say)
+        point = self.keys.reusable(self.done.get((b_lo, b_mid, b_hi, 1)), self._say, self.builds[0])
         n = len(self.outcome.points) + 1
         if point is not None:
             self._say(f"point {n}: {shown(b_mid)}: reusing run {point.run}")

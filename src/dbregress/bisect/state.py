@@ -12,6 +12,7 @@ from pathlib import Path
 
 from dbregress.bisect.builds import shown, spec_of
 from dbregress.bisect.model import BisectError, BisectPoint, BisectRequest, CurrentPoint, Outcome
+from dbregress.model.errors import DbregressError
 from dbregress.provision import source
 from dbregress.shapes.flavor_table import FlavorTables
 from dbregress.store.files import write_atomic
@@ -64,13 +65,15 @@ def _commit_is(build: str, text: str) -> bool:
 
 def recorded_keys(run: Path) -> dict[str, str]:
     """The cache key each source build of a point's run was built under, by its label
-    (run.json's builds); empty when the run has no run.json or records none."""
+    (run.json's builds); empty when the run has no run.json or records none, and for a
+    fleet's run (its workers' keys: another host's compiler gives another key)."""
     try:
-        builds = json.loads((run / "run.json").read_text()).get("builds", {})
+        record = json.loads((run / "run.json").read_text())
+        builds = record.get("builds", {})
     except (OSError, ValueError, AttributeError):
         return {}
-    if not isinstance(builds, dict):
-        return {}
+    if not isinstance(builds, dict) or record.get("hosts"):
+        return {}  # a fleet's run: each worker's key, built with its own compiler
     return {
         label: str(ident["cache_key"])
         for label, ident in builds.items()
@@ -92,7 +95,10 @@ class Keys:
         """`build`'s cache key now: a source build's; None for a release."""
         if build not in self.keys:
             spec = spec_of(build, self.flavors)
-            self.keys[build] = source.plan(spec).key if spec.is_source else None
+            try:
+                self.keys[build] = source.plan(spec).key if spec.is_source else None
+            except DbregressError:  # its commit or tools gone: building it will say
+                self.keys[build] = None
         return self.keys[build]
 
     def rebuilt(self, run: Path, builds: Iterable[str]) -> str | None:
@@ -107,12 +113,15 @@ class Keys:
                 )
         return None
 
-    def reusable(self, point: BisectPoint | None, say: Callable[[str], None]) -> BisectPoint | None:
-        """`point`, measured before a resume, if it measured the builds of now; else None
+    def reusable(
+        self, point: BisectPoint | None, say: Callable[[str], None], good: str
+    ) -> BisectPoint | None:
+        """`point`, measured before a resume, if it measured the builds of now (its
+        ends, its middle and the `good` end it was judged against too); else None
         (said): it is measured again, never compared with the new builds."""
         if point is None:
             return None
-        moved = self.rebuilt(self.runs / point.run, (point.lo, point.mid, point.hi))
+        moved = self.rebuilt(self.runs / point.run, (point.lo, point.mid, point.hi, good))
         if moved is not None:
             say(f"{moved}: measuring its point again")
             return None

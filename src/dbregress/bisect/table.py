@@ -86,11 +86,18 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
             f"{_share(o.explained)} of it"
         )
     tried = o.counted + len(o.skipped)
-    # the bound is for the named changes: a range left undecided may hold one more each
-    open_ranges = sum(1 for r in o.ranges if r.kind == "undecided")
-    more = f", or more with {open_ranges} range(s) undecided" if open_ranges else ""
+    # the bound is for the named changes: a range left undecided may hold one more each,
+    # and changes under the minimum that add up to it, and skipped builds, cost points
+    bound = point_bound(k, n)
+    kinds = [r.kind for r in o.ranges]
+    reasons = [f"{kinds.count('undecided')} range(s) undecided"] if "undecided" in kinds else []
+    if o.counted > bound and "below" in kinds:
+        reasons.append(f"{kinds.count('below')} range(s) of smaller changes")
+    if o.counted > bound and o.skipped:
+        reasons.append(f"{len(o.skipped)} build(s) skipped")
+    more = f", or more with {', '.join(reasons)}" if reasons else ""
     lines.append(
-        f"points: {o.counted} build(s) counted (at most {point_bound(k, n):g} for {k} "
+        f"points: {o.counted} build(s) counted (at most {bound:g} for {k} "
         f"change(s) among {n - 1} increments{more}), {tried} build(s) tried, "
         f"{len(o.points)} run(s), {o.took_s:.0f} s"
     )

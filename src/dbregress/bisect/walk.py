@@ -7,8 +7,10 @@ state.py's, a point's lab and verdicts points.py's; the walk and its rule are he
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dbregress import provision
 from dbregress.bisect.building import Builder, first_line
@@ -28,6 +30,11 @@ from dbregress.bisect.state import Keys, interrupted_run, save_state, tried_buil
 from dbregress.model import interrupts
 from dbregress.model.errors import DbregressError, InternalError, Interrupted, StoreError
 from dbregress.workflow.lab_run import run_lab, runner_for
+
+if TYPE_CHECKING:
+    from dbregress.execution.runner import Runner
+
+Where = tuple[str, str, str, int]  # a point: lo, mid, hi and its attempt
 
 
 def clock(seconds: float) -> str:
@@ -97,27 +104,26 @@ class Bisection:
         lab = point_lab(self.request, self.labels, self.root / "labs", lo, mid, hi, attempt)
         t0 = time.monotonic()
         again = interrupted_run(self.root, self.current, lo, mid, hi, attempt)
-        again = self.keys.resumable(again, (lo, mid, hi), self._say)
+        again = self.keys.resumable(again, (lo, mid, hi, self.builds[0]), self._say)
         # A point's run is part of the bisection (bisect.json), not of a lab's history:
         # it is indexed in the bisection's own (runs/history.sqlite), whose counts of the
         # builds a later point shares give it a measured noise floor (points.verdict_of).
         runs = self.root / "runs"
         start = partial(runner_for, lab, runs, self.notify, scheduler=self.scheduler, tls=self.tls)
+        point = (lo, mid, hi, attempt)
         try:
-            runner = start(resume=again)
+            runner = started(self, start, again, point)
+            run_lab(runner, lab, self.notify)
         except StoreError as e:
             if again is None:
                 raise
             # the interrupted run cannot be continued (another method, since dbregress
-            # or valgrind changed): the point is measured in a new run, never taken for
-            # its build's failure (which would skip the build)
+            # or valgrind changed; another build than its finished jobs measured): the
+            # point is measured in a new run, never taken for its build's failure
+            # (which would skip the build)
             self._say(f"{first_line(e)}; measuring the point in a new run")
-            again, runner = None, start(resume=None)
-        self.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": runner.path.name}
-        self._save()
-        if again is not None:
-            self._say(f"resuming the interrupted run {runner.path.name}")
-        run_lab(runner, lab, self.notify)
+            runner = started(self, start, None, point)
+            run_lab(runner, lab, self.notify)
         took = time.monotonic() - t0
         return point_of(self.request, self.labels, lab, runner.path, lo, mid, hi, attempt, took)
 
@@ -129,7 +135,9 @@ class Bisection:
         n = len(self.outcome.points) + 1
         between = f"{shown(b_mid)} against {shown(b_lo)} and {shown(b_hi)}"
         for attempt in range(1, self.request.attempts + 1):
-            point = self.keys.reusable(self.done.get((b_lo, b_mid, b_hi, attempt)), self._say)
+            point = self.keys.reusable(
+                self.done.get((b_lo, b_mid, b_hi, attempt)), self._say, self.builds[0]
+            )
             if point is not None and point.mid_vs_good is None and b_lo != self.builds[0]:
                 point = None  # measured by a dbregress that judged it against lo only
             if point is not None:  # measured before the bisection was resumed
@@ -282,6 +290,18 @@ class Bisection:
                 return None
             lo, hi = bracket
         return lo, hi
+
+
+def started(b: Bisection, start: Callable[..., Runner], again: Path | None, at: Where) -> Runner:
+    """The point's runner (the interrupted run `again` resumed, else a new run),
+    recorded in bisect.json as the point being measured."""
+    runner = start(resume=again)
+    lo, mid, hi, attempt = at
+    b.current = {"lo": lo, "mid": mid, "hi": hi, "attempt": attempt, "run": runner.path.name}
+    b._save()
+    if again is not None:
+        b._say(f"resuming the interrupted run {runner.path.name}")
+    return runner
 
 
 def first_direction(

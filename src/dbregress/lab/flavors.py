@@ -88,8 +88,12 @@ _AUTOCONF_PLACES = {  # option: its shortest abbreviation (autoconf 2.69's confi
     "program-suffix": "program-s",
     "program-transform-name": "program-t",
 }
-_CONFIGURE_VARIABLE = re.compile(r"^(prefix|exec_prefix|\w*dir|DESTDIR)=")
-_CMAKE_PLACES = re.compile(r"^(-D\s*)?(CMAKE_INSTALL_\w+|INSTALL_\w+|CMAKE_STAGING_PREFIX)(:\w+)?=")
+# configure sets any variable given as NAME=VALUE; CONFIG_SITE names a script that may
+# set the prefix
+_CONFIGURE_VARIABLE = re.compile(r"^(prefix|exec_prefix|\w*dir|DESTDIR|program_\w+|CONFIG_SITE)=")
+_CMAKE_PLACES = re.compile(
+    r"^((-D\s*)?(CMAKE_INSTALL_\w+|INSTALL_\w+|CMAKE_STAGING_PREFIX)(:\w+)?=|--install-prefix(=|$))"
+)
 
 
 def _configure_places(option: str) -> bool:

@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, cast
 
 from dbregress.lab.file import Job, Lab
@@ -37,7 +38,7 @@ from dbregress.shapes.run import (
     RunJson,
 )
 from dbregress.shapes.step_result import StepResultJson
-from dbregress.store.build_names import build_key
+from dbregress.store.build_names import VOLATILE, build_key
 from dbregress.store.files import sibling, write_atomic, write_json
 
 ENDED = ("ok", "failed")  # a job's status once it ran to its end; else "running"
@@ -49,6 +50,8 @@ def new_run_id(lab_name: str) -> str:
 
 class RunWriter:
     record: RunJson  # run.json as it is written
+    # a resumed run's builds as its finished jobs measured them (reopen): none in a new run
+    begun_with: Mapping[str, BuildIdentity] = MappingProxyType({})
 
     def __init__(self, root: Path, lab: Lab, host: dict[str, object]) -> None:
         run_id = new_run_id(lab.name)
@@ -135,6 +138,14 @@ class RunWriter:
             for f in record["failures"]
             if f["type"] != "Interrupted" and f["where"].split(" ")[0] in ended
         ]
+        # the builds the finished jobs measured, which the resumed run's must be; a
+        # fleet's are each host's own (its compiler, packages), so not compared
+        ended_labels = {jid.label for name in ended if (jid := JobId.of(name)) is not None}
+        self.begun_with = (
+            {}
+            if record.get("hosts")
+            else {k: v for k, v in record["builds"].items() if k in ended_labels}
+        )
         record["status"] = "running"
         record["finished_at"] = None
         record.setdefault("resumed_at", []).append(_now())
@@ -177,17 +188,19 @@ class RunWriter:
 
     def set_build(self, label: str, identity: BuildIdentity) -> None:
         """The build of column `label`. A resumed run refuses another build under the
-        label than the one its finished jobs measured (a new cache key, commit, recipe
-        or file digest since the run began): two builds' figures are never pooled."""
-        before = self.record["builds"].get(label)
-        was, now = build_key(before), build_key(identity)
-        if before and was != now:
-            said = before.get("cache_key") or before.get("spec") or was
-            is_now = identity.get("cache_key") or identity.get("spec") or now
+        label than the one its finished jobs measured (begun_with): two builds' figures
+        are never pooled in one column."""
+        before = self.begun_with.get(label)
+        if before is not None and build_key(before) != build_key(identity):
+            differs = sorted(
+                k
+                for k in set(before) | set(identity)
+                if k not in VOLATILE and before.get(k) != identity.get(k)
+            )
+            said = "; ".join(f"{k} {before.get(k)!r} -> {identity.get(k)!r}" for k in differs)
             raise StoreError(
-                f"{self.path}: {label} is another build than when the run began (then "
-                f"{said}, now {is_now}): its finished jobs measured the other one; start a "
-                "new run"
+                f"{self.path}: {label} is another build than the one its finished jobs "
+                f"measured ({said or 'its identity differs'}): start a new run"
             )
         self.record["builds"][label] = identity
         self._save()
