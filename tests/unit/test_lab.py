@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dbregress.execution.prepare import drops_page_cache
+from dbregress.execution.prepare import drops_at_start, drops_page_cache
 from dbregress.lab.file import INSERT_STEPS, KV_STEPS, InsertSizes, KvSizes, Lab, load_lab
 from dbregress.model.errors import LabError
 
@@ -276,7 +276,11 @@ config = "byrx"
     iobuf = kv.replace('config = "byrx"\n', 'config = "iobuf"\n', 1)
     lab = load_lab(write(tmp_path, iobuf))
     assert drops_page_cache(lab, lab.comparisons[0])  # for the byrx column beside it too
+    # a job's own start is decided per column (prepare.drops_at_start)
+    assert [drops_at_start(lab, c) for c in lab.columns] == [True, False]
     lab = load_lab(write(tmp_path, "drop_caches = false\n" + iobuf))
     assert not drops_page_cache(lab, lab.comparisons[0])
+    assert not any(drops_at_start(lab, c) for c in lab.columns)
     lab = load_lab(write(tmp_path, "drop_caches = true\n" + kv))
     assert drops_page_cache(lab, lab.comparisons[0])
+    assert all(drops_at_start(lab, c) for c in lab.columns)

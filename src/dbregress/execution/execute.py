@@ -35,7 +35,7 @@ from dbregress.execution import prepare
 from dbregress.execution.session import EngineSession
 from dbregress.execution.step import LiveRate, Report, StepOutcome, collect_step
 from dbregress.execution.step_interleaved import Side, collect_interleaved
-from dbregress.lab.file import STORAGE_BOUND_CONFIGS, Column, Job, Lab
+from dbregress.lab.file import Column, Job, Lab
 from dbregress.model.errors import (
     DbregressError,
     EngineError,
@@ -231,9 +231,7 @@ class LocalExecutor:
             self.writer.note_cache_drop(drop_page_cache())
 
     def _drop_caches(self, job: Job) -> bool:
-        if self.lab.drop_caches is not None:
-            return self.lab.drop_caches
-        return job.column.config in STORAGE_BOUND_CONFIGS
+        return prepare.drops_at_start(self.lab, job.column)
 
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
         plans = benchmarks.plans(job.comparison)

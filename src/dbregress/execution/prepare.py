@@ -194,6 +194,15 @@ def step_timeout(lab: Lab, plan: StepPlan, spec: StepSpec, slow: float = 1.0) ->
     return plain * slow
 
 
+def drops_at_start(lab: Lab, column: Column) -> bool:
+    """Whether a job of `column` starts with the page cache dropped (`drop_caches`; by
+    default when the column is storage-bound): the timed run and explain's profiling
+    replay decide it alike."""
+    if lab.drop_caches is not None:
+        return lab.drop_caches
+    return column.config in STORAGE_BOUND_CONFIGS
+
+
 def drops_page_cache(lab: Lab, comparison: Comparison) -> bool:
     """Whether each step after the first of the comparison's jobs starts with the page
     cache dropped (`drop_caches`; by default when a column of it is storage-bound, so

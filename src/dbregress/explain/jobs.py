@@ -140,6 +140,8 @@ def replay(
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
     drops = name == "profile" and prepare.drops_page_cache(job.lab, job.comparison)
+    if name == "profile" and prepare.drops_at_start(job.lab, job.column):
+        _drop(job, notify)  # as the timed run started the job (execute.job)
     # not shielded, as before: the cost lane runs replays in worker threads (session.py)
     with EngineSession([engine], [job.work / name], shield=False) as session:
         session.start(engine)
@@ -153,9 +155,7 @@ def replay(
                 # as the timed run started the step (execute.drop_before_step): a perf
                 # profile of a storage-bound read step sees the device, not the files
                 # the load left cached (the counts are user space: no drop there)
-                failed = drop_page_cache()
-                if failed:
-                    notify(f"{job.column.label}: {failed}")
+                _drop(job, notify)
             t0 = time.monotonic()
             if choice is not None:
                 measure(choice, spec, stem)
@@ -168,6 +168,12 @@ def replay(
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
             if plan.wait_after_s:
                 session.settle(plan.wait_after_s)  # the engine checked as the wait passes
+
+
+def _drop(job: ColumnJob, notify: Notify) -> None:
+    failed = drop_page_cache()
+    if failed:
+        notify(f"{job.column.label}: {failed}")
 
 
 def _step_spec(
