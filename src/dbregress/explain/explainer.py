@@ -384,7 +384,7 @@ def _run_column(job: ColumnJob, profile: bool, notify: Notify) -> dict[str, Expl
 def _stored_profile(p: Profiled, folded: str) -> ProfileEntry:
     """A step's profile as stored: its folded stacks in a file of their own, `folded`
     (a path in the run folder)."""
-    return {
+    stored: ProfileEntry = {
         "samples": p["samples"],
         "cpu_s": p["cpu_s"],
         "count": p["count"],
@@ -393,6 +393,9 @@ def _stored_profile(p: Profiled, folded: str) -> ProfileEntry:
         "pmu_per_op": p["pmu_per_op"],
         "folded": folded,
     }
+    if p.get("cache_not_dropped"):
+        stored["cache_not_dropped"] = p["cache_not_dropped"]
+    return stored
 
 
 def _flames(

@@ -134,14 +134,16 @@ def replay(
     measure: Callable[[Choice, StepSpec, Path], Stepped],
     slow: float,
     notify: Notify,
-) -> None:
+) -> str | None:
     """Start the engine, run every step in order (`measure` runs the chosen ones), and
-    stop it and remove its data whatever happens (session.py, as a run's job does)."""
+    stop it and remove its data whatever happens (session.py, as a run's job does); why
+    the page cache could not be dropped where it was to be (None: it was, or needed not)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
     drops = name == "profile" and prepare.drops_page_cache(job.lab, job.comparison)
+    failed = None
     if name == "profile" and prepare.drops_at_start(job.lab, job.column):
-        _drop(job, notify)  # as the timed run started the job (execute.job)
+        failed = _drop(job, notify)  # as the timed run started the job (execute.job)
     # not shielded, as before: the cost lane runs replays in worker threads (session.py)
     with EngineSession([engine], [job.work / name], shield=False) as session:
         session.start(engine)
@@ -155,7 +157,7 @@ def replay(
                 # as the timed run started the step (execute.drop_before_step): a perf
                 # profile of a storage-bound read step sees the device, not the files
                 # the load left cached (the counts are user space: no drop there)
-                _drop(job, notify)
+                failed = _drop(job, notify) or failed
             t0 = time.monotonic()
             if choice is not None:
                 measure(choice, spec, stem)
@@ -168,12 +170,14 @@ def replay(
             notify(f"{job.column.label}: {what} in {time.monotonic() - t0:.1f} s")
             if plan.wait_after_s:
                 session.settle(plan.wait_after_s)  # the engine checked as the wait passes
+    return failed
 
 
-def _drop(job: ColumnJob, notify: Notify) -> None:
+def _drop(job: ColumnJob, notify: Notify) -> str | None:
     failed = drop_page_cache()
     if failed:
         notify(f"{job.column.label}: {failed}")
+    return failed
 
 
 def _step_spec(

@@ -162,17 +162,24 @@ def _functions_table(
 
 
 def _flames(comp: str, step: str, labels: list[str], entries: dict[Key, ExplainEntry]) -> list[str]:
-    links = []
+    links, notes = [], []
     for lb in labels:
         entry = entries.get((comp, step, lb))
         p = entry.get("profile") if entry else None
         if not p:
             continue
+        if p.get("cache_not_dropped"):
+            notes.append(
+                f"The profile of {lb} ran without the page cache dropped as the timed run "
+                f"dropped it ({p['cache_not_dropped']}): it may show cached reads where the "
+                "timed run read the device."
+            )
         if p.get("flame"):
             links.append(f"[{lb}]({p['flame']})")
         if p.get("diff"):
             links.append(f"[{lb} vs {labels[0]}]({p['diff']})")
-    return [f"Flame graphs (CPU ns per operation): {', '.join(links)}", ""] if links else []
+    out = [f"Flame graphs (CPU ns per operation): {', '.join(links)}", ""] if links else []
+    return out + [line for n in notes for line in (n, "")]
 
 
 def _cause_lines(causes: list[cause.Cause]) -> list[str]:

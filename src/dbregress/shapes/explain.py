@@ -100,6 +100,9 @@ class ProfileFigures(TypedDict):
     elapsed_s: float
     hz: int
     pmu_per_op: dict[str, float]
+    # why the page cache was not dropped as the timed run dropped it (a storage-bound
+    # comparison): the profile may have read cached files where the timed run read the device
+    cache_not_dropped: NotRequired[str]
 
 
 class Profiled(ProfileFigures):
