@@ -2,7 +2,7 @@
 
     uv run python bench/rocksdb_all_changes.py --tree ~/rocksdb
         [--good MERGE_BASE] [--bad v8.1.1] [--step revrange] [--min 0.25]
-        [--flavor rel] [--replays 4] [--results /var/tmp/dbregress-rocksdb-all-changes]
+        [--flavor rel] [--replays 8] [--results /var/tmp/dbregress-rocksdb-all-changes]
         [--dry-run]
 
 TREE is a git checkout of RocksDB with its tags (`git clone` of the project; dbregress
@@ -11,7 +11,7 @@ releases put revrange's first rise at 8.1.1 (docs/bisect.md), and from that merg
 v8.1.1 the first-parent line is 122 commits. Runs
 
     dbregress bisect --src TREE GOOD BAD --engine rocksdb --flavor rel --step revrange
-        --all-changes --min 0.25% --replays 4 (the ledger lab's kv sizes)
+        --all-changes --min 0.25% --replays 8 (the ledger lab's kv sizes)
 
 in the cost lane, each commit built once in `rel` (`make DEBUG_LEVEL=0`'s flags, ccache)
 and counted once (the count store). A stopped run is resumed by running the same command
@@ -73,9 +73,9 @@ def main() -> int:
     ap.add_argument("--step", default="revrange")
     ap.add_argument("--min", type=float, default=0.25, help="percent")
     ap.add_argument("--flavor", default="rel")
-    # revrange's counts spread 0.16-0.26% between replays of one build: two replays a
-    # build left 0.25% undecided (docs/ledger.md)
-    ap.add_argument("--replays", type=int, default=4)
+    # revrange's counts spread 0.05-0.28% between replays of one build: four replays a
+    # build left a +0.6% change inside an undecided half; eight named it (docs/ledger.md)
+    ap.add_argument("--replays", type=int, default=8)
     ap.add_argument("--results", type=Path, default=Path("/var/tmp/dbregress-rocksdb-all-changes"))
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
