@@ -134,16 +134,19 @@ def replay(
     measure: Callable[[Choice, StepSpec, Path], Stepped],
     slow: float,
     notify: Notify,
-) -> str | None:
+) -> dict[str, str]:
     """Start the engine, run every step in order (`measure` runs the chosen ones), and
-    stop it and remove its data whatever happens (session.py, as a run's job does); why
-    the page cache could not be dropped where it was to be (None: it was, or needed not)."""
+    stop it and remove its data whatever happens (session.py, as a run's job does); by
+    step, why the page cache could not be dropped before it where it was to be (a step
+    whose drop worked, or that needed none, is not in it)."""
     plans = benchmarks.plans(job.comparison)
     last = max(c.index for c in job.choices.values())
     drops = name == "profile" and prepare.drops_page_cache(job.lab, job.comparison)
-    failed = None
-    if name == "profile" and prepare.drops_at_start(job.lab, job.column):
-        failed = _drop(job, notify)  # as the timed run started the job (execute.job)
+    failed: dict[str, str] = {}
+    if name == "profile" and prepare.drops_at_start(job.lab, job.column) and plans:
+        why = _drop(job, notify)  # as the timed run started the job (execute.job)
+        if why:
+            failed[plans[0].name] = why
     # not shielded, as before: the cost lane runs replays in worker threads (session.py)
     with EngineSession([engine], [job.work / name], shield=False) as session:
         session.start(engine)
@@ -157,7 +160,9 @@ def replay(
                 # as the timed run started the step (execute.drop_before_step): a perf
                 # profile of a storage-bound read step sees the device, not the files
                 # the load left cached (the counts are user space: no drop there)
-                failed = _drop(job, notify) or failed
+                why = _drop(job, notify)
+                if why:
+                    failed[plan.name] = why
             t0 = time.monotonic()
             if choice is not None:
                 measure(choice, spec, stem)

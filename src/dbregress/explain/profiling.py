@@ -112,8 +112,14 @@ def profile(job: ColumnJob, notify: Notify) -> dict[str, Profiled]:
         }
         return stepped
 
-    failed = replay(job, engine, "profile", measure, 1.0, notify)
-    if failed:  # the profile saw the files the load left cached: said with each step
-        for entry in found.values():
-            entry["cache_not_dropped"] = failed
+    return stamp(found, replay(job, engine, "profile", measure, 1.0, notify))
+
+
+def stamp(found: dict[str, Profiled], failed: dict[str, str]) -> dict[str, Profiled]:
+    """Each profiled step with why the page cache could not be dropped before it, if it
+    could not (it may have seen what the steps before it left cached): its own drop's
+    failure only."""
+    for step, why in failed.items():
+        if step in found:
+            found[step]["cache_not_dropped"] = why
     return found

@@ -161,7 +161,16 @@ def _functions_table(
     return out
 
 
-def _flames(comp: str, step: str, labels: list[str], entries: dict[Key, ExplainEntry]) -> list[str]:
+def _flames(
+    comp: str,
+    step: str,
+    labels: list[str],
+    entries: dict[Key, ExplainEntry],
+    timed_failed: str | None = None,
+) -> list[str]:
+    """The step's flame graph links, and a line for each profile taken without the page
+    cache dropped before it (`timed_failed`: why the timed run could not drop it
+    either, run.json's page_cache)."""
     links, notes = [], []
     for lb in labels:
         entry = entries.get((comp, step, lb))
@@ -169,10 +178,15 @@ def _flames(comp: str, step: str, labels: list[str], entries: dict[Key, ExplainE
         if not p:
             continue
         if p.get("cache_not_dropped"):
+            timed = (
+                f"nor could the timed run ({timed_failed})"
+                if timed_failed
+                else "as the timed run did: it may show cached reads where the timed run "
+                "read the device"
+            )
             notes.append(
-                f"The profile of {lb} ran without the page cache dropped as the timed run "
-                f"dropped it ({p['cache_not_dropped']}): it may show cached reads where the "
-                "timed run read the device."
+                f"The profile of {lb} ran without the page cache dropped before this step "
+                f"({p['cache_not_dropped']}), {timed}."
             )
         if p.get("flame"):
             links.append(f"[{lb}]({p['flame']})")
@@ -203,6 +217,11 @@ def _describe(key: str, value: Any) -> str:
     if value is None:
         return ""
     return f"{key} {value if not isinstance(value, float) else _num(value)}"
+
+
+def _drop_failed(record: RunJson) -> str | None:
+    """Why the timed run could not drop the page cache (run.json), None if it could."""
+    return (record.get("page_cache") or {}).get("failed")
 
 
 def section(explain: ExplainRecord, record: RunJson, verdicts: RunVerdicts) -> list[str]:
@@ -252,7 +271,7 @@ def section(explain: ExplainRecord, record: RunJson, verdicts: RunVerdicts) -> l
             out += [f"### {comp['name']}: {step}", ""]
             out += _figures_table(comp["name"], step, labels, entries)
             out += _functions_table(comp["name"], step, labels, entries)
-            out += _flames(comp["name"], step, labels, entries)
+            out += _flames(comp["name"], step, labels, entries, _drop_failed(record))
             for lb in labels[1:]:
                 found = causes.get((comp["name"], lb, step))
                 if found:
