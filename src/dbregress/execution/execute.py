@@ -186,7 +186,7 @@ class LocalExecutor:
         if self._jobs_run and self.lab.sleep_between_s:
             time.sleep(self.lab.sleep_between_s)
         self._jobs_run += 1
-        if self._drop_caches(job):
+        if prepare.drops_at_start(self.lab, job.column):
             self.writer.note_cache_drop(drop_page_cache())
         jobs = max(self._jobs_planned, self._jobs_run)
         try:
@@ -214,7 +214,7 @@ class LocalExecutor:
         if self._jobs_run and self.lab.sleep_between_s:
             time.sleep(self.lab.sleep_between_s)
         self._jobs_run += len(jobs)
-        if any(self._drop_caches(j) for j in jobs):
+        if any(prepare.drops_at_start(self.lab, j.column) for j in jobs):
             self.writer.note_cache_drop(drop_page_cache())
         status = _InterleavedRound(self, jobs, builds).run()
         for job in jobs:
@@ -229,9 +229,6 @@ class LocalExecutor:
         # comparison starts its step in the same page-cache state
         if index > 1 and any(prepare.drops_page_cache(self.lab, j.comparison) for j in jobs):
             self.writer.note_cache_drop(drop_page_cache())
-
-    def _drop_caches(self, job: Job) -> bool:
-        return prepare.drops_at_start(self.lab, job.column)
 
     def _run_job(self, job: Job, build: Build, job_index: int, jobs: int) -> None:
         plans = benchmarks.plans(job.comparison)
