@@ -317,3 +317,23 @@ def test_the_point_bound_says_the_undecided_ranges_may_hold_more() -> None:
     )
     o.counted = 3
     assert "among 8 increments), " in render_changes(o, request)
+
+
+def test_ranges_with_no_change_shown_are_said_not_dropped() -> None:
+    """Two changes that cancel inside a range its ends cannot tell apart, and small ones
+    that add up, leave ranges with no change shown: each is kept (quiet), and the table
+    says what a range measured at its ends only cannot rule out."""
+    found, _ = run_split(history(41, {12: 1.05, 14: 1 / 1.05}))
+    assert found.changes == [] and found.quiet  # the +5% and -5% cancel in 0..20
+    assert any(r.lo <= 12 and 14 <= r.hi for r in found.quiet)
+    builds = tuple(f"rocksdb@1.{i}.0" for i in range(41))
+    request = BisectRequest(builds=builds, benchmark="kv", step="x", all_changes=True)
+    o = Outcome(builds=list(builds))
+    o.counted = len(found.measured)
+    o.ranges = [
+        RangeRow(builds[r.lo], builds[r.hi], "quiet", r.verdict.ratio, r.verdict.ci, None)
+        for r in found.quiet
+    ]
+    text = render_changes(o, request)
+    assert f"| {len(found.quiet)} range(s) |  | no change shown (each within ±0.25%)" in text
+    assert "changes inside it that add up, or that cancel, are not ruled out" in text

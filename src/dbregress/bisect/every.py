@@ -186,7 +186,8 @@ class AllChanges(Bisection):
                     functions=self._moved(c.lo, c.hi),
                 )
             )
-        for kind, ranges in (("below", found.below), ("undecided", found.undecided)):
+        kinds = (("below", found.below), ("undecided", found.undecided), ("quiet", found.quiet))
+        for kind, ranges in kinds:
             o.ranges += [
                 RangeRow(
                     b[r.lo], b[r.hi], kind, r.verdict.ratio, r.verdict.ci, found.share(r.verdict)

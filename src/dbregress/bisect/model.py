@@ -153,7 +153,7 @@ class RangeRow:
 
     first: str
     last: str
-    kind: str  # below | undecided
+    kind: str  # below | undecided | quiet (no change shown: each within ±the minimum)
     ratio: float | None
     ci: tuple[float, float] | None
     share: float | None

@@ -62,6 +62,9 @@ class Split:
     changes: list[Change] = field(default_factory=list)
     below: list[Range] = field(default_factory=list)  # beyond the noise, below the minimum
     undecided: list[Range] = field(default_factory=list)
+    # left whole with no change shown (the interval holds 1 within ±the minimum): small
+    # changes that add up, or larger ones that cancel, are not ruled out in them
+    quiet: list[Range] = field(default_factory=list)
     measured: list[int] = field(default_factory=list)  # builds counted, in that order
     skipped: list[int] = field(default_factory=list)  # builds that could not be measured
 
@@ -177,12 +180,15 @@ def split(n: int, measure: Measure, compare: Compare, minimum: float) -> Split:
 
 def _leave(out: Split, r: Range, minimum: float) -> None:
     """A range left whole: below the minimum when beyond the noise; undecided when its
-    interval holds 1 yet reaches the minimum (a change that large, or two that cancel,
-    could hide in it: said, not dropped); else nothing to say."""
+    interval holds 1 yet reaches the minimum (a change that large could hide in it);
+    else quiet, no change shown. Each is said, none dropped: changes that cancel over a
+    range may lie in any of them."""
     if beyond_noise(r.verdict):
         out.below.append(r)
     elif too_wide(r.verdict, minimum):
         out.undecided.append(r)
+    else:
+        out.quiet.append(r)
 
 
 def point_bound(k: int, n: int) -> float:

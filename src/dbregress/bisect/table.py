@@ -6,6 +6,8 @@ wall time)."""
 
 from __future__ import annotations
 
+import math
+
 from dbregress.bisect.builds import commit_of, merge_note, shown
 from dbregress.bisect.model import BisectRequest, Outcome
 from dbregress.bisect.split import point_bound
@@ -32,18 +34,33 @@ def _ranges(o: Outcome, request: BisectRequest) -> list[str]:
     minimum = f"{request.minimum * 100:g}%"
     lines = ["", "ranges left whole:", ""]
     lines += ["| from | to | why | total [CI] | share |", "|---|---|---|---|---|"]
+    quiet = [r for r in o.ranges if r.kind == "quiet"]
     for r in o.ranges:
+        if r.kind == "quiet":
+            continue
         why = f"below {minimum}" if r.kind == "below" else f"undecided against {minimum}"
         lines.append(
             f"| {shown(r.first)} | {shown(r.last)} | {why} | {_size(r.ratio, r.ci)} | "
             f"{_share(r.share)} |"
         )
-    if any(r.kind != "below" for r in o.ranges):
+    if quiet:
+        together = math.prod(r.ratio for r in quiet if r.ratio is not None) - 1
+        lines.append(
+            f"| {len(quiet)} range(s) |  | no change shown (each within ±{minimum}) | "
+            f"{together:+.2%} together |  |"
+        )
+    if any(r.kind == "undecided" for r in o.ranges):
         lines += [
             "",
             f"an undecided range's interval reaches ±{minimum} (or it has none): a change "
             "that large may lie in it; more counting replays a build "
             f"(--replays, {request.replays} now) narrow its interval",
+        ]
+    if o.ranges:
+        lines += [
+            "",
+            "a range left whole was measured at its ends only: changes inside it that add "
+            "up, or that cancel, are not ruled out",
         ]
     return lines
 
@@ -91,8 +108,9 @@ def render_changes(o: Outcome, request: BisectRequest) -> str:
     bound = point_bound(k, n)
     kinds = [r.kind for r in o.ranges]
     reasons = [f"{kinds.count('undecided')} range(s) undecided"] if "undecided" in kinds else []
-    if o.counted > bound and "below" in kinds:
-        reasons.append(f"{kinds.count('below')} range(s) of smaller changes")
+    if o.counted > bound and ("below" in kinds or "quiet" in kinds):
+        smaller = kinds.count("below") + kinds.count("quiet")
+        reasons.append(f"{smaller} range(s) of smaller changes")
     if o.counted > bound and o.skipped:
         reasons.append(f"{len(o.skipped)} build(s) skipped")
     more = f", or more with {', '.join(reasons)}" if reasons else ""
