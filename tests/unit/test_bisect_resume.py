@@ -323,3 +323,55 @@ def test_keys_compare_the_good_end_and_skip_what_they_cannot_know(
 def test_a_build_whose_key_cannot_be_found_is_not_refused(tmp_path: Path) -> None:
     gone = f"postgres@src:{tmp_path / 'no-tree'}#abc123"
     assert Keys({}, {gone: "b0"}, tmp_path).now(gone) is None
+
+
+def test_a_resumed_point_run_is_started_anew_only_when_refused_before_its_jobs(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """run_point: a resumed run refused at reopen (another method) or at its builds
+    (BuildMoved) gives way to a new run, said; a store failure while the resumed run
+    runs stops the bisection with that run still the point's, to resume again."""
+    from dbregress.model.errors import BuildMoved
+
+    class Run:
+        def __init__(self, name: str) -> None:
+            self.path = tmp_path / name
+
+    class B:
+        current: Any = None
+        notify = print
+
+        def __init__(self) -> None:
+            self.said: list[str] = []
+
+        def _save(self) -> None:
+            pass
+
+        def _say(self, text: str) -> None:
+            self.said.append(text)
+
+    again = tmp_path / "old"
+    at = ("lo", "mid", "hi", 1)
+
+    def start(resume: Path | None) -> Run:
+        return Run("old" if resume is not None else "new")
+
+    for failure, anew in ((BuildMoved("b moved"), True), (StoreError("disk full"), False)):
+        ran: list[str] = []
+
+        def run_lab(
+            runner: Any, lab: Any, notify: Any, failure: Exception = failure, ran: list[str] = ran
+        ) -> None:
+            ran.append(runner.path.name)
+            if runner.path.name == "old":
+                raise failure
+
+        monkeypatch.setattr(walk, "run_lab", run_lab)
+        b = B()
+        if anew:
+            assert walk.run_point(b, start, None, again, at).path.name == "new"  # type: ignore[arg-type]
+            assert ran == ["old", "new"] and "b moved; measuring the point in a new run" in b.said
+        else:
+            with pytest.raises(StoreError, match="disk full"):
+                walk.run_point(b, start, None, again, at)  # type: ignore[arg-type]
+            assert ran == ["old"] and b.current["run"] == "old"

@@ -28,11 +28,18 @@ from dbregress.bisect.model import (
 from dbregress.bisect.points import check_step, failures_only_of, point_lab, point_of
 from dbregress.bisect.state import Keys, interrupted_run, save_state, tried_build
 from dbregress.model import interrupts
-from dbregress.model.errors import DbregressError, InternalError, Interrupted, StoreError
+from dbregress.model.errors import (
+    BuildMoved,
+    DbregressError,
+    InternalError,
+    Interrupted,
+    StoreError,
+)
 from dbregress.workflow.lab_run import run_lab, runner_for
 
 if TYPE_CHECKING:
     from dbregress.execution.runner import Runner
+    from dbregress.lab.file import Lab
 
 Where = tuple[str, str, str, int]  # a point: lo, mid, hi and its attempt
 
@@ -110,20 +117,7 @@ class Bisection:
         # builds a later point shares give it a measured noise floor (points.verdict_of).
         runs = self.root / "runs"
         start = partial(runner_for, lab, runs, self.notify, scheduler=self.scheduler, tls=self.tls)
-        point = (lo, mid, hi, attempt)
-        try:
-            runner = started(self, start, again, point)
-            run_lab(runner, lab, self.notify)
-        except StoreError as e:
-            if again is None:
-                raise
-            # the interrupted run cannot be continued (another method, since dbregress
-            # or valgrind changed; another build than its finished jobs measured): the
-            # point is measured in a new run, never taken for its build's failure
-            # (which would skip the build)
-            self._say(f"{first_line(e)}; measuring the point in a new run")
-            runner = started(self, start, None, point)
-            run_lab(runner, lab, self.notify)
+        runner = run_point(self, start, lab, again, (lo, mid, hi, attempt))
         took = time.monotonic() - t0
         return point_of(self.request, self.labels, lab, runner.path, lo, mid, hi, attempt, took)
 
@@ -290,6 +284,30 @@ class Bisection:
                 return None
             lo, hi = bracket
         return lo, hi
+
+
+def run_point(
+    b: Bisection, start: Callable[..., Runner], lab: Lab, again: Path | None, at: Where
+) -> Runner:
+    """The point's run, resuming the interrupted run `again` when it can be: one that
+    cannot be continued (another method, since dbregress or valgrind changed; another
+    build than its finished jobs measured, refused before any job runs) is said and the
+    point measured in a new run, never taken for its build's failure (which would skip
+    the build). Any other store failure stops the bisection with `again` still the
+    point's run, to resume."""
+    if again is not None:
+        runner: Runner | None = None
+        try:
+            runner = started(b, start, again, at)
+            run_lab(runner, lab, b.notify)
+            return runner
+        except StoreError as e:
+            if runner is not None and not isinstance(e, BuildMoved):
+                raise  # failed while the resumed run ran: it stays the point's, to resume
+            b._say(f"{first_line(e)}; measuring the point in a new run")
+    runner = started(b, start, None, at)
+    run_lab(runner, lab, b.notify)
+    return runner
 
 
 def started(b: Bisection, start: Callable[..., Runner], again: Path | None, at: Where) -> Runner:

@@ -52,6 +52,10 @@ class StoreError(DbregressError):
     """A results folder is missing, unreadable, or of another schema version."""
 
 
+class BuildMoved(StoreError):
+    """A resumed run's column got another build than its finished jobs measured."""
+
+
 class Interrupted(DbregressError):
     """The user pressed Ctrl-C; finished steps are on disk."""
 

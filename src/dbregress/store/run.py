@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from dbregress.lab.file import Job, Lab
 from dbregress.method import identity as method
-from dbregress.model.errors import StoreError, is_bug
+from dbregress.model.errors import BuildMoved, StoreError, is_bug
 from dbregress.model.records import JobId, NotAStepResult, StepResult
 from dbregress.model.run_record import SCHEMA_VERSION, RunRecord, Status, check_run, upgrade_run
 from dbregress.shapes.method import MethodIdentity
@@ -198,7 +198,7 @@ class RunWriter:
                 if k not in VOLATILE and before.get(k) != identity.get(k)
             )
             said = "; ".join(f"{k} {before.get(k)!r} -> {identity.get(k)!r}" for k in differs)
-            raise StoreError(
+            raise BuildMoved(
                 f"{self.path}: {label} is another build than the one its finished jobs "
                 f"measured ({said or 'its identity differs'}): start a new run"
             )
