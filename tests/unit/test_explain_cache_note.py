@@ -28,11 +28,12 @@ def test_a_profile_without_the_drop_says_so_beside_its_flame_graphs() -> None:
     text = "\n".join(_flames("c", "qr100", ["a", "b"], entries))
     assert "Flame graphs (CPU ns per operation): [a](a.svg), [b](b.svg)" in text
     assert "The profile of b ran without the page cache dropped before this step" in text
-    assert "(no permission to drop), as the timed run did" in text
+    assert "(no permission to drop), unlike the timed run, which dropped it" in text
     assert "The profile of a" not in text
     # when the timed run could not drop it either, the note does not claim it did
     both = "\n".join(_flames("c", "qr100", ["a", "b"], entries, "no permission"))
-    assert "nor could the timed run (no permission)" in both and "as the timed run" not in both
+    assert "the timed run recorded a failed drop too (no permission)" in both
+    assert "unlike the timed run" not in both
     entries[("c", "qr100", "b")] = entry("b", flame="b.svg")
     assert "page cache" not in "\n".join(_flames("c", "qr100", ["a", "b"], entries))
 

@@ -362,7 +362,8 @@ def test_a_lab_defines_its_own_flavor_with_patches_by_version_range(tmp_path: Pa
         *[(o, True) for o in ("--install-prefix=/x", "program_prefix=pg", "CONFIG_SITE=/x")],
         # ambiguous or not a place: configure's own business
         *[(o, False) for o in ("--lib=/x", "--data=/x", "--e", "--pre-release", "CFLAGS=-O2")],
-        *[(o, False) for o in ("--with-lz4", "--srcdir=/x", "--exec-prefix-x", "-DWITH_SSL=x")],
+        *[(o, False) for o in ("--with-lz4", "--exec-prefix-x", "-DWITH_SSL=x")],
+        *[(o, True) for o in ("--srcdir=/x", "-srcdir=/x", "--sr=/x")],  # another tree
     ],
 )
 def test_options_that_move_the_install_are_told_apart(option: str, moves: bool) -> None:

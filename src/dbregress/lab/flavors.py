@@ -87,6 +87,7 @@ _AUTOCONF_PLACES = {  # option: its shortest abbreviation (autoconf 2.69's confi
     "program-prefix": "program-p",
     "program-suffix": "program-s",
     "program-transform-name": "program-t",
+    "srcdir": "sr",  # not a place to install, but another tree than the one keyed
 }
 # configure sets any variable given as NAME=VALUE; CONFIG_SITE names a script that may
 # set the prefix
@@ -108,8 +109,8 @@ def _configure_places(option: str) -> bool:
 
 
 def places_install(option: str) -> bool:
-    """Whether a configure or cmake option would move where the build installs, or
-    rename what it installs."""
+    """Whether a configure or cmake option would move where the build installs, rename
+    what it installs, or build another source tree (--srcdir)."""
     return bool(
         _configure_places(option)
         or _CONFIGURE_VARIABLE.match(option)
@@ -134,7 +135,11 @@ def _recipe(r: TableReader, family: str, base: Path) -> source.Recipe:
                 raise r.fail(key, "must be a list of strings")
             placed = [o for o in options if places_install(o)]
             if placed:
-                raise r.fail(key, f"{placed[0]!r}: dbregress chooses where a build installs")
+                raise r.fail(
+                    key,
+                    f"{placed[0]!r}: dbregress chooses where a build installs "
+                    "(and its source tree)",
+                )
             raw[key] = options
         else:
             raw[key] = r.get(key, str)

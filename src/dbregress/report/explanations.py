@@ -179,10 +179,11 @@ def _flames(
             continue
         if p.get("cache_not_dropped"):
             timed = (
-                f"nor could the timed run ({timed_failed})"
+                f"and the timed run recorded a failed drop too ({timed_failed}): both may "
+                "have read cached files"
                 if timed_failed
-                else "as the timed run did: it may show cached reads where the timed run "
-                "read the device"
+                else "unlike the timed run, which dropped it: it may show cached reads where "
+                "the timed run read the device"
             )
             notes.append(
                 f"The profile of {lb} ran without the page cache dropped before this step "
