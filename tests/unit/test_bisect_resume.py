@@ -318,6 +318,12 @@ def test_keys_compare_the_good_end_and_skip_what_they_cannot_know(
     (run / "run.json").write_text(json.dumps(record))
     assert recorded_keys(run) == {}
     assert keys.reusable(point, said.append, builds[0]) is point
+    told: list[str] = []  # a run whose builds are not checked is said, never silently
+    Keys({}, labels, tmp_path / "runs", told.append).rebuilt(run, builds)
+    assert told == [
+        "run r1: its builds' cache keys are not checked: it ran on a fleet, "
+        "each worker's build with its own compiler"
+    ]
 
 
 def test_a_build_whose_key_cannot_be_found_is_not_refused(tmp_path: Path) -> None:

@@ -67,18 +67,26 @@ def recorded_keys(run: Path) -> dict[str, str]:
     """The cache key each source build of a point's run was built under, by its label
     (run.json's builds); empty when the run has no run.json or records none, and for a
     fleet's run (its workers' keys: another host's compiler gives another key)."""
+    return _keys_and_why(run)[0]
+
+
+def _keys_and_why(run: Path) -> tuple[dict[str, str], str | None]:
+    """recorded_keys, and why the run's builds cannot be checked (None: they can)."""
     try:
         record = json.loads((run / "run.json").read_text())
         builds = record.get("builds", {})
-    except (OSError, ValueError, AttributeError):
-        return {}
-    if not isinstance(builds, dict) or record.get("hosts"):
-        return {}  # a fleet's run: each worker's key, built with its own compiler
-    return {
+    except (OSError, ValueError, AttributeError) as e:
+        return {}, f"its run.json cannot be read ({type(e).__name__})"
+    if not isinstance(builds, dict):
+        return {}, "its run.json records no builds"
+    if record.get("hosts"):
+        return {}, "it ran on a fleet, each worker's build with its own compiler"
+    keys = {
         label: str(ident["cache_key"])
         for label, ident in builds.items()
         if isinstance(ident, dict) and ident.get("cache_key")
     }
+    return keys, None
 
 
 class Keys:
@@ -87,23 +95,38 @@ class Keys:
     option, another compiler or package) is another build under the same name, whose
     points and interrupted runs are not carried into a resumed bisection."""
 
-    def __init__(self, flavors: FlavorTables, labels: dict[str, str], runs: Path) -> None:
-        self.flavors, self.labels, self.runs = flavors, labels, runs
+    def __init__(
+        self,
+        flavors: FlavorTables,
+        labels: dict[str, str],
+        runs: Path,
+        say: Callable[[str], None] = lambda _: None,
+    ) -> None:
+        self.flavors, self.labels, self.runs, self.say = flavors, labels, runs, say
         self.keys: dict[str, str | None] = {}
 
     def now(self, build: str) -> str | None:
-        """`build`'s cache key now: a source build's; None for a release."""
+        """`build`'s cache key now: a source build's; None for a release, and for a
+        build whose key cannot be found (said once: what it measured is not checked)."""
         if build not in self.keys:
             spec = spec_of(build, self.flavors)
             try:
                 self.keys[build] = source.plan(spec).key if spec.is_source else None
-            except DbregressError:  # its commit or tools gone: building it will say
+            except DbregressError as e:
                 self.keys[build] = None
+                first = str(e).splitlines()[0] if str(e) else type(e).__name__
+                self.say(
+                    f"{shown(build)}: its cache key cannot be found now ({first}); "
+                    "the points that measured it are not checked against it"
+                )
         return self.keys[build]
 
     def rebuilt(self, run: Path, builds: Iterable[str]) -> str | None:
-        """Which of `builds` the run measured under another key than now (None: none)."""
-        was = recorded_keys(run)
+        """Which of `builds` the run measured under another key than now (None: none;
+        a run whose builds cannot be checked is said)."""
+        was, why = _keys_and_why(run)
+        if why is not None:
+            self.say(f"run {run.name}: its builds' cache keys are not checked: {why}")
         for b in dict.fromkeys(builds):
             before = was.get(self.labels[b])
             now = self.now(b) if before is not None else None

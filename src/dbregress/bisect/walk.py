@@ -67,7 +67,7 @@ class Bisection:
         self.outcome = Outcome(builds=list(self.builds))
         self.done: dict[tuple[str, str, str, int], BisectPoint] = {}  # measured before a resume
         self.current: CurrentPoint | None = None  # the point being measured
-        self.keys = Keys(request.flavors, self.labels, root / "runs")  # builds' cache keys
+        self.keys = Keys(request.flavors, self.labels, root / "runs", self._say)
         self.started = time.monotonic()
         self.root.mkdir(parents=True, exist_ok=True)
         # builds and skips; _fetch looked up at each call (tests replace it)
